@@ -1,0 +1,213 @@
+/* control.c: SIGURG handler, postponed job, message queue reading, fork and exit handling. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1    /* struct ucred */
+#endif
+#include "control.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <ruby.h>
+#include <ruby/debug.h>
+
+#include "extconf.h"
+#include "hook.h"
+#include "session.h"
+#include "tracer_protocol.h"
+
+#define HELLOS_PER_JOB 16
+
+static struct sigaction chained;        /* the handler we displaced, called after ours */
+static pid_t self_pid;                  /* getpid() is a syscall; this is kept by the fork handler */
+static volatile sig_atomic_t forked;    /* a child that still has its parent's session */
+static volatile sig_atomic_t vm_gone;
+static unsigned long ignored_messages;
+
+static void control_job(void *arg);
+
+#ifdef HAVE_RB_POSTPONED_JOB_PREREGISTER
+static rb_postponed_job_handle_t job = POSTPONED_JOB_HANDLE_INVALID;
+
+static void
+job_init(void)
+{
+	job = rb_postponed_job_preregister(0, control_job, NULL);
+	if (job == POSTPONED_JOB_HANDLE_INVALID)
+		rb_raise(rb_eRuntimeError, "tracer_agent: the postponed job table is full");
+}
+
+static void
+job_fire(void)
+{
+	rb_postponed_job_trigger(job);
+}
+#else
+static void
+job_init(void)
+{
+}
+
+static void
+job_fire(void)
+{
+	rb_postponed_job_register_one(0, control_job, NULL);
+}
+#endif
+
+static void
+chain(int sig, siginfo_t *info, void *uc)
+{
+	if (chained.sa_flags & SA_SIGINFO) {
+		if (chained.sa_sigaction != NULL)
+			chained.sa_sigaction(sig, info, uc);
+	} else if (chained.sa_handler != SIG_DFL && chained.sa_handler != SIG_IGN && chained.sa_handler != NULL) {
+		chained.sa_handler(sig);
+	}
+}
+
+/* Async-signal-safe: only a postponed-job trigger and the chained handler. */
+static void
+on_sigurg(int sig, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+	if (!vm_gone)
+		job_fire();
+	chain(sig, info, uc);
+	errno = saved;
+}
+
+static void
+install_handler(void)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigurg;
+	/* SA_RESTART: a blocking read in the app must not see EINTR because we were signalled. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGURG, &sa, &old) == 0 && old.sa_sigaction != on_sigurg)
+		chained = old;
+}
+
+void
+trc_control_rearm(void)
+{
+	struct sigaction cur;
+	if (sigaction(SIGURG, NULL, &cur) == 0 && cur.sa_sigaction != on_sigurg)
+		install_handler();
+}
+
+unsigned long
+trc_control_ignored(void)
+{
+	return ignored_messages;
+}
+
+/* The queue must belong to us or to root; anyone else's is left alone. */
+static int
+queue_trusted(int q)
+{
+	struct msqid_ds ds;
+	uid_t me = geteuid();
+
+	if (msgctl(q, IPC_STAT, &ds) < 0)
+		return 0;
+	return (ds.msg_perm.uid == me || ds.msg_perm.uid == 0) && (ds.msg_perm.mode & 077) == 0;
+}
+
+static int
+peer_trusted(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	return cred.uid == geteuid() || cred.uid == 0;
+}
+
+static void
+connect_client(const struct trc_hello *h)
+{
+	struct sockaddr_un addr;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return;
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	memcpy(addr.sun_path, h->path, sizeof(addr.sun_path) - 1);
+	/* A hello left by a client that died has nobody listening: connect fails, we move on. */
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || !peer_trusted(fd)) {
+		close(fd);
+		return;
+	}
+	trc_session_open(fd, h->client_pid);
+}
+
+static void
+read_queue(void)
+{
+	int q = msgget(TRC_QUEUE_KEY(self_pid), 0);
+	struct trc_hello h;
+
+	if (q < 0 || !queue_trusted(q))
+		return;
+	for (int i = 0; i < HELLOS_PER_JOB; i++) {
+		ssize_t n = msgrcv(q, &h, TRC_HELLO_SIZE, 0, IPC_NOWAIT | MSG_NOERROR);
+		if (n < 0)
+			break;
+		if ((size_t)n != TRC_HELLO_SIZE || h.mtype != TRC_HELLO_MTYPE || h.magic != TRC_HELLO_MAGIC ||
+		    memchr(h.path, 0, sizeof(h.path)) == NULL) {
+			ignored_messages++;
+			continue;
+		}
+		connect_client(&h);
+	}
+}
+
+/* At a safe point, GVL held. Exceptions raised here would be swallowed by the VM: raise none. */
+static void
+control_job(void *arg)
+{
+	if (forked) {
+		forked = 0;
+		trc_session_forget();
+	}
+	read_queue();
+}
+
+static void
+after_fork_child(void)
+{
+	self_pid = getpid();
+	trc_hook_disarm();
+	trc_session_forked();
+	forked = 1;
+	job_fire();
+}
+
+static void
+at_vm_exit(VALUE unused)
+{
+	trc_session_at_exit();
+	vm_gone = 1;
+}
+
+void
+trc_control_init(void)
+{
+	self_pid = getpid();
+	job_init();
+	install_handler();
+	pthread_atfork(NULL, NULL, after_fork_child);
+	rb_set_end_proc(at_vm_exit, Qnil);
+}

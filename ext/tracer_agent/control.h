@@ -1,0 +1,12 @@
+/* control.h: how a client gets the agent's attention: SIGURG, the message queue, a postponed job. */
+#ifndef TRC_CONTROL_H
+#define TRC_CONTROL_H
+
+/* From Init_, GVL held: installs the SIGURG handler, the fork and exit handlers. */
+void trc_control_init(void);
+/* GVL held: puts our SIGURG handler back in front after the app trapped URG itself. */
+void trc_control_rearm(void);
+/* Queue messages ignored because they were not a well-formed hello. */
+unsigned long trc_control_ignored(void);
+
+#endif

@@ -1,0 +1,154 @@
+/* encode.c: turns ring records into protocol messages; the agent thread's half of the ring. */
+#include "encode.h"
+
+#include <string.h>
+
+#include "names.h"
+#include "ring.h"
+#include "tracer_protocol.h"
+
+void
+trc_pack_str(msgpack_packer *pk, const char *s, size_t len)
+{
+	msgpack_pack_str(pk, len);
+	msgpack_pack_str_body(pk, s, len);
+}
+
+void
+trc_pack_cstr(msgpack_packer *pk, const char *s)
+{
+	trc_pack_str(pk, s, strlen(s));
+}
+
+static void
+define_method(msgpack_packer *pk, uint32_t idx)
+{
+	struct trc_method *m = trc_method_at(idx);
+	char sep[2] = { m->sep, 0 };
+
+	if (m->sent)
+		return;
+	m->sent = 1;
+	msgpack_pack_array(pk, 7);
+	msgpack_pack_uint8(pk, TRC_EV_METHOD);
+	msgpack_pack_uint32(pk, idx);
+	trc_pack_cstr(pk, m->klass_name);
+	trc_pack_cstr(pk, sep);
+	trc_pack_cstr(pk, m->name);
+	trc_pack_cstr(pk, m->path);
+	msgpack_pack_int(pk, m->line);
+}
+
+static void
+define_thread(msgpack_packer *pk, uint32_t idx)
+{
+	struct trc_thread *t = trc_thread_at(idx);
+
+	if (t->sent)
+		return;
+	t->sent = 1;
+	msgpack_pack_array(pk, 3);
+	msgpack_pack_uint8(pk, TRC_EV_THREAD);
+	msgpack_pack_uint32(pk, idx);
+	trc_pack_cstr(pk, t->name);
+}
+
+static void
+encode_event(msgpack_packer *pk, const struct trc_rec *r)
+{
+	define_thread(pk, r->thread);
+	define_method(pk, r->method);
+	msgpack_pack_array(pk, 4);
+	msgpack_pack_uint8(pk, r->type == TRC_REC_CALL ? TRC_EV_CALL : TRC_EV_RETURN);
+	msgpack_pack_uint32(pk, r->thread);
+	msgpack_pack_uint32(pk, r->method);
+	msgpack_pack_uint64(pk, r->ts);
+}
+
+static void
+encode_slow(msgpack_packer *pk, const struct trc_rec *r)
+{
+	define_thread(pk, r->thread);
+	define_method(pk, r->method);
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_uint8(pk, TRC_EV_SLOW);
+	msgpack_pack_uint32(pk, r->thread);
+	msgpack_pack_uint32(pk, r->method);
+	msgpack_pack_uint64(pk, r->ts);
+	msgpack_pack_uint64(pk, r->dur);
+	msgpack_pack_uint32(pk, r->aux);
+}
+
+static void
+encode_raise(msgpack_packer *pk, const struct trc_rec *r)
+{
+	const unsigned char *p = (const unsigned char *)(r + 1);
+	const char *s[3];
+	uint32_t len[3];
+
+	for (int i = 0; i < 3; i++)
+		p = trc_rec_get_str(p, &s[i], &len[i]);
+	define_thread(pk, r->thread);
+	msgpack_pack_array(pk, 7);
+	msgpack_pack_uint8(pk, TRC_EV_RAISE);
+	msgpack_pack_uint32(pk, r->thread);
+	msgpack_pack_uint64(pk, r->ts);
+	for (int i = 0; i < 3; i++)
+		trc_pack_str(pk, s[i], len[i]);
+	msgpack_pack_uint64(pk, r->dur);
+}
+
+static void
+encode_expr(msgpack_packer *pk, const struct trc_rec *r)
+{
+	const char *s;
+	uint32_t len;
+
+	trc_rec_get_str((const unsigned char *)(r + 1), &s, &len);
+	msgpack_pack_array(pk, 5);
+	msgpack_pack_uint8(pk, TRC_EV_EXPR);
+	msgpack_pack_uint32(pk, r->thread);
+	msgpack_pack_uint32(pk, r->method);
+	msgpack_pack_uint32(pk, r->aux);
+	trc_pack_str(pk, s, len);
+}
+
+static void
+encode_lost(msgpack_packer *pk, const struct trc_rec *r)
+{
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_uint8(pk, TRC_EV_LOST);
+	msgpack_pack_uint64(pk, r->ts);
+}
+
+size_t
+trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		const struct trc_rec *r = (const struct trc_rec *)(p + off);
+		switch (r->type) {
+		case TRC_REC_CALL:
+		case TRC_REC_RETURN:
+			encode_event(pk, r);
+			break;
+		case TRC_REC_SLOW:
+			encode_slow(pk, r);
+			break;
+		case TRC_REC_RAISE:
+			encode_raise(pk, r);
+			break;
+		case TRC_REC_EXPR:
+			encode_expr(pk, r);
+			break;
+		case TRC_REC_LOST:
+			encode_lost(pk, r);
+			break;
+		default:        /* TRC_REC_PAD */
+			break;
+		}
+		off += r->size;
+	}
+	return off;
+}

@@ -1,0 +1,47 @@
+/* hook.h: the VM event hooks that turn calls, returns and raises into ring records. */
+#ifndef TRC_HOOK_H
+#define TRC_HOOK_H
+
+#include <ruby.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+#define TRC_MAX_SPECS 64
+#define TRC_MAX_EXPRS 16
+
+/* One -m spec, resolved in the target. */
+struct trc_spec {
+	VALUE klass;            /* the class or module named, Qnil for TRC_SPEC_ANY */
+	int kind;               /* enum trc_spec_kind */
+	ID mid;                 /* 0: every method of klass */
+	int nexpr;
+	VALUE exprs[TRC_MAX_EXPRS];     /* frozen Strings */
+};
+
+struct trc_trace_cfg {
+	unsigned flags;         /* enum trc_trace_flag */
+	uint64_t slow_ns;
+	int nspecs;
+	struct trc_spec specs[TRC_MAX_SPECS];
+};
+
+/*
+ * Called with the GVL by the agent thread. Installs what cfg needs and nothing more: a targeted
+ * TracePoint per Ruby method named by a spec, a global C call hook only for C methods, a global
+ * call hook only for firehose, slow mode and bare method names. matched[i] gets how many
+ * methods spec i selected (-1 when its class does not exist, with *why set).
+ * Events go into ring; wake_fd is written once the ring is half full.
+ */
+int trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd,
+    int *matched);
+/* GVL held. Removes every hook and TracePoint; after it no record is written. */
+void trc_hook_stop(void);
+/* Async-signal-safe: after fork, in the child, makes every hook a no-op at once. */
+void trc_hook_disarm(void);
+/* Totals for the session: records written and events dropped because the ring was full. */
+void trc_hook_counts(uint64_t *events, uint64_t *lost);
+/* From the GC's mark phase. */
+void trc_hook_mark(void);
+
+#endif

@@ -1,0 +1,60 @@
+/* names.h: the tables that turn classes, method ids and threads into small numbers. */
+#ifndef TRC_NAMES_H
+#define TRC_NAMES_H
+
+#include <ruby.h>
+#include <stdint.h>
+
+/*
+ * Entries are appended by traced threads (GVL held) and never move or change afterwards, so the
+ * agent thread may read any entry below trc_*_count() without the GVL: the count is published
+ * with release ordering after the entry is filled. Storage is chunked for that reason: growing
+ * never reallocates an entry another thread may be reading.
+ */
+struct trc_method {
+	VALUE klass;            /* key, kept alive by trc_names_mark */
+	ID mid;                 /* key */
+	char *klass_name;       /* "" when unknown */
+	char *name;
+	char *path;             /* definition of a Ruby method; "" for C methods */
+	int line;
+	char sep;               /* '#', '.' or 0 (no class) */
+	int8_t spec;            /* -m spec that selected it, or -1 */
+	uint8_t selected;       /* traced under the current filter */
+	uint8_t sent;           /* definition sent to the client (agent thread only) */
+};
+
+struct trc_thread {
+	VALUE thread;           /* key, kept alive by trc_names_mark */
+	uint32_t idx;
+	uint8_t ignored;        /* one of the agent's own threads */
+	uint8_t sent;           /* agent thread only */
+	char *name;
+	uint32_t depth;         /* open traced calls */
+	uint32_t slow_cap;
+	uint64_t *slow_start;   /* start times of open calls, -s only */
+};
+
+#define TRC_NAMES_MAX (1u << 20)
+
+/* GVL held. Returns the index of (klass, mid), or UINT32_MAX when it is not there yet. */
+uint32_t trc_method_find(VALUE klass, ID mid);
+/* GVL held. Appends m (whose strings the table now owns); UINT32_MAX when the table is full. */
+uint32_t trc_method_add(const struct trc_method *m);
+struct trc_method *trc_method_at(uint32_t idx);
+uint32_t trc_method_count(void);
+
+/* GVL held. The entry of thread th, made on first sight; NULL when the table is full. */
+struct trc_thread *trc_thread_get(VALUE th);
+struct trc_thread *trc_thread_at(uint32_t idx);
+uint32_t trc_thread_count(void);
+
+/* GVL held. Marks th as one of the agent's threads (on) or not: hooks skip its events. */
+void trc_thread_ignore(VALUE th, int on);
+
+/* GVL held, with no traced event in flight: forget everything (at detach). */
+void trc_names_reset(void);
+/* From the GC's mark phase. */
+void trc_names_mark(void);
+
+#endif

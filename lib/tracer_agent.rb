@@ -1,0 +1,66 @@
+# frozen_string_literal: true
+
+# tracer_agent: lets the `tracer` client attach to this process. Loading it installs a SIGURG
+# handler and nothing else; the agent starts work only when a client attaches.
+require_relative 'tracer_agent/version'
+require_relative 'tracer_agent/tracer_agent'
+
+module TracerAgent
+  AGENT_THREADS = %w[tracer-agent tracer-eval].freeze
+
+  class << self
+    # Set to false to refuse -e, --heapdump and --backtraces (or TRACER_AGENT_EVAL=0).
+    attr_writer :allow_eval
+
+    def eval_allowed?
+      return false if ENV['TRACER_AGENT_EVAL'] == '0'
+
+      @allow_eval != false
+    end
+
+    # Called by the agent in a thread of its own; returns the String sent back to the client.
+    def __eval(kind, text)
+      case kind
+      when 0 then TOPLEVEL_BINDING.eval(text, '(tracer -e)').inspect
+      when 1 then heapdump(text)
+      when 2 then backtraces
+      end
+    end
+
+    private
+
+    def heapdump(path)
+      require 'objspace'
+      GC.start
+      tmp = "#{path}.#{Process.pid}.tmp"
+      File.open(tmp, File::WRONLY | File::CREAT | File::TRUNC, 0o600) do |io|
+        ObjectSpace.dump_all(output: io)
+      end
+      File.rename(tmp, path)
+      "#{path} #{File.size(path)}"
+    ensure
+      File.unlink(tmp) if tmp && File.exist?(tmp)
+    end
+
+    def backtraces
+      Thread.list.reject { |t| AGENT_THREADS.include?(t.name) }.map do |t|
+        name = t.name || (t == Thread.main ? 'main' : t.inspect)
+        lines = (t.backtrace || []).map { |l| "  #{l}" }
+        ["#{name} (#{t.status || 'dead'})", *lines].join("\n")
+      end.join("\n\n")
+    end
+  end
+
+  # A later Signal.trap('URG') by the app replaces our handler; put ours back in front of it,
+  # calling the app's handler after ours, so both keep working.
+  module TrapHook
+    def trap(signal, *args, &block)
+      previous = super
+      TracerAgent.__rearm_signal if [:URG, 'URG', 'SIGURG', :SIGURG, Signal.list['URG']].include?(signal)
+      previous
+    end
+  end
+  Signal.singleton_class.prepend(TrapHook)
+  Kernel.singleton_class.prepend(TrapHook)
+  Kernel.prepend(TrapHook)
+end
