@@ -10,7 +10,6 @@
 #include "names.h"
 #include "tracer_protocol.h"
 
-#define SLOW_STACK 4096
 #define EXPR_MAX 1024
 
 static struct {
@@ -22,8 +21,6 @@ static struct {
 	rb_event_flag_t global; /* events of the global hook, 0 when none */
 	int raise_hook;
 	VALUE tracepoints;      /* Array of the targeted TracePoints */
-	VALUE last_th;          /* one-entry cache of trc_thread_get */
-	struct trc_thread *last_t;
 	uint64_t events, lost, lost_pending;
 } H;
 
@@ -33,23 +30,6 @@ now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The traced thread's entry; NULL for the agent's own threads (and if the table is full). */
-static inline struct trc_thread *
-current_thread(void)
-{
-	VALUE th = rb_thread_current();
-	struct trc_thread *t;
-
-	if (th == H.last_th)
-		return H.last_t;
-	t = trc_thread_get(th);
-	if (t != NULL && t->ignored)
-		t = NULL;
-	H.last_th = th;
-	H.last_t = t;
-	return t;
 }
 
 static void
@@ -150,48 +130,6 @@ put_strings(struct trc_rec *head, int n, const char **s, long *len)
 
 /* ---- method identity (rare path: the first time a method is seen) ---- */
 
-static VALUE
-attached_object(VALUE klass)
-{
-#ifdef HAVE_RB_CLASS_ATTACHED_OBJECT
-	return rb_class_attached_object(klass);
-#else
-	return rb_attr_get(klass, rb_intern("__attached__"));
-#endif
-}
-
-static char *
-module_path(VALUE mod)
-{
-	VALUE name = rb_mod_name(mod);
-	if (NIL_P(name))
-		name = rb_class_path(mod);      /* "#<Class:0x...>" for anonymous ones */
-	return strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
-}
-
-/* "Foo" with sep '.' for Foo's singleton class, "Foo" with '#' for Foo or an object's. */
-static char *
-class_name(VALUE klass, char *sep)
-{
-	if (klass == 0 || NIL_P(klass)) {
-		*sep = 0;
-		return strdup("");
-	}
-	if (RB_TYPE_P(klass, T_ICLASS))
-		klass = RBASIC(klass)->klass;
-	*sep = '#';
-	if (FL_TEST(klass, FL_SINGLETON)) {
-		VALUE obj = attached_object(klass);
-		if (RB_TYPE_P(obj, T_CLASS) || RB_TYPE_P(obj, T_MODULE)) {
-			*sep = '.';
-			klass = obj;
-		} else {
-			klass = rb_obj_class(obj);
-		}
-	}
-	return module_path(klass);
-}
-
 static int
 spec_selects(const struct trc_spec *sp, VALUE klass, ID mid)
 {
@@ -200,7 +138,7 @@ spec_selects(const struct trc_spec *sp, VALUE klass, ID mid)
 	if (sp->mid != 0 && sp->mid != mid)
 		return 0;
 	if (sp->kind == TRC_SPEC_SINGLETON)
-		return FL_TEST(klass, FL_SINGLETON) && attached_object(klass) == sp->klass;
+		return FL_TEST(klass, FL_SINGLETON) && trc_attached_object(klass) == sp->klass;
 	return klass == sp->klass;
 }
 
@@ -220,40 +158,22 @@ select_method(VALUE klass, ID mid)
 	return -1;
 }
 
-static uint32_t
-method_add(VALUE klass, ID mid, VALUE path, int line, int spec)
-{
-	struct trc_method m;
-	const char *name = rb_id2name(mid);
-
-	memset(&m, 0, sizeof(m));
-	m.klass = klass;
-	m.mid = mid;
-	m.klass_name = class_name(klass, &m.sep);
-	m.name = strdup(name ? name : "(unknown)");
-	m.path = RB_TYPE_P(path, T_STRING) ? strndup(RSTRING_PTR(path), (size_t)RSTRING_LEN(path)) : strdup("");
-	m.line = line;
-	m.spec = (int8_t)(spec >= 0 ? spec : -1);
-	m.selected = spec != -1;
-	return trc_method_add(&m);
-}
-
 /* Index of a method seen by the global hook; interning runs once per (class, method). */
 static inline uint32_t
 method_index(rb_event_flag_t ev, VALUE klass, ID mid)
 {
 	uint32_t idx = trc_method_find(klass, mid);
-	if (idx == UINT32_MAX) {
-		VALUE path = Qnil;
-		int line = 0;
-		if (ev & (RUBY_EVENT_CALL | RUBY_EVENT_RETURN)) {
-			rb_trace_arg_t *ta = rb_tracearg_from_tracepoint(Qnil);
-			path = rb_tracearg_path(ta);
-			line = FIX2INT(rb_tracearg_lineno(ta));
-		}
-		idx = method_add(klass, mid, path, line, select_method(klass, mid));
+	VALUE path = Qnil;
+	int line = 0;
+
+	if (idx != UINT32_MAX)
+		return idx;
+	if (ev & (RUBY_EVENT_CALL | RUBY_EVENT_RETURN)) {
+		rb_trace_arg_t *ta = rb_tracearg_from_tracepoint(Qnil);
+		path = rb_tracearg_path(ta);
+		line = FIX2INT(rb_tracearg_lineno(ta));
 	}
-	return idx;
+	return trc_method_intern(klass, mid, path, line, select_method(klass, mid));
 }
 
 /* ---- expressions shown at call time ---- */
@@ -305,14 +225,9 @@ put_exprs(const struct trc_thread *t, int spec, VALUE self)
 static void
 slow_push(struct trc_thread *t, uint64_t ts)
 {
-	if (t->slow_start == NULL) {
-		t->slow_start = malloc(SLOW_STACK * sizeof(uint64_t));
-		if (t->slow_start == NULL)
-			return;
-		t->slow_cap = SLOW_STACK;
-	}
-	if (t->depth < t->slow_cap)
-		t->slow_start[t->depth] = ts;
+	struct trc_frame *f = trc_thread_frame(t, t->depth);
+	if (f != NULL)
+		f->start = ts;
 }
 
 static void
@@ -321,9 +236,9 @@ slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 	struct trc_rec *r;
 	uint64_t start;
 
-	if (t->slow_start == NULL || t->depth >= t->slow_cap)
+	if (t->depth >= t->frames_cap)
 		return;
-	start = t->slow_start[t->depth];
+	start = t->frames[t->depth].start;
 	if (ts - start < H.cfg->slow_ns || (r = rec_new(sizeof(struct trc_rec))) == NULL)
 		return;
 	memset(r, 0, sizeof(*r));
@@ -374,7 +289,7 @@ global_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	struct trc_thread *t;
 	uint32_t m;
 
-	if (!H.armed || (t = current_thread()) == NULL)
+	if (!H.armed || (t = trc_thread_current()) == NULL)
 		return;
 	if (mid == 0 && !rb_frame_method_id_and_class(&mid, &klass))
 		return;
@@ -394,7 +309,7 @@ tracepoint_hook(VALUE tpval, void *data)
 	struct trc_thread *t;
 	uint32_t m = (uint32_t)(uintptr_t)data;
 
-	if (!H.armed || (t = current_thread()) == NULL)
+	if (!H.armed || (t = trc_thread_current()) == NULL)
 		return;
 	ta = rb_tracearg_from_tracepoint(tpval);
 	if (rb_tracearg_event_flag(ta) == RUBY_EVENT_CALL)
@@ -417,7 +332,7 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	VALUE exc, cname, msg, path;
 	int state = 0;
 
-	if (!H.armed || (t = current_thread()) == NULL)
+	if (!H.armed || (t = trc_thread_current()) == NULL)
 		return;
 	/* Outside firehose only exceptions that happen inside a traced call are in the tree. */
 	if (!(H.cfg->flags & TRC_TRACE_FIREHOSE) && t->depth == 0)
@@ -476,13 +391,12 @@ select_one(VALUE um, int spec, int targeted, int *is_c)
 	VALUE loc = rb_funcall(um, rb_intern("source_location"), 0);
 	VALUE owner = rb_funcall(um, rb_intern("owner"), 0);
 	ID mid = SYM2ID(rb_funcall(um, rb_intern("name"), 0));
-	uint32_t m = trc_method_find(owner, mid);
+	uint32_t m;
 	int state = 0;
 
 	*is_c = NIL_P(loc);
-	if (m == UINT32_MAX)
-		m = *is_c ? method_add(owner, mid, Qnil, 0, spec) :
-		    method_add(owner, mid, RARRAY_AREF(loc, 0), NUM2INT(RARRAY_AREF(loc, 1)), spec);
+	m = *is_c ? trc_method_intern(owner, mid, Qnil, 0, spec) :
+	    trc_method_intern(owner, mid, RARRAY_AREF(loc, 0), NUM2INT(RARRAY_AREF(loc, 1)), spec);
 	if (m == UINT32_MAX)
 		return 0;
 	if (*is_c || !targeted)
@@ -543,8 +457,6 @@ trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_
 	H.wake_fd = wake_fd;
 	H.woke = 0;
 	H.events = H.lost = H.lost_pending = 0;
-	H.last_th = Qnil;
-	H.last_t = NULL;
 	H.tracepoints = rb_ary_new();
 	/* Armed before anything is enabled: a TracePoint fires as soon as it is on. */
 	H.armed = 1;
@@ -576,8 +488,6 @@ trc_hook_stop(void)
 			rb_tracepoint_disable(RARRAY_AREF(H.tracepoints, i));
 	}
 	H.tracepoints = Qnil;
-	H.last_th = Qnil;
-	H.last_t = NULL;
 	H.cfg = NULL;
 }
 

@@ -1,6 +1,8 @@
 /* names.c: append-only, chunked tables of methods and threads, with a hash index for lookups. */
 #include "names.h"
 
+#include "extconf.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,10 +126,74 @@ trc_method_find(VALUE klass, ID mid)
 	return index_find(&methods, klass, mid);
 }
 
-uint32_t
-trc_method_add(const struct trc_method *m)
+VALUE
+trc_attached_object(VALUE klass)
 {
-	return table_add(&methods, m, m->klass, m->mid);
+#ifdef HAVE_RB_CLASS_ATTACHED_OBJECT
+	return rb_class_attached_object(klass);
+#else
+	return rb_attr_get(klass, rb_intern("__attached__"));
+#endif
+}
+
+static char *
+module_path(VALUE mod)
+{
+	VALUE name = rb_mod_name(mod);
+	if (NIL_P(name))
+		name = rb_class_path(mod);      /* "#<Class:0x...>" for anonymous ones */
+	return strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
+}
+
+/* "Foo" with sep '.' for Foo's singleton class, "Foo" with '#' for Foo or an object's. */
+static char *
+class_name(VALUE klass, char *sep)
+{
+	if (klass == 0 || NIL_P(klass)) {
+		*sep = 0;
+		return strdup("");
+	}
+	if (RB_TYPE_P(klass, T_ICLASS))
+		klass = RBASIC(klass)->klass;
+	*sep = '#';
+	if (FL_TEST(klass, FL_SINGLETON)) {
+		VALUE obj = trc_attached_object(klass);
+		if (RB_TYPE_P(obj, T_CLASS) || RB_TYPE_P(obj, T_MODULE)) {
+			*sep = '.';
+			klass = obj;
+		} else {
+			klass = rb_obj_class(obj);
+		}
+	}
+	return module_path(klass);
+}
+
+uint32_t
+trc_method_intern(VALUE klass, ID mid, VALUE path, int line, int spec)
+{
+	struct trc_method m;
+	const char *name;
+	uint32_t idx = index_find(&methods, klass, mid);
+
+	if (idx != UINT32_MAX)
+		return idx;
+	name = rb_id2name(mid);
+	memset(&m, 0, sizeof(m));
+	m.klass = klass;
+	m.mid = mid;
+	m.klass_name = class_name(klass, &m.sep);
+	m.name = strdup(name ? name : "(unknown)");
+	m.path = RB_TYPE_P(path, T_STRING) ? strndup(RSTRING_PTR(path), (size_t)RSTRING_LEN(path)) : strdup("");
+	m.line = line;
+	m.spec = (int8_t)(spec >= 0 ? spec : -1);
+	m.selected = spec != -1;
+	if (m.klass_name == NULL || m.name == NULL || m.path == NULL ||
+	    (idx = table_add(&methods, &m, klass, mid)) == UINT32_MAX) {
+		free(m.klass_name);
+		free(m.name);
+		free(m.path);
+	}
+	return idx;
 }
 
 struct trc_method *
@@ -141,6 +207,9 @@ trc_method_count(void)
 {
 	return __atomic_load_n(&methods.count, __ATOMIC_ACQUIRE);
 }
+
+static VALUE last_th = Qnil;    /* a one-entry cache for trc_thread_current */
+static struct trc_thread *last_t;
 
 /* The agent's own threads outlive sessions, so they are remembered apart from the table. */
 #define MAX_IGNORED 64
@@ -158,6 +227,7 @@ trc_thread_ignore(VALUE th, int on)
 	uint32_t idx = index_find(&threads, th, 0);
 	if (idx != UINT32_MAX)
 		trc_thread_at(idx)->ignored = (uint8_t)on;
+	last_th = Qnil;
 }
 
 static int
@@ -207,6 +277,39 @@ trc_thread_get(VALUE th)
 	return trc_thread_at(idx);
 }
 
+
+struct trc_thread *
+trc_thread_current(void)
+{
+	VALUE th = rb_thread_current();
+	struct trc_thread *t;
+
+	if (th == last_th)
+		return last_t;
+	t = trc_thread_get(th);
+	if (t != NULL && t->ignored)
+		t = NULL;
+	last_th = th;
+	last_t = t;
+	return t;
+}
+
+struct trc_frame *
+trc_thread_frame(struct trc_thread *t, uint32_t depth)
+{
+	if (depth >= t->frames_cap) {
+		uint32_t cap = t->frames_cap ? t->frames_cap * 2 : 64;
+		struct trc_frame *f;
+		while (cap <= depth)
+			cap *= 2;
+		if (cap > (1u << 20) || (f = realloc(t->frames, cap * sizeof(*f))) == NULL)
+			return NULL;
+		t->frames = f;
+		t->frames_cap = cap;
+	}
+	return &t->frames[depth];
+}
+
 struct trc_thread *
 trc_thread_at(uint32_t idx)
 {
@@ -233,7 +336,7 @@ free_thread(void *e)
 {
 	struct trc_thread *t = e;
 	free(t->name);
-	free(t->slow_start);
+	free(t->frames);
 }
 
 static void
@@ -255,6 +358,8 @@ trc_names_reset(void)
 {
 	table_reset(&methods, free_method);
 	table_reset(&threads, free_thread);
+	last_th = Qnil;
+	last_t = NULL;
 }
 
 void

@@ -31,21 +31,42 @@ struct trc_thread {
 	uint8_t sent;           /* agent thread only */
 	char *name;
 	uint32_t depth;         /* open traced calls */
-	uint32_t slow_cap;
-	uint64_t *slow_start;   /* start times of open calls, -s only */
+	uint32_t frames_cap;
+	struct trc_frame *frames;       /* open calls, for -s and --top time; NULL until needed */
 };
+
+/* An open call, as far as slow mode and the time table need to know it. */
+struct trc_frame {
+	uint64_t start;
+	uint64_t child;         /* time spent in traced callees */
+	uint32_t method;
+	int line;               /* call site, C methods only */
+	const char *path;
+};
+
+/* GVL held. Frame depth of t, made on first use; NULL if memory runs out. */
+struct trc_frame *trc_thread_frame(struct trc_thread *t, uint32_t depth);
 
 #define TRC_NAMES_MAX (1u << 20)
 
+/* The object a singleton class belongs to. */
+VALUE trc_attached_object(VALUE klass);
+
 /* GVL held. Returns the index of (klass, mid), or UINT32_MAX when it is not there yet. */
 uint32_t trc_method_find(VALUE klass, ID mid);
-/* GVL held. Appends m (whose strings the table now owns); UINT32_MAX when the table is full. */
-uint32_t trc_method_add(const struct trc_method *m);
+/*
+ * GVL held, not from an internal event (it may allocate). The index of (klass, mid), entered
+ * on first sight with its printable names, path and line, and selected by spec (-1: not
+ * selected, -2: selected by no spec in particular). UINT32_MAX when the table is full.
+ */
+uint32_t trc_method_intern(VALUE klass, ID mid, VALUE path, int line, int spec);
 struct trc_method *trc_method_at(uint32_t idx);
 uint32_t trc_method_count(void);
 
 /* GVL held. The entry of thread th, made on first sight; NULL when the table is full. */
 struct trc_thread *trc_thread_get(VALUE th);
+/* GVL held. The current thread's entry, or NULL for the agent's own threads. */
+struct trc_thread *trc_thread_current(void);
 struct trc_thread *trc_thread_at(uint32_t idx);
 uint32_t trc_thread_count(void);
 

@@ -1,0 +1,60 @@
+/* attach.h: the attach handshake of tracer_protocol.h: socket directory, SysV hello, SIGURG. */
+#ifndef TRC_ATTACH_H
+#define TRC_ATTACH_H
+
+#include <ev.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "tracer_protocol.h"
+
+enum trc_attach_failure {
+	TRC_ATTACH_FAILED = 1,  /* a system call failed: error says which */
+	TRC_ATTACH_GONE = 2,    /* the target exited before it connected */
+	TRC_ATTACH_DENIED = 3,  /* not allowed to signal the target */
+};
+
+struct trc_attach;
+
+/*
+ * Called from the loop once the attach ends: fd >= 0 is the accepted connection from the
+ * target (non-blocking; the callee owns it); fd == -1 means a failure, see a->failure and
+ * a->error. Either way the queue, socket file and directory are gone by then.
+ */
+typedef void trc_attach_done_fn(struct trc_attach *a, int fd, void *ctx);
+
+/* Caller-allocated; fields are private to attach.c except failure and error. */
+struct trc_attach {
+	struct ev_loop *loop;
+	pid_t pid;
+	uid_t uid;              /* the target's effective ids, for a root client */
+	gid_t gid;
+	bool give_away;         /* root client, other user's target: chown what we make */
+	char dir[PATH_MAX];
+	char path[sizeof(((struct trc_hello *)0)->path)];
+	bool made_dir;
+	int lfd;                /* listening socket, or -1 */
+	int qid;                /* message queue holding our hello, or -1 */
+	bool hello_queued;
+	ev_io accept_w;
+	ev_timer resignal_w;
+	trc_attach_done_fn *done;
+	void *ctx;
+	enum trc_attach_failure failure;
+	char error[PATH_MAX + 128];
+};
+
+/*
+ * Starts attaching to pid: makes the socket directory and listener, queues the hello and
+ * signals the target, then keeps re-signalling every TRC_RESIGNAL_MS from the loop until the
+ * target connects. Returns 0, or -1 with a->failure/a->error set and nothing left behind.
+ * There is no timeout here: the caller stops a slow attach with trc_attach_stop(). Main thread.
+ */
+int trc_attach_start(struct trc_attach *a, struct ev_loop *loop, pid_t pid,
+		     trc_attach_done_fn *done, void *ctx);
+
+/* Stops attaching and removes the queue, socket file and directory. Safe to repeat. */
+void trc_attach_stop(struct trc_attach *a);
+
+#endif

@@ -1,0 +1,627 @@
+/* cli.c: tracer's command line: option table, usage, exit codes, main loop; the only file that exits. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "output.h"
+#include "proc.h"
+#include "session.h"
+#include "spec.h"
+#include "tracer_protocol.h"
+#include "xmalloc.h"
+
+#define TRC_CLIENT_VERSION "0.1.0"
+#define DEFAULT_SLOW_MS 250
+#define DEFAULT_PREFIX 2
+#define DEFAULT_TIMEOUT 5.0
+#define HELP_COLUMN 28
+
+/* The command line, as given. */
+struct opts {
+	pid_t *pids;
+	size_t npids;
+	const char **specs;
+	size_t nspecs;
+	bool firehose, slow, start_time, no_duration, append, heapdump, backtraces;
+	bool help, version;
+	uint32_t slow_ms;
+	unsigned prefix;
+	const char *output, *eval, *heapdump_path;
+	double duration, timeout;
+};
+
+enum arg_kind {
+	ARG_NONE,               /* -f */
+	ARG_REQUIRED,           /* -p PID, -pPID, --pid=PID */
+	ARG_OPTIONAL,           /* -s, -s 100, --slow=100: the next word if it is no option */
+	ARG_LIST,               /* -m A B C: one value, then every following word that is no option */
+};
+
+struct option_def {
+	const char *name;
+	char short_name;        /* 0: long only */
+	enum arg_kind arg;
+	const char *metavar;
+	const char *help;
+	void (*set)(struct opts *o, const char *value);  /* value NULL when none was given */
+};
+
+static void __attribute__((noreturn, format(printf, 2, 3)))
+die(enum trc_exit code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("tracer: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (code == TRC_EXIT_USAGE)
+		fputs("Try 'tracer --help' for more information.\n", stderr);
+	exit(code);
+}
+
+static unsigned long
+parse_uint(const char *what, const char *s, unsigned long min, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < min || v > max)
+		die(TRC_EXIT_USAGE, "invalid %s '%s': expected a whole number from %lu to %lu", what, s,
+		    min, max);
+	return v;
+}
+
+static double
+parse_secs(const char *what, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (*s == '\0' || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0 || v > 1e7)
+		die(TRC_EXIT_USAGE, "invalid %s '%s': expected a number of seconds above 0", what, s);
+	return v;
+}
+
+static void
+set_pid(struct opts *o, const char *v)
+{
+	pid_t pid = (pid_t)parse_uint("pid", v, 1, INT_MAX);
+
+	for (size_t i = 0; i < o->npids; i++)
+		if (o->pids[i] == pid)
+			die(TRC_EXIT_USAGE, "pid %d given twice", (int)pid);
+	o->pids = xreallocarray(o->pids, o->npids + 1, sizeof(*o->pids));
+	o->pids[o->npids++] = pid;
+}
+
+static void
+set_methods(struct opts *o, const char *v)
+{
+	o->specs = xreallocarray(o->specs, o->nspecs + 1, sizeof(*o->specs));
+	o->specs[o->nspecs++] = v;
+}
+
+static void
+set_firehose(struct opts *o, const char *v)
+{
+	(void)v;
+	o->firehose = true;
+}
+
+static void
+set_slow(struct opts *o, const char *v)
+{
+	o->slow = true;
+	o->slow_ms = v ? (uint32_t)parse_uint("--slow threshold", v, 0, UINT32_MAX) : DEFAULT_SLOW_MS;
+}
+
+static void
+set_start_time(struct opts *o, const char *v)
+{
+	(void)v;
+	o->start_time = true;
+}
+
+static void
+set_no_duration(struct opts *o, const char *v)
+{
+	(void)v;
+	o->no_duration = true;
+}
+
+static void
+set_prefix(struct opts *o, const char *v)
+{
+	o->prefix = (unsigned)parse_uint("--prefix", v, 0, 100);
+}
+
+static void
+set_output(struct opts *o, const char *v)
+{
+	o->output = v;
+}
+
+static void
+set_append(struct opts *o, const char *v)
+{
+	(void)v;
+	o->append = true;
+}
+
+static void
+set_eval(struct opts *o, const char *v)
+{
+	o->eval = v;
+}
+
+static void
+set_heapdump(struct opts *o, const char *v)
+{
+	o->heapdump = true;
+	o->heapdump_path = v;
+}
+
+static void
+set_backtraces(struct opts *o, const char *v)
+{
+	(void)v;
+	o->backtraces = true;
+}
+
+static void
+set_duration(struct opts *o, const char *v)
+{
+	o->duration = parse_secs("--duration", v);
+}
+
+static void
+set_timeout(struct opts *o, const char *v)
+{
+	o->timeout = parse_secs("--timeout", v);
+}
+
+static void
+set_help(struct opts *o, const char *v)
+{
+	(void)v;
+	o->help = true;
+}
+
+static void
+set_version(struct opts *o, const char *v)
+{
+	(void)v;
+	o->version = true;
+}
+
+static const struct option_def options[] = {
+	{ "pid", 'p', ARG_REQUIRED, "PID", "process to attach to; repeat for several", set_pid },
+	{ "methods", 'm', ARG_LIST, "SPEC...", "trace calls of these methods (see below)",
+	  set_methods },
+	{ "firehose", 'f', ARG_NONE, NULL, "trace every method call", set_firehose },
+	{ "slow", 's', ARG_OPTIONAL, "[MS]", "show calls slower than MS milliseconds (250)",
+	  set_slow },
+	{ "start-time", 't', ARG_NONE, NULL, "show the wall-clock start time of each call",
+	  set_start_time },
+	{ "no-duration", 'n', ARG_NONE, NULL, "hide the time spent in each call", set_no_duration },
+	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2)", set_prefix },
+	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout",
+	  set_output },
+	{ "append", 'a', ARG_NONE, NULL, "append to the --output FILE", set_append },
+	{ "eval", 'e', ARG_REQUIRED, "CODE", "evaluate Ruby CODE in the process, print the result",
+	  set_eval },
+	{ "heapdump", 0, ARG_OPTIONAL, "[FILE]",
+	  "dump the heap to FILE (/tmp/tracer-heap-PID-DATE-TIME.json)", set_heapdump },
+	{ "backtraces", 0, ARG_NONE, NULL, "print the backtrace of every thread", set_backtraces },
+	{ "duration", 0, ARG_REQUIRED, "SECS", "detach after SECS seconds (may be fractional)",
+	  set_duration },
+	{ "timeout", 0, ARG_REQUIRED, "SECS", "give up when the agent has not answered in SECS (5)",
+	  set_timeout },
+	{ "help", 'h', ARG_NONE, NULL, "show this help and exit", set_help },
+	{ "version", 'v', ARG_NONE, NULL, "show the version and exit", set_version },
+};
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+static const char usage_text[] =
+	"Usage: tracer -p PID [-p PID...] (-m SPEC... | -f | -s [MS] | -e CODE |\n"
+	"              --heapdump [FILE] | --backtraces) [options]\n"
+	"\n"
+	"Traces method calls in running Ruby processes that loaded tracer_agent, or\n"
+	"evaluates code in them.\n"
+	"\n"
+	"Options:\n";
+
+static const char spec_text[] =
+	"\n"
+	"Method specs (-m):\n"
+	"  Class#method        an instance method      Class.method   a singleton method\n"
+	"  Mod::Class#method   a nested class          method         with any receiver\n"
+	"  Class#              all instance methods    Class.         all singleton methods\n"
+	"  Kernel#sleep(self, __source__, @ivar, any_ruby_expr)\n"
+	"                      also print these values at each call\n"
+	"\n"
+	"Exit codes:\n"
+	"  0  success\n"
+	"  1  runtime error: no such process, attach failed or timed out, the agent\n"
+	"     refused, the eval raised, protocol error, lost connection\n"
+	"  2  usage error: bad option or method spec\n"
+	"  3  the process exited while tracer was attached\n"
+	"  4  permission denied: the process belongs to another user\n"
+	"With several pids, the highest code wins.\n";
+
+static void
+usage(void)
+{
+	fputs(usage_text, stdout);
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct option_def *d = &options[i];
+		char left[64];
+		int n;
+
+		if (d->short_name)
+			n = snprintf(left, sizeof(left), "  -%c, --%s", d->short_name, d->name);
+		else
+			n = snprintf(left, sizeof(left), "      --%s", d->name);
+		if (d->metavar)
+			snprintf(left + n, sizeof(left) - (size_t)n, " %s", d->metavar);
+		printf("%-*s%s\n", HELP_COLUMN, left, d->help);
+	}
+	fputs(spec_text, stdout);
+}
+
+static bool
+is_option(const char *s)
+{
+	return s[0] == '-' && s[1] != '\0';
+}
+
+/* Gives d its value(s): glued is the value written into the same word (--x=V, -xV), or NULL. */
+static void
+apply(struct opts *o, const struct option_def *d, const char *spelled, const char *glued,
+      int argc, char **argv, int *i)
+{
+	const char *v = glued;
+
+	if (d->arg == ARG_NONE && v != NULL)
+		die(TRC_EXIT_USAGE, "option '%s' takes no value", spelled);
+	if (d->arg == ARG_OPTIONAL && v == NULL && *i + 1 < argc && !is_option(argv[*i + 1]))
+		v = argv[++*i];
+	if ((d->arg == ARG_REQUIRED || d->arg == ARG_LIST) && v == NULL) {
+		if (*i + 1 >= argc)
+			die(TRC_EXIT_USAGE, "option '%s' needs a value", spelled);
+		v = argv[++*i];
+	}
+	d->set(o, v);
+	while (d->arg == ARG_LIST && *i + 1 < argc && !is_option(argv[*i + 1]))
+		d->set(o, argv[++*i]);
+}
+
+static void
+parse_long(struct opts *o, int argc, char **argv, int *i)
+{
+	const char *name = argv[*i] + 2, *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	char spelled[32];
+
+	for (size_t k = 0; k < NOPTIONS; k++) {
+		if (strlen(options[k].name) == len && strncmp(options[k].name, name, len) == 0) {
+			snprintf(spelled, sizeof(spelled), "--%s", options[k].name);
+			apply(o, &options[k], spelled, eq ? eq + 1 : NULL, argc, argv, i);
+			return;
+		}
+	}
+	die(TRC_EXIT_USAGE, "unknown option '--%.*s'", (int)len, name);
+}
+
+/* "-tn", "-p123", "-s": letters until one that takes a value, which gets the rest. */
+static void
+parse_short(struct opts *o, int argc, char **argv, int *i)
+{
+	const char *word = argv[*i];
+
+	for (size_t k = 1; word[k] != '\0'; k++) {
+		const struct option_def *d = NULL;
+		char spelled[3] = { '-', word[k], '\0' };
+
+		for (size_t j = 0; j < NOPTIONS && d == NULL; j++)
+			if (options[j].short_name == word[k])
+				d = &options[j];
+		if (d == NULL)
+			die(TRC_EXIT_USAGE, "unknown option '-%c'", word[k]);
+		if (d->arg != ARG_NONE) {
+			apply(o, d, spelled, word[k + 1] ? word + k + 1 : NULL, argc, argv, i);
+			return;
+		}
+		apply(o, d, spelled, NULL, argc, argv, i);
+	}
+}
+
+static void
+parse_args(struct opts *o, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!is_option(argv[i]) || strcmp(argv[i], "--") == 0)
+			die(TRC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
+		if (argv[i][1] == '-')
+			parse_long(o, argc, argv, &i);
+		else
+			parse_short(o, argc, argv, &i);
+	}
+}
+
+/* Exactly one thing to do, and no option that cannot apply to it. */
+static enum trc_mode
+check_mode(const struct opts *o)
+{
+	bool tracing = o->nspecs > 0 || o->firehose || o->slow;
+	int modes = tracing + (o->eval != NULL) + o->heapdump + o->backtraces;
+
+	if (o->npids == 0)
+		die(TRC_EXIT_USAGE, "no process given: use -p PID");
+	if (modes == 0)
+		die(TRC_EXIT_USAGE, "nothing to do: give -m, -f, -s, -e, --heapdump or --backtraces");
+	if (modes > 1)
+		die(TRC_EXIT_USAGE, "tracing (-m, -f, -s), -e, --heapdump and --backtraces exclude "
+		    "each other");
+	if (o->firehose && (o->nspecs > 0 || o->slow))
+		die(TRC_EXIT_USAGE, "--firehose traces every call: it excludes -m and -s");
+	if (o->append && o->output == NULL)
+		die(TRC_EXIT_USAGE, "--append needs --output FILE");
+	if (o->heapdump_path != NULL && o->npids > 1)
+		die(TRC_EXIT_USAGE, "--heapdump FILE takes one pid; leave FILE out for several");
+	if (tracing)
+		return TRC_MODE_TRACE;
+	return o->eval ? TRC_MODE_EVAL : o->heapdump ? TRC_MODE_HEAPDUMP : TRC_MODE_BACKTRACES;
+}
+
+/* Every spec is checked before anything is attached. */
+static struct trc_spec *
+parse_specs(const struct opts *o)
+{
+	struct trc_spec *specs = xcalloc(o->nspecs, sizeof(*specs));
+	const char *why;
+
+	for (size_t i = 0; i < o->nspecs; i++)
+		if (trc_spec_parse(&specs[i], o->specs[i], &why) < 0)
+			die(TRC_EXIT_USAGE, "invalid method spec '%s': %s", o->specs[i], why);
+	return specs;
+}
+
+static void
+check_targets(const struct opts *o)
+{
+	for (size_t i = 0; i < o->npids; i++) {
+		switch (trc_proc_check(o->pids[i])) {
+		case TRC_PROC_GONE:
+			die(TRC_EXIT_ERROR, "no such process %d", (int)o->pids[i]);
+		case TRC_PROC_DENIED:
+			die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user",
+			    (int)o->pids[i]);
+		case TRC_PROC_ALIVE:
+			break;
+		}
+	}
+}
+
+/* The agent writes the dump in its own cwd: send it an absolute path. */
+static char *
+heapdump_path(const struct opts *o, pid_t pid)
+{
+	char cwd[PATH_MAX], stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (o->heapdump_path == NULL) {
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+		return xasprintf("/tmp/tracer-heap-%d-%s.json", (int)pid, stamp);
+	}
+	if (o->heapdump_path[0] == '/')
+		return xstrdup(o->heapdump_path);
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		die(TRC_EXIT_ERROR, "cannot find the current directory: %s", strerror(errno));
+	return xasprintf("%s/%s", cwd, o->heapdump_path);
+}
+
+static int
+open_output(const struct opts *o)
+{
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (o->append ? O_APPEND : O_TRUNC);
+	int fd;
+
+	if (o->output == NULL)
+		return STDOUT_FILENO;
+	if ((fd = open(o->output, flags, 0666)) < 0)
+		die(TRC_EXIT_ERROR, "cannot open '%s': %s", o->output, strerror(errno));
+	return fd;
+}
+
+/* The running client: the shared output, the job, one session per pid, the loop. */
+struct cli {
+	struct ev_loop *loop;
+	struct trc_output out;
+	struct trc_job job;
+	struct trc_session **sessions;
+	size_t nsessions, running;
+	int interrupts;
+	bool output_failed;
+	enum trc_exit code;
+	ev_signal signal_w[3];
+	ev_prepare flush_w;
+};
+
+static void
+stop_all(struct cli *c, enum trc_stop_reason why)
+{
+	for (size_t i = 0; i < c->nsessions; i++)
+		trc_session_stop(c->sessions[i], why);
+}
+
+static void
+on_session_done(struct trc_session *s, void *ctx)
+{
+	struct cli *c = ctx;
+	const char *err = trc_session_error(s);
+
+	trc_output_flush(&c->out);
+	if (err != NULL)
+		fprintf(stderr, "tracer: %s\n", err);
+	if (trc_session_status(s) > c->code)
+		c->code = trc_session_status(s);
+	if (--c->running == 0)
+		ev_break(c->loop, EVBREAK_ALL);
+}
+
+/* First signal: detach cleanly. Second: leave now. */
+static void
+on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct cli *c = w->data;
+
+	(void)loop, (void)revents;
+	if (++c->interrupts == 1) {
+		stop_all(c, TRC_STOP_SIGNAL);
+		return;
+	}
+	for (size_t i = 0; i < c->nsessions; i++)
+		trc_session_abort(c->sessions[i]);
+}
+
+/* Runs before the loop blocks: whatever the callbacks printed goes out in one write. */
+static void
+on_idle_flush(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct cli *c = w->data;
+
+	(void)loop, (void)revents;
+	if (trc_output_flush(&c->out) < 0 && !c->output_failed) {
+		c->output_failed = true;
+		stop_all(c, TRC_STOP_OUTPUT);
+	}
+}
+
+static void
+watch_signals(struct cli *c)
+{
+	static const int signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+		ev_signal_init(&c->signal_w[i], on_signal, signals[i]);
+		c->signal_w[i].data = c;
+		ev_signal_start(c->loop, &c->signal_w[i]);
+	}
+	ev_prepare_init(&c->flush_w, on_idle_flush);
+	c->flush_w.data = c;
+	ev_prepare_start(c->loop, &c->flush_w);
+}
+
+static void
+make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
+{
+	struct trc_job *j = &c->job;
+
+	j->mode = mode;
+	j->trace_flags = TRC_TRACE_RAISE | (o->firehose ? TRC_TRACE_FIREHOSE : 0) |
+			 (o->slow ? TRC_TRACE_SLOW : 0);
+	j->slow_ms = o->slow_ms;
+	j->specs = specs;
+	j->nspecs = o->nspecs;
+	j->trace.prefix = o->prefix;
+	j->trace.start_time = o->start_time;
+	j->trace.no_duration = o->no_duration;
+	j->label_pids = o->npids > 1;
+	j->timeout = o->timeout;
+	j->duration = o->duration;
+	j->out = &c->out;
+}
+
+static void
+start_sessions(struct cli *c, const struct opts *o)
+{
+	c->sessions = xcalloc(o->npids, sizeof(*c->sessions));
+	for (size_t i = 0; i < o->npids; i++) {
+		char *text = c->job.mode == TRC_MODE_HEAPDUMP ? heapdump_path(o, o->pids[i])
+							      : xstrdup(o->eval ? o->eval : "");
+
+		c->sessions[i] = trc_session_new(c->loop, &c->job, o->pids[i], text, on_session_done, c);
+		free(text);
+	}
+	c->nsessions = c->running = o->npids;
+	for (size_t i = 0; i < c->nsessions; i++)
+		trc_session_start(c->sessions[i]);
+}
+
+static enum trc_exit
+run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
+{
+	struct cli c = { .code = TRC_EXIT_OK };
+
+	make_job(&c, o, mode, specs);
+	trc_output_init(&c.out, open_output(o), STDERR_FILENO);
+	c.loop = ev_default_loop(0);
+	if (c.loop == NULL)
+		die(TRC_EXIT_ERROR, "cannot start the event loop");
+	watch_signals(&c);
+	start_sessions(&c, o);
+	if (c.running > 0)
+		ev_run(c.loop, 0);
+	if (trc_output_flush(&c.out) < 0 && c.out.error != EPIPE) {
+		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(c.out.error));
+		if (c.code < TRC_EXIT_ERROR)
+			c.code = TRC_EXIT_ERROR;
+	}
+	for (size_t i = 0; i < c.nsessions; i++)
+		trc_session_free(c.sessions[i]);
+	free(c.sessions);
+	if (c.out.fd != STDOUT_FILENO)
+		close(c.out.fd);
+	trc_output_release(&c.out);
+	return c.code;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = { .slow_ms = DEFAULT_SLOW_MS, .prefix = DEFAULT_PREFIX,
+			  .timeout = DEFAULT_TIMEOUT };
+	struct trc_spec *specs;
+	enum trc_mode mode;
+	enum trc_exit code;
+
+	parse_args(&o, argc, argv);
+	if (o.help) {
+		usage();
+		return TRC_EXIT_OK;
+	}
+	if (o.version) {
+		printf("tracer %s (protocol %d)\n", TRC_CLIENT_VERSION, TRC_PROTOCOL_VERSION);
+		return TRC_EXIT_OK;
+	}
+	mode = check_mode(&o);
+	specs = parse_specs(&o);
+	check_targets(&o);
+	code = run(&o, mode, specs);
+	for (size_t i = 0; i < o.nspecs; i++)
+		trc_spec_release(&specs[i]);
+	free(specs);
+	free(o.specs);
+	free(o.pids);
+	return code;
+}

@@ -1,0 +1,50 @@
+/* conn.h: one connection to an agent: non-blocking reads into the decoder, buffered writes. */
+#ifndef TRC_CONN_H
+#define TRC_CONN_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "decode.h"
+
+#define TRC_CONN_READ_CHUNK (64u << 10)
+
+enum trc_conn_end {
+	TRC_CONN_EOF = 0,       /* the agent closed the connection */
+	TRC_CONN_IO_ERROR = 1,  /* read or write failed: detail is strerror */
+	TRC_CONN_PROTOCOL = 2,  /* the bytes are not a valid message: detail says why */
+};
+
+struct trc_conn;
+
+/* A decoded message; strings in m last until the callback returns. Return 0 to go on, or -1
+ * if the connection was closed (or must not be read further) from inside the callback. */
+typedef int trc_conn_msg_fn(void *ctx, const struct trc_message *m);
+/* The connection cannot go on; the callee should trc_conn_close() it. */
+typedef void trc_conn_end_fn(void *ctx, enum trc_conn_end why, const char *detail);
+
+/* Caller-allocated; fields are private to conn.c. */
+struct trc_conn {
+	struct ev_loop *loop;
+	int fd;                 /* -1 once closed */
+	ev_io read_w, write_w;
+	uint8_t *rbuf;          /* received bytes [rstart, rend) not decoded yet */
+	size_t rstart, rend, rcap;
+	size_t need;            /* decode again once this many bytes are buffered */
+	struct trc_buf wbuf;    /* bytes not sent yet */
+	struct trc_decoder dec;
+	trc_conn_msg_fn *on_msg;
+	trc_conn_end_fn *on_end;
+	void *ctx;
+};
+
+/* Takes ownership of the non-blocking fd and starts reading it in loop. Main thread. */
+void trc_conn_init(struct trc_conn *c, struct ev_loop *loop, int fd, trc_conn_msg_fn *on_msg,
+		   trc_conn_end_fn *on_end, void *ctx);
+/* Queues the bytes of msg (copied) for sending. Ignored once closed. */
+void trc_conn_send(struct trc_conn *c, const struct trc_buf *msg);
+/* Stops the watchers, closes the fd and frees the buffers. Safe to repeat. */
+void trc_conn_close(struct trc_conn *c);
+
+#endif

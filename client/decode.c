@@ -1,0 +1,486 @@
+/* decode.c: a small msgpack reader for the agent's messages, strict about shape, safe on garbage. */
+#include "decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "xmalloc.h"
+
+/*
+ * The reader keeps a sticky status: the first short read (MORE) or mismatch (ERROR) sticks, and
+ * every later read returns a zero value without looking at the bytes. So a message decoder is a
+ * straight list of reads, checked once at the end.
+ */
+struct rd {
+	const uint8_t *start, *p, *end;
+	enum trc_decode_status status;
+	size_t need;
+	const char *why;        /* static reason of an ERROR */
+	unsigned field;         /* index of the element being read, for the error message */
+};
+
+static void
+rd_fail(struct rd *r, const char *why)
+{
+	if (r->status != TRC_DECODE_OK)
+		return;
+	r->status = TRC_DECODE_ERROR;
+	r->why = why;
+}
+
+/* True if n more bytes are present; otherwise records how long the message is at least. */
+static inline bool
+rd_have(struct rd *r, uint64_t n)
+{
+	uint64_t need;
+
+	if ((uint64_t)(r->end - r->p) >= n)
+		return true;
+	need = (uint64_t)(r->p - r->start) + n;
+	if (need > TRC_DECODE_MAX_MSG) {
+		rd_fail(r, "message too large");
+	} else {
+		r->status = TRC_DECODE_MORE;
+		r->need = (size_t)need;
+	}
+	return false;
+}
+
+static inline uint64_t
+rd_be(const uint8_t *p, unsigned width)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < width; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static const uint8_t int_width[4] = { 1, 2, 4, 8 };
+
+/* Starts reading the next element: false once the status is no longer OK. */
+static inline bool
+rd_next(struct rd *r)
+{
+	if (r->status != TRC_DECODE_OK)
+		return false;
+	r->field++;
+	return true;
+}
+
+/* Any msgpack integer: *neg says whether (int64_t)*v is negative. */
+static inline bool
+rd_integer(struct rd *r, uint64_t *v, bool *neg)
+{
+	uint8_t c;
+	unsigned w;
+
+	if (!rd_have(r, 1))
+		return false;
+	c = r->p[0];
+	*neg = false;
+	if (c <= 0x7f) {
+		*v = c;
+		r->p++;
+		return true;
+	}
+	if (c >= 0xe0) {
+		*v = (uint64_t)(int64_t)(int8_t)c;
+		*neg = true;
+		r->p++;
+		return true;
+	}
+	if (c < 0xcc || c > 0xd3) {
+		rd_fail(r, "expected an integer");
+		return false;
+	}
+	w = int_width[(c - 0xcc) & 3];
+	if (!rd_have(r, 1 + w))
+		return false;
+	*v = rd_be(r->p + 1, w);
+	if (c >= 0xd0 && w < 8 && (*v >> (w * 8 - 1)))
+		*v |= ~(uint64_t)0 << (w * 8);  /* sign-extend */
+	*neg = c >= 0xd0 && (int64_t)*v < 0;
+	r->p += 1 + w;
+	return true;
+}
+
+static inline uint64_t
+rd_u64(struct rd *r)
+{
+	uint64_t v;
+	bool neg;
+
+	if (!rd_next(r) || !rd_integer(r, &v, &neg))
+		return 0;
+	if (neg) {
+		rd_fail(r, "negative integer");
+		return 0;
+	}
+	return v;
+}
+
+static inline uint32_t
+rd_u32(struct rd *r)
+{
+	uint64_t v = rd_u64(r);
+
+	if (v > UINT32_MAX) {
+		rd_fail(r, "integer out of range");
+		return 0;
+	}
+	return (uint32_t)v;
+}
+
+static int32_t
+rd_i32(struct rd *r)
+{
+	uint64_t v;
+	bool neg;
+
+	if (!rd_next(r) || !rd_integer(r, &v, &neg))
+		return 0;
+	if ((neg && (int64_t)v < INT32_MIN) || (!neg && v > INT32_MAX)) {
+		rd_fail(r, "integer out of range");
+		return 0;
+	}
+	return (int32_t)(int64_t)v;
+}
+
+/* true/false, or an integer (non-zero is true). */
+static bool
+rd_bool(struct rd *r)
+{
+	uint64_t v;
+	bool neg;
+
+	if (!rd_next(r) || !rd_have(r, 1))
+		return false;
+	if (r->p[0] == 0xc2 || r->p[0] == 0xc3)
+		return *r->p++ == 0xc3;
+	return rd_integer(r, &v, &neg) && v != 0;
+}
+
+/* Header size and length-field width of a str/bin/nil header byte; 0 if it is none. */
+static unsigned
+str_header(uint8_t c, unsigned *lenw)
+{
+	*lenw = 0;
+	if ((c & 0xe0) == 0xa0 || c == 0xc0)
+		return 1;
+	if (c == 0xd9 || c == 0xc4)
+		*lenw = 1;
+	else if (c == 0xda || c == 0xc5)
+		*lenw = 2;
+	else if (c == 0xdb || c == 0xc6)
+		*lenw = 4;
+	else
+		return 0;
+	return 1 + *lenw;
+}
+
+static struct trc_str
+rd_str(struct rd *r)
+{
+	struct trc_str s = { "", 0 };
+	unsigned hdr, lenw;
+	uint64_t len;
+
+	if (!rd_next(r) || !rd_have(r, 1))
+		return s;
+	hdr = str_header(r->p[0], &lenw);
+	if (hdr == 0) {
+		rd_fail(r, "expected a string");
+		return s;
+	}
+	if (!rd_have(r, hdr))
+		return s;
+	len = lenw ? rd_be(r->p + 1, lenw) : (r->p[0] == 0xc0 ? 0 : r->p[0] & 0x1f);
+	if (!rd_have(r, hdr + len))
+		return s;
+	s.ptr = (const char *)r->p + hdr;
+	s.len = (uint32_t)len;
+	r->p += hdr + len;
+	return s;
+}
+
+/* An array header: its element count. */
+static uint32_t
+rd_array(struct rd *r)
+{
+	uint8_t c;
+	unsigned w;
+
+	if (!rd_next(r) || !rd_have(r, 1))
+		return 0;
+	c = r->p[0];
+	if ((c & 0xf0) == 0x90) {
+		r->p++;
+		return c & 0x0f;
+	}
+	if (c != 0xdc && c != 0xdd) {
+		rd_fail(r, "expected an array");
+		return 0;
+	}
+	w = c == 0xdc ? 2 : 4;
+	if (!rd_have(r, 1 + w))
+		return 0;
+	r->p += 1 + w;
+	return (uint32_t)rd_be(r->p - w, w);
+}
+
+static void
+dec_welcome(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->welcome.version = rd_u32(r);
+	m->welcome.pid = rd_i32(r);
+	m->welcome.ruby_version = rd_str(r);
+	m->welcome.cwd = rd_str(r);
+	m->welcome.mono_ns = rd_u64(r);
+	m->welcome.real_ns = rd_u64(r);
+}
+
+static void
+dec_error(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->error.code = rd_u32(r);
+	m->error.message = rd_str(r);
+}
+
+static void
+dec_spec(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->spec.index = rd_u32(r);
+	m->spec.matched = rd_u64(r);
+	m->spec.message = rd_str(r);
+}
+
+static void
+dec_none(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)r, (void)m, (void)d;
+}
+
+static void
+dec_eval(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->eval.id = rd_u32(r);
+	m->eval.ok = rd_bool(r);
+	m->eval.text = rd_str(r);
+}
+
+static void
+dec_detached(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->detached.events = rd_u64(r);
+	m->detached.lost = rd_u64(r);
+}
+
+static void
+dec_top_row(struct rd *r, struct trc_top_row *row)
+{
+	if (rd_array(r) != 6) {
+		rd_fail(r, "TOP row is not a 6-element array");
+		return;
+	}
+	row->file = rd_str(r);
+	row->line = rd_i32(r);
+	row->label = rd_str(r);
+	row->count = rd_u64(r);
+	row->total_ns = rd_u64(r);
+	row->self_ns = rd_u64(r);
+}
+
+/* A row takes at least 7 bytes, so rows are only allocated for bytes already received. */
+static void
+dec_top(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	uint32_t n;
+
+	m->top.elapsed_ns = rd_u64(r);
+	m->top.events = rd_u64(r);
+	m->top.lost = rd_u64(r);
+	n = rd_array(r);
+	if (n > TRC_DECODE_MAX_ROWS)
+		rd_fail(r, "too many TOP rows");
+	if (r->status != TRC_DECODE_OK || !rd_have(r, (uint64_t)n * 7))
+		return;
+	if (n > d->rows_cap) {
+		d->rows = xreallocarray(d->rows, n, sizeof(*d->rows));
+		d->rows_cap = n;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		dec_top_row(r, &d->rows[i]);
+	m->top.rows = d->rows;
+	m->top.nrows = n;
+}
+
+static void
+dec_method(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->method.idx = rd_u32(r);
+	m->method.cls = rd_str(r);
+	m->method.sep = rd_str(r);
+	m->method.name = rd_str(r);
+	m->method.path = rd_str(r);
+	m->method.line = rd_i32(r);
+}
+
+static void
+dec_thread(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->thread.idx = rd_u32(r);
+	m->thread.name = rd_str(r);
+}
+
+static void
+dec_call(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->call.thread = rd_u32(r);
+	m->call.method = rd_u32(r);
+	m->call.ts = rd_u64(r);
+}
+
+static void
+dec_raise(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->raise.thread = rd_u32(r);
+	m->raise.ts = rd_u64(r);
+	m->raise.cls = rd_str(r);
+	m->raise.message = rd_str(r);
+	m->raise.path = rd_str(r);
+	m->raise.line = rd_i32(r);
+}
+
+static void
+dec_expr(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->expr.thread = rd_u32(r);
+	m->expr.spec = rd_u32(r);
+	m->expr.expr = rd_u32(r);
+	m->expr.text = rd_str(r);
+}
+
+static void
+dec_slow(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->slow.thread = rd_u32(r);
+	m->slow.method = rd_u32(r);
+	m->slow.start_ts = rd_u64(r);
+	m->slow.duration_ns = rd_u64(r);
+	m->slow.depth = rd_u32(r);
+}
+
+static void
+dec_lost(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->lost.count = rd_u64(r);
+}
+
+/* Every message the client accepts: its name, its array length (type included), its reader. */
+static const struct msg_type {
+	const char *name;
+	uint32_t nelems;
+	void (*decode)(struct rd *, struct trc_message *, struct trc_decoder *);
+} msg_types[] = {
+	[TRC_MSG_WELCOME] = { "WELCOME", 7, dec_welcome },
+	[TRC_MSG_ERROR] = { "ERROR", 3, dec_error },
+	[TRC_MSG_SPEC] = { "SPEC", 4, dec_spec },
+	[TRC_MSG_STARTED] = { "STARTED", 1, dec_none },
+	[TRC_MSG_EVAL] = { "EVAL", 4, dec_eval },
+	[TRC_MSG_DETACHED] = { "DETACHED", 3, dec_detached },
+	[TRC_MSG_TOP] = { "TOP", 5, dec_top },
+	[TRC_EV_METHOD] = { "METHOD", 7, dec_method },
+	[TRC_EV_THREAD] = { "THREAD", 3, dec_thread },
+	[TRC_EV_CALL] = { "CALL", 4, dec_call },
+	[TRC_EV_RETURN] = { "RETURN", 4, dec_call },
+	[TRC_EV_RAISE] = { "RAISE", 7, dec_raise },
+	[TRC_EV_EXPR] = { "EXPR", 5, dec_expr },
+	[TRC_EV_SLOW] = { "SLOW", 6, dec_slow },
+	[TRC_EV_LOST] = { "LOST", 2, dec_lost },
+};
+
+static const struct msg_type *
+msg_type(uint32_t type)
+{
+	if (type >= sizeof(msg_types) / sizeof(msg_types[0]) || msg_types[type].decode == NULL)
+		return NULL;
+	return &msg_types[type];
+}
+
+const char *
+trc_msg_name(uint32_t type)
+{
+	const struct msg_type *t = msg_type(type);
+
+	return t ? t->name : NULL;
+}
+
+void
+trc_decoder_init(struct trc_decoder *d)
+{
+	d->rows = NULL;
+	d->rows_cap = 0;
+	d->need = 0;
+	d->error[0] = '\0';
+}
+
+void
+trc_decoder_release(struct trc_decoder *d)
+{
+	free(d->rows);
+	trc_decoder_init(d);
+}
+
+static enum trc_decode_status
+finish(struct trc_decoder *d, struct rd *r, const struct msg_type *t, size_t *used)
+{
+	if (r->status == TRC_DECODE_OK)
+		*used = (size_t)(r->p - r->start);
+	else if (r->status == TRC_DECODE_MORE)
+		d->need = r->need;
+	else if (t != NULL)
+		snprintf(d->error, sizeof(d->error), "%s element %u: %s", t->name, r->field - 2, r->why);
+	else
+		snprintf(d->error, sizeof(d->error), "message type: %s", r->why);
+	return r->status;
+}
+
+enum trc_decode_status
+trc_decode(struct trc_decoder *d, const void *buf, size_t len, struct trc_message *m, size_t *used)
+{
+	struct rd r = { .start = buf, .p = buf, .end = (const uint8_t *)buf + len };
+	const struct msg_type *t;
+	uint32_t n, type;
+
+	n = rd_array(&r);
+	if (r.status == TRC_DECODE_OK && n == 0)
+		rd_fail(&r, "empty array");
+	type = rd_u32(&r);
+	if (r.status != TRC_DECODE_OK)
+		return finish(d, &r, NULL, used);
+	t = msg_type(type);
+	if (t == NULL) {
+		snprintf(d->error, sizeof(d->error), "unknown message type %u", type);
+		return TRC_DECODE_ERROR;
+	}
+	if (n != t->nelems) {
+		snprintf(d->error, sizeof(d->error), "%s has %u elements, not %u", t->name, n, t->nelems);
+		return TRC_DECODE_ERROR;
+	}
+	m->type = type;
+	t->decode(&r, m, d);
+	return finish(d, &r, t, used);
+}

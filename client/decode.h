@@ -1,0 +1,126 @@
+/* decode.h: turns the agent's msgpack byte stream into typed messages (struct trc_message). */
+#ifndef TRC_DECODE_H
+#define TRC_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tracer_protocol.h"
+
+/* Limits that turn absurd lengths into protocol errors instead of allocations or waits. */
+#define TRC_DECODE_MAX_MSG (64u << 20)  /* one message, all fields */
+#define TRC_DECODE_MAX_ROWS (1u << 20)  /* rows of one TRC_MSG_TOP */
+
+/* A string inside the decoded buffer: not NUL-terminated, valid as long as the buffer is.
+ * msgpack str, bin and nil (as "") are all accepted. */
+struct trc_str {
+	const char *ptr;
+	uint32_t len;
+};
+
+struct trc_top_row {
+	struct trc_str file;
+	int32_t line;
+	struct trc_str label;
+	uint64_t count;
+	uint64_t total_ns;
+	uint64_t self_ns;
+};
+
+/* One message from the agent; the field names follow tracer_protocol.h. */
+struct trc_message {
+	uint32_t type;  /* enum trc_msg or enum trc_ev */
+	union {
+		struct {
+			uint32_t version;
+			int32_t pid;
+			struct trc_str ruby_version, cwd;
+			uint64_t mono_ns, real_ns;
+		} welcome;
+		struct {
+			uint32_t code;
+			struct trc_str message;
+		} error;
+		struct {
+			uint32_t index;
+			uint64_t matched;
+			struct trc_str message;
+		} spec;
+		struct {
+			uint32_t id;
+			bool ok;
+			struct trc_str text;
+		} eval;
+		struct {
+			uint64_t events, lost;
+		} detached;
+		struct {
+			uint64_t elapsed_ns, events, lost;
+			const struct trc_top_row *rows;  /* owned by the decoder */
+			size_t nrows;
+		} top;
+		struct {
+			uint32_t idx;
+			struct trc_str cls, sep, name, path;
+			int32_t line;
+		} method;
+		struct {
+			uint32_t idx;
+			struct trc_str name;
+		} thread;
+		struct {
+			uint32_t thread, method;
+			uint64_t ts;
+		} call;  /* TRC_EV_CALL and TRC_EV_RETURN */
+		struct {
+			uint32_t thread;
+			uint64_t ts;
+			struct trc_str cls, message, path;
+			int32_t line;
+		} raise;
+		struct {
+			uint32_t thread, spec, expr;
+			struct trc_str text;
+		} expr;
+		struct {
+			uint32_t thread, method;
+			uint64_t start_ts, duration_ns;
+			uint32_t depth;
+		} slow;
+		struct {
+			uint64_t count;
+		} lost;
+	};
+};
+
+enum trc_decode_status {
+	TRC_DECODE_OK = 0,      /* one message decoded */
+	TRC_DECODE_MORE = 1,    /* the bytes are a prefix of a message: read at least need bytes */
+	TRC_DECODE_ERROR = -1,  /* not a valid message: error says why */
+};
+
+/* Decoder state: the TOP rows array it reuses, and the last error. */
+struct trc_decoder {
+	struct trc_top_row *rows;
+	size_t rows_cap;
+	size_t need;            /* after TRC_DECODE_MORE: total bytes the message needs, at least */
+	char error[96];         /* after TRC_DECODE_ERROR */
+};
+
+void trc_decoder_init(struct trc_decoder *d);
+void trc_decoder_release(struct trc_decoder *d);
+
+/*
+ * Decodes the message at the start of buf[0..len). On TRC_DECODE_OK fills *m and sets *used
+ * to its size; strings in *m point into buf and TOP rows into the decoder, both valid until
+ * buf changes or the next call. Never reads past len, never allocates more than the bytes
+ * present justify, whatever the input. Pure; any thread, one decoder per thread.
+ */
+enum trc_decode_status trc_decode(struct trc_decoder *d, const void *buf, size_t len,
+				  struct trc_message *m, size_t *used);
+
+/* The protocol name of a message type ("CALL", "WELCOME"...), or NULL if unknown. */
+const char *trc_msg_name(uint32_t type);
+
+#endif

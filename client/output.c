@@ -1,0 +1,98 @@
+/* output.c: the buffered trace writer and the status notes. */
+#include "output.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+void
+trc_output_init(struct trc_output *o, int fd, int err_fd)
+{
+	trc_buf_init(&o->out);
+	trc_buf_init(&o->err);
+	o->fd = fd;
+	o->err_fd = err_fd;
+	o->error = 0;
+	o->line_owner = NULL;
+	o->line_close = NULL;
+}
+
+void
+trc_output_release(struct trc_output *o)
+{
+	trc_buf_release(&o->out);
+	trc_buf_release(&o->err);
+}
+
+/* write() all of p; waits when fd is non-blocking (a terminal shared with a non-blocking app). */
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(fd, p, n);
+		if (w >= 0) {
+			p += w;
+			n -= (size_t)w;
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			poll(&pfd, 1, -1);
+		} else if (errno != EINTR) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+trc_output_flush(struct trc_output *o)
+{
+	if (o->fd < 0 || o->out.len == 0)
+		return o->error ? -1 : 0;
+	if (o->error == 0 && write_all(o->fd, o->out.data, o->out.len) < 0)
+		o->error = errno;
+	o->out.len = 0;
+	return o->error ? -1 : 0;
+}
+
+void
+trc_output_close_line(struct trc_output *o)
+{
+	void *owner = o->line_owner;
+
+	if (owner != NULL) {
+		o->line_owner = NULL;
+		o->line_close(owner);
+	}
+}
+
+void
+trc_output_open_line(struct trc_output *o, void *owner, void (*close)(void *owner))
+{
+	o->line_owner = owner;
+	o->line_close = close;
+}
+
+void
+trc_output_note(struct trc_output *o, const char *fmt, ...)
+{
+	struct trc_buf *line = &o->err;
+	struct trc_buf tmp;
+	va_list ap;
+
+	trc_output_close_line(o);
+	trc_output_flush(o);
+	trc_buf_init(&tmp);
+	if (o->err_fd >= 0)
+		line = &tmp;
+	trc_buf_adds(line, "*** ");
+	va_start(ap, fmt);
+	trc_buf_vaddf(line, fmt, ap);
+	va_end(ap);
+	trc_buf_addc(line, '\n');
+	if (o->err_fd >= 0)
+		write_all(o->err_fd, tmp.data, tmp.len);
+	trc_buf_release(&tmp);
+}

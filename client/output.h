@@ -1,0 +1,58 @@
+/* output.h: every byte the client prints: the trace (stdout or -o FILE) and "*** " status notes. */
+#ifndef TRC_OUTPUT_H
+#define TRC_OUTPUT_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+/* Above this many pending bytes, a write flushes at once instead of waiting for the loop. */
+#define TRC_OUTPUT_FLUSH_AT (64u << 10)
+
+/*
+ * Trace bytes are buffered and written when the event loop goes idle (or the buffer is full),
+ * so a flood of events costs one write per loop iteration, not one per line.
+ *
+ * An "open line" is a line its writer may still extend (a call waiting to learn if it is a
+ * leaf). Writers that share the output ask the owner to end it before they print anything.
+ */
+struct trc_output {
+	struct trc_buf out;     /* trace bytes not written yet */
+	struct trc_buf err;     /* notes, when err_fd is -1 (tests) */
+	int fd;                 /* -1: keep everything in out (tests, benchmarks) */
+	int err_fd;
+	int error;              /* errno of the first failed write; later output is dropped */
+	void *line_owner;       /* writer of the open line, or NULL */
+	void (*line_close)(void *owner);
+};
+
+/* fd receives the trace, err_fd the notes; -1 keeps them in memory. The caller owns the fds. */
+void trc_output_init(struct trc_output *o, int fd, int err_fd);
+void trc_output_release(struct trc_output *o);
+
+/* Writes the pending trace bytes. Returns 0, or -1 with o->error set. Main thread. */
+int trc_output_flush(struct trc_output *o);
+
+/* Ends the open line, if any, through its owner. */
+void trc_output_close_line(struct trc_output *o);
+/* Marks the line just written as open: close(owner) must end it. */
+void trc_output_open_line(struct trc_output *o, void *owner, void (*close)(void *owner));
+
+/* Ends the open line, flushes the trace, then writes "*** " + message + "\n" as a note. */
+void trc_output_note(struct trc_output *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static inline void
+trc_output_write(struct trc_output *o, const void *p, size_t n)
+{
+	trc_buf_add(&o->out, p, n);
+	if (o->out.len >= TRC_OUTPUT_FLUSH_AT && o->fd >= 0)
+		trc_output_flush(o);
+}
+
+static inline void
+trc_output_putc(struct trc_output *o, char c)
+{
+	trc_buf_addc(&o->out, c);
+}
+
+#endif

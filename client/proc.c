@@ -1,0 +1,81 @@
+/* proc.c: process liveness and ownership from kill() and /proc. */
+#include "proc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A zombie has exited: it will never answer, so it counts as gone. */
+static bool
+is_zombie(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return errno == ENOENT;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may itself hold parentheses, so take the last one. */
+	paren = strrchr(buf, ')');
+	return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* Reads the second (effective) id of the "Uid:" or "Gid:" line. */
+static int
+status_id(const char *line, const char *key, unsigned *id)
+{
+	unsigned real;
+
+	if (strncmp(line, key, strlen(key)) != 0)
+		return 0;
+	return sscanf(line + strlen(key), "%u %u", &real, id) == 2;
+}
+
+int
+trc_proc_owner(pid_t pid, uid_t *uid, gid_t *gid)
+{
+	char path[64], line[256];
+	unsigned u = 0, g = 0;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		found += status_id(line, "Uid:", &u);
+		found += status_id(line, "Gid:", &g);
+	}
+	fclose(f);
+	if (found != 2) {
+		errno = ENOENT;
+		return -1;
+	}
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+	return 0;
+}
+
+enum trc_proc_status
+trc_proc_check(pid_t pid)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (pid <= 0)
+		return TRC_PROC_GONE;
+	if (kill(pid, 0) < 0)
+		return errno == EPERM ? TRC_PROC_DENIED : TRC_PROC_GONE;
+	if (is_zombie(pid))
+		return TRC_PROC_GONE;
+	if (geteuid() != 0 && trc_proc_owner(pid, &uid, &gid) == 0 && uid != geteuid())
+		return TRC_PROC_DENIED;
+	return TRC_PROC_ALIVE;
+}

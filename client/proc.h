@@ -1,0 +1,19 @@
+/* proc.h: what kill() and /proc say about a process: alive, gone, or someone else's. */
+#ifndef TRC_PROC_H
+#define TRC_PROC_H
+
+#include <sys/types.h>
+
+enum trc_proc_status {
+	TRC_PROC_ALIVE = 0,     /* exists, and this client may signal it */
+	TRC_PROC_GONE = 1,      /* does not exist, or is a zombie */
+	TRC_PROC_DENIED = 2,    /* belongs to another user and the client is not root */
+};
+
+/* Checks pid with kill(pid, 0), its /proc state and its owner. Any thread. */
+enum trc_proc_status trc_proc_check(pid_t pid);
+
+/* The effective uid and gid of pid (from /proc/PID/status). Returns 0, or -1 with errno. */
+int trc_proc_owner(pid_t pid, uid_t *uid, gid_t *gid);
+
+#endif

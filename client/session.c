@@ -1,0 +1,586 @@
+/* session.c: the per-target protocol state machine: attach, hello, trace or eval, detach. */
+#include "session.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "conn.h"
+#include "encode.h"
+#include "proc.h"
+#include "xmalloc.h"
+
+#define DETACH_WAIT 2.0         /* seconds for the agent to confirm a detach */
+#define ALIVE_EVERY 1.0         /* seconds between liveness checks while tracing */
+#define GONE_EVERY 0.01         /* after a lost connection: look for the exit this often, */
+#define GONE_CHECKS 50          /* this many times */
+#define EVAL_ID 1
+
+enum state {
+	S_IDLE,                 /* not started */
+	S_ATTACHING,            /* waiting for the target to connect */
+	S_WELCOMING,            /* HELLO sent */
+	S_STARTING,             /* TRACE sent: SPEC replies, then STARTED */
+	S_TRACING,
+	S_EVALING,              /* EVAL sent */
+	S_DETACHING,            /* DETACH sent */
+	S_CLOSED,               /* connection lost: did the process exit? */
+	S_DONE,
+};
+
+#define IN(st) (1u << (st))
+#define CONNECTED (IN(S_WELCOMING) | IN(S_STARTING) | IN(S_TRACING) | IN(S_EVALING) | \
+		   IN(S_DETACHING))
+#define WELCOMED (CONNECTED & ~IN(S_WELCOMING))
+#define TRACE_STATES (IN(S_STARTING) | IN(S_TRACING) | IN(S_DETACHING))
+
+struct trc_session {
+	struct ev_loop *loop;
+	const struct trc_job *job;
+	pid_t pid;
+	char *text;
+	enum state state;
+	struct trc_attach attach;
+	struct trc_conn conn;
+	struct trc_trace *trace;        /* trace mode only, until the session ends */
+	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
+	int gone_checks;
+	char tag[24];		/* "[PID] " with several targets, else "" */
+	enum trc_exit code;
+	char *error;
+	trc_session_done_fn *done;
+	void *ctx;
+};
+
+static void
+stop_timers(struct trc_session *s)
+{
+	ev_timer_stop(s->loop, &s->timeout_w);
+	ev_timer_stop(s->loop, &s->duration_w);
+	ev_timer_stop(s->loop, &s->detach_w);
+	ev_timer_stop(s->loop, &s->alive_w);
+	ev_timer_stop(s->loop, &s->gone_w);
+}
+
+/* Records an outcome: the worst code wins, and the latest message. */
+static void __attribute__((format(printf, 3, 0)))
+set_outcome(struct trc_session *s, enum trc_exit code, const char *fmt, va_list ap)
+{
+	struct trc_buf b;
+
+	if (code > s->code)
+		s->code = code;
+	if (fmt == NULL)
+		return;
+	trc_buf_init(&b);
+	trc_buf_vaddf(&b, fmt, ap);
+	trc_buf_addc(&b, '\0');
+	free(s->error);
+	s->error = b.data;
+}
+
+static void __attribute__((format(printf, 3, 4)))
+remember(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_outcome(s, code, fmt, ap);
+	va_end(ap);
+}
+
+/* Ends the session: everything is released before done() hears of it. fmt may be NULL. */
+static void __attribute__((format(printf, 3, 4)))
+finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->state == S_DONE)
+		return;
+	/* First: the arguments may point into the connection's buffers. */
+	va_start(ap, fmt);
+	set_outcome(s, code, fmt, ap);
+	va_end(ap);
+	if (s->state == S_ATTACHING)
+		trc_attach_stop(&s->attach);
+	s->state = S_DONE;
+	stop_timers(s);
+	trc_conn_close(&s->conn);
+	if (s->trace != NULL)
+		trc_trace_free(s->trace);
+	s->trace = NULL;
+	s->done(s, s->ctx);
+}
+
+static void
+send_buf(struct trc_session *s, struct trc_buf *b)
+{
+	trc_conn_send(&s->conn, b);
+	trc_buf_release(b);
+}
+
+static void
+detach(struct trc_session *s)
+{
+	struct trc_buf b;
+
+	trc_buf_init(&b);
+	trc_encode_detach(&b);
+	send_buf(s, &b);
+	s->state = S_DETACHING;
+	ev_timer_stop(s->loop, &s->duration_w);
+	ev_timer_set(&s->detach_w, DETACH_WAIT, 0);
+	ev_timer_start(s->loop, &s->detach_w);
+}
+
+static void
+start_duration(struct trc_session *s)
+{
+	if (s->job->duration <= 0)
+		return;
+	ev_timer_set(&s->duration_w, s->job->duration, 0);
+	ev_timer_start(s->loop, &s->duration_w);
+}
+
+static void
+put_line(struct trc_session *s, const char *prefix, struct trc_str text, const char *suffix)
+{
+	struct trc_output *o = s->job->out;
+
+	trc_output_close_line(o);
+	trc_output_write(o, s->tag, strlen(s->tag));
+	trc_output_write(o, prefix, strlen(prefix));
+	trc_output_write(o, text.ptr, text.len);
+	trc_output_write(o, suffix, strlen(suffix));
+}
+
+static void
+print_value(struct trc_session *s, struct trc_str text)
+{
+	put_line(s, "=> ", text, "\n");
+}
+
+/* The agent answers "PATH SIZE"; the path may itself hold spaces. */
+static void
+print_heapdump(struct trc_session *s, struct trc_str text)
+{
+	const char *sp = text.ptr + text.len;
+	struct trc_str path = text, size;
+	char tail[64];
+
+	while (sp > text.ptr && sp[-1] != ' ')
+		sp--;
+	if (sp == text.ptr) {
+		put_line(s, "heap dump written: ", text, "\n");
+		return;
+	}
+	path.len = (uint32_t)(sp - 1 - text.ptr);
+	size = (struct trc_str){ sp, (uint32_t)(text.len - path.len - 1) };
+	snprintf(tail, sizeof(tail), " (%.*s bytes)\n", (int)(size.len < 30 ? size.len : 30),
+		 size.ptr);
+	put_line(s, "heap dump written to ", path, tail);
+}
+
+static void
+print_text(struct trc_session *s, struct trc_str text)
+{
+	bool nl = text.len > 0 && text.ptr[text.len - 1] == '\n';
+
+	put_line(s, "", text, nl ? "" : "\n");
+}
+
+/* How each eval-like mode asks, prints its answer and words its failure. */
+static const struct eval_mode {
+	enum trc_eval_kind kind;
+	void (*print)(struct trc_session *, struct trc_str);
+	const char *failure;
+} eval_modes[] = {
+	[TRC_MODE_EVAL] = { TRC_EVAL_CODE, print_value, "eval raised" },
+	[TRC_MODE_HEAPDUMP] = { TRC_EVAL_HEAPDUMP, print_heapdump, "heap dump failed:" },
+	[TRC_MODE_BACKTRACES] = { TRC_EVAL_BACKTRACES, print_text, "backtraces failed:" },
+};
+
+static void
+on_welcome(struct trc_session *s, const struct trc_message *m)
+{
+	struct trc_buf b;
+
+	if (m->welcome.version != TRC_PROTOCOL_VERSION) {
+		finish(s, TRC_EXIT_ERROR, "process %d speaks protocol version %" PRIu32
+		       ", this tracer speaks %d", (int)s->pid, m->welcome.version,
+		       TRC_PROTOCOL_VERSION);
+		return;
+	}
+	trc_buf_init(&b);
+	if (s->job->mode == TRC_MODE_TRACE) {
+		trc_trace_set_clock(s->trace, m->welcome.mono_ns, m->welcome.real_ns);
+		trc_encode_trace(&b, s->job->trace_flags, s->job->slow_ms, s->job->specs,
+				 s->job->nspecs);
+		s->state = S_STARTING;
+	} else {
+		/* An eval may legitimately take long: only --duration bounds it. */
+		ev_timer_stop(s->loop, &s->timeout_w);
+		trc_encode_eval(&b, EVAL_ID, eval_modes[s->job->mode].kind, s->text);
+		s->state = S_EVALING;
+		start_duration(s);
+	}
+	send_buf(s, &b);
+}
+
+static void
+on_error(struct trc_session *s, const struct trc_message *m)
+{
+	enum trc_exit code = m->error.code == TRC_ERR_DENIED ? TRC_EXIT_DENIED : TRC_EXIT_ERROR;
+
+	if (m->error.message.len == 0)
+		finish(s, code, "process %d refused: error %" PRIu32, (int)s->pid, m->error.code);
+	else
+		finish(s, code, "%.*s", (int)m->error.message.len, m->error.message.ptr);
+}
+
+/* A spec that matched nothing is worth a warning, named by the spec as the user wrote it. */
+static void
+on_spec(struct trc_session *s, const struct trc_message *m)
+{
+	const struct trc_str *msg = &m->spec.message;
+	uint32_t i = m->spec.index;
+	const char *spec = i < s->job->nspecs ? s->job->specs[i].text : "?";
+
+	if (m->spec.matched != 0)
+		return;
+	if (msg->len > 0)
+		trc_output_note(s->job->out, "%s: %.*s", spec, (int)msg->len, msg->ptr);
+	else
+		trc_output_note(s->job->out, "%s: matched no method", spec);
+}
+
+static void
+on_started(struct trc_session *s, const struct trc_message *m)
+{
+	(void)m;
+	ev_timer_stop(s->loop, &s->timeout_w);
+	s->state = S_TRACING;
+	trc_output_note(s->job->out, "attached to process %d", (int)s->pid);
+	start_duration(s);
+	ev_timer_start(s->loop, &s->alive_w);
+}
+
+static void
+on_eval(struct trc_session *s, const struct trc_message *m)
+{
+	const struct eval_mode *e = &eval_modes[s->job->mode];
+	const struct trc_str *t = &m->eval.text;
+
+	if (s->state == S_DETACHING)    /* answered after we gave up on it */
+		return;
+	if (m->eval.id != EVAL_ID) {
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: EVAL reply to id %" PRIu32,
+		       (int)s->pid, m->eval.id);
+		return;
+	}
+	if (m->eval.ok)
+		e->print(s, *t);
+	else
+		remember(s, TRC_EXIT_ERROR, "%s %.*s", e->failure, (int)t->len, t->ptr);
+	detach(s);
+}
+
+static void
+on_detached(struct trc_session *s, const struct trc_message *m)
+{
+	uint64_t lost = m->detached.lost;
+
+	if (s->state == S_EVALING) {
+		finish(s, TRC_EXIT_ERROR, "process %d detached without answering", (int)s->pid);
+		return;
+	}
+	if (s->trace != NULL) {
+		uint64_t reported = trc_trace_lost(s->trace);
+
+		trc_trace_free(s->trace);       /* ends its open line before the notes */
+		s->trace = NULL;
+		if (lost > reported)
+			trc_output_note(s->job->out, "%s%" PRIu64 " events lost", s->tag, lost - reported);
+		trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
+	}
+	finish(s, TRC_EXIT_OK, NULL);
+}
+
+static void
+on_ignore(struct trc_session *s, const struct trc_message *m)
+{
+	(void)s, (void)m;
+}
+
+static void
+on_event(struct trc_session *s, const struct trc_message *m)
+{
+	if (s->trace == NULL)
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: trace event while not "
+		       "tracing", (int)s->pid);
+	else if (trc_trace_feed(s->trace, m) < 0)
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: %s", (int)s->pid,
+		       trc_trace_error(s->trace));
+}
+
+/* Which message may come in which state, and what it does. */
+static const struct msg_handler {
+	uint32_t type;
+	unsigned states;
+	void (*fn)(struct trc_session *, const struct trc_message *);
+} msg_handlers[] = {
+	{ TRC_MSG_WELCOME, IN(S_WELCOMING), on_welcome },
+	{ TRC_MSG_ERROR, CONNECTED, on_error },
+	{ TRC_MSG_SPEC, IN(S_STARTING), on_spec },
+	{ TRC_MSG_STARTED, IN(S_STARTING), on_started },
+	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_DETACHING), on_eval },
+	{ TRC_MSG_DETACHED, WELCOMED, on_detached },
+	{ TRC_MSG_TOP, TRACE_STATES, on_ignore },    /* for a later top mode */
+	{ TRC_EV_METHOD, TRACE_STATES, on_event },
+	{ TRC_EV_THREAD, TRACE_STATES, on_event },
+	{ TRC_EV_CALL, TRACE_STATES, on_event },
+	{ TRC_EV_RETURN, TRACE_STATES, on_event },
+	{ TRC_EV_RAISE, TRACE_STATES, on_event },
+	{ TRC_EV_EXPR, TRACE_STATES, on_event },
+	{ TRC_EV_SLOW, TRACE_STATES, on_event },
+	{ TRC_EV_LOST, TRACE_STATES, on_event },
+};
+
+static int
+on_msg(void *ctx, const struct trc_message *m)
+{
+	struct trc_session *s = ctx;
+
+	for (size_t i = 0; i < sizeof(msg_handlers) / sizeof(msg_handlers[0]); i++) {
+		if (msg_handlers[i].type != m->type)
+			continue;
+		if (msg_handlers[i].states & IN(s->state))
+			msg_handlers[i].fn(s, m);
+		else
+			finish(s, TRC_EXIT_ERROR, "protocol error from process %d: unexpected %s",
+			       (int)s->pid, trc_msg_name(m->type));
+		return s->state == S_DONE ? -1 : 0;
+	}
+	finish(s, TRC_EXIT_ERROR, "protocol error from process %d: message type %" PRIu32,
+	       (int)s->pid, m->type);
+	return -1;
+}
+
+/*
+ * The connection ends without DETACHED. If the process is gone it exited; but the socket
+ * closes before the process is reaped, so look a few times before calling it a lost
+ * connection.
+ */
+static void
+on_end(void *ctx, enum trc_conn_end why, const char *detail)
+{
+	struct trc_session *s = ctx;
+
+	if (why == TRC_CONN_PROTOCOL) {
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: %s", (int)s->pid, detail);
+		return;
+	}
+	trc_conn_close(&s->conn);
+	stop_timers(s);
+	s->state = S_CLOSED;
+	s->gone_checks = GONE_CHECKS;
+	ev_timer_start(s->loop, &s->gone_w);
+}
+
+static void
+on_gone_check(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)loop, (void)revents;
+	if (trc_proc_check(s->pid) == TRC_PROC_GONE) {
+		if (s->trace != NULL)
+			trc_trace_free(s->trace);
+		s->trace = NULL;
+		trc_output_note(s->job->out, "process %d exited", (int)s->pid);
+		finish(s, TRC_EXIT_EXITED, NULL);
+	} else if (--s->gone_checks <= 0) {
+		finish(s, TRC_EXIT_ERROR, "lost connection to process %d", (int)s->pid);
+	}
+}
+
+/* A forked child may hold the socket open after the target exits: check the pid too. */
+static void
+on_alive_check(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)loop, (void)revents;
+	if (trc_proc_check(s->pid) == TRC_PROC_GONE)
+		on_end(s, TRC_CONN_EOF, "process gone");
+}
+
+static void
+on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)loop, (void)revents;
+	if (s->state == S_ATTACHING)
+		finish(s, TRC_EXIT_ERROR, "process %d did not answer; is tracer_agent loaded?",
+		       (int)s->pid);
+	else
+		finish(s, TRC_EXIT_ERROR, "process %d did not answer within %g s", (int)s->pid,
+		       s->job->timeout);
+}
+
+static void
+on_duration(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)loop, (void)revents;
+	if (s->state == S_EVALING)
+		remember(s, TRC_EXIT_ERROR, "process %d did not answer within %g s", (int)s->pid,
+			 s->job->duration);
+	if (s->state == S_EVALING || s->state == S_STARTING || s->state == S_TRACING)
+		detach(s);
+}
+
+static void
+on_detach_wait(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)loop, (void)revents;
+	finish(s, TRC_EXIT_ERROR, "process %d did not confirm the detach within %g s", (int)s->pid,
+	       DETACH_WAIT);
+}
+
+static void
+on_attached(struct trc_attach *a, int fd, void *ctx)
+{
+	struct trc_session *s = ctx;
+	struct trc_buf b;
+
+	if (fd < 0) {
+		finish(s, a->failure == TRC_ATTACH_DENIED ? TRC_EXIT_DENIED : TRC_EXIT_ERROR, "%s",
+		       a->error);
+		return;
+	}
+	s->state = S_WELCOMING;
+	trc_conn_init(&s->conn, s->loop, fd, on_msg, on_end, s);
+	trc_buf_init(&b);
+	trc_encode_hello(&b, (int32_t)getpid());
+	send_buf(s, &b);
+}
+
+static void
+init_timer(struct trc_session *s, ev_timer *w, void (*cb)(struct ev_loop *, ev_timer *, int),
+	   double after, double repeat)
+{
+	ev_timer_init(w, cb, after, repeat);
+	w->data = s;
+}
+
+struct trc_session *
+trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, const char *text,
+		trc_session_done_fn *done, void *ctx)
+{
+	struct trc_session *s = xcalloc(1, sizeof(*s));
+	struct trc_trace_opts topts = job->trace;
+
+	s->loop = loop;
+	s->job = job;
+	s->pid = pid;
+	s->text = xstrdup(text ? text : "");
+	s->done = done;
+	s->ctx = ctx;
+	s->conn.fd = -1;
+	if (job->label_pids)
+		snprintf(s->tag, sizeof(s->tag), "[%d] ", (int)pid);
+	init_timer(s, &s->timeout_w, on_timeout, job->timeout, 0);
+	init_timer(s, &s->duration_w, on_duration, 0, 0);
+	init_timer(s, &s->detach_w, on_detach_wait, 0, 0);
+	init_timer(s, &s->alive_w, on_alive_check, ALIVE_EVERY, ALIVE_EVERY);
+	init_timer(s, &s->gone_w, on_gone_check, GONE_EVERY, GONE_EVERY);
+	if (job->mode == TRC_MODE_TRACE) {
+		topts.pid = job->label_pids ? (int)pid : 0;
+		s->trace = trc_trace_new(job->out, &topts, job->specs, job->nspecs);
+	}
+	return s;
+}
+
+void
+trc_session_start(struct trc_session *s)
+{
+	s->state = S_ATTACHING;
+	ev_timer_start(s->loop, &s->timeout_w);
+	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
+		on_attached(&s->attach, -1, s);
+}
+
+void
+trc_session_stop(struct trc_session *s, enum trc_stop_reason why)
+{
+	const char *what = why == TRC_STOP_SIGNAL ? "interrupted" : "output closed";
+
+	switch (s->state) {
+	case S_IDLE:
+		finish(s, TRC_EXIT_ERROR, "%s before attaching to process %d", what, (int)s->pid);
+		break;
+	case S_ATTACHING:
+	case S_WELCOMING:
+		finish(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
+		break;
+	case S_EVALING:
+		remember(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
+		detach(s);
+		break;
+	case S_STARTING:
+	case S_TRACING:
+		detach(s);
+		break;
+	case S_DETACHING:
+	case S_CLOSED:
+	case S_DONE:
+		break;
+	}
+}
+
+void
+trc_session_abort(struct trc_session *s)
+{
+	finish(s, TRC_EXIT_ERROR, "interrupted; not waiting for process %d to detach", (int)s->pid);
+}
+
+void
+trc_session_free(struct trc_session *s)
+{
+	if (s->state == S_ATTACHING)
+		trc_attach_stop(&s->attach);
+	trc_conn_close(&s->conn);
+	stop_timers(s);
+	if (s->trace != NULL)
+		trc_trace_free(s->trace);
+	free(s->text);
+	free(s->error);
+	free(s);
+}
+
+pid_t
+trc_session_pid(const struct trc_session *s)
+{
+	return s->pid;
+}
+
+enum trc_exit
+trc_session_status(const struct trc_session *s)
+{
+	return s->code;
+}
+
+const char *
+trc_session_error(const struct trc_session *s)
+{
+	return s->error;
+}

@@ -1,0 +1,70 @@
+/* session.h: one target from attach to detach: the conversation with its agent and its outcome. */
+#ifndef TRC_SESSION_H
+#define TRC_SESSION_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "output.h"
+#include "spec.h"
+#include "trace.h"
+
+/* The client's exit codes; with several targets the highest one wins. */
+enum trc_exit {
+	TRC_EXIT_OK = 0,
+	TRC_EXIT_ERROR = 1,     /* attach failed, agent refused, eval raised, protocol error... */
+	TRC_EXIT_USAGE = 2,     /* bad options or method specs */
+	TRC_EXIT_EXITED = 3,    /* the target exited while attached */
+	TRC_EXIT_DENIED = 4,    /* permission denied */
+};
+
+enum trc_mode {
+	TRC_MODE_TRACE = 0,     /* -m, -f, -s */
+	TRC_MODE_EVAL = 1,      /* -e */
+	TRC_MODE_HEAPDUMP = 2,  /* --heapdump */
+	TRC_MODE_BACKTRACES = 3,/* --backtraces */
+};
+
+enum trc_stop_reason {
+	TRC_STOP_SIGNAL = 0,    /* SIGINT, SIGTERM, SIGHUP */
+	TRC_STOP_OUTPUT = 1,    /* nobody reads the output any more */
+};
+
+/* What to do with each target; built by cli.c, read-only to sessions, outlives them. */
+struct trc_job {
+	enum trc_mode mode;
+	uint32_t trace_flags;   /* enum trc_trace_flag */
+	uint32_t slow_ms;
+	const struct trc_spec *specs;
+	size_t nspecs;
+	struct trc_trace_opts trace;
+	bool label_pids;        /* several targets: "[PID] " before each of their lines */
+	double timeout;         /* seconds for the agent to answer the attach */
+	double duration;        /* seconds of tracing before detaching; 0: until stopped */
+	struct trc_output *out;
+};
+
+struct trc_session;
+
+/* Called once, from the loop, when the session is over (see trc_session_status/error). */
+typedef void trc_session_done_fn(struct trc_session *s, void *ctx);
+
+/* A session for pid; text is the eval code, heap dump path or "" (copied). Main thread. */
+struct trc_session *trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid,
+				    const char *text, trc_session_done_fn *done, void *ctx);
+/* Starts attaching; failures are reported through done (maybe before this returns). */
+void trc_session_start(struct trc_session *s);
+/* Detaches cleanly: waits for the agent's DETACHED (at most 2 s) before done. */
+void trc_session_stop(struct trc_session *s, enum trc_stop_reason why);
+/* Drops the connection now, without waiting for the agent. */
+void trc_session_abort(struct trc_session *s);
+void trc_session_free(struct trc_session *s);
+
+pid_t trc_session_pid(const struct trc_session *s);
+enum trc_exit trc_session_status(const struct trc_session *s);
+/* What went wrong, without the "tracer: " prefix, or NULL. Owned by the session. */
+const char *trc_session_error(const struct trc_session *s);
+
+#endif

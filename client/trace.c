@@ -1,0 +1,559 @@
+/* trace.c: the call-tree printer: per-thread call stacks, leaf lines, durations, labels. */
+#include "trace.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "xmalloc.h"
+
+#define TS_WIDTH 16     /* "HH:MM:SS.uuuuuu " */
+
+static const char spaces[] = "                                                                ";
+
+struct name {
+	char *text;             /* "Class#meth", "Class.meth" or "meth"; NULL if undefined */
+	uint32_t len;
+};
+
+struct frame {
+	uint32_t method;
+	uint64_t ts;
+};
+
+struct thread {
+	char *label;            /* "[name] " */
+	size_t label_len;
+	struct frame *stack;
+	uint32_t depth, cap;
+	uint32_t max_depth;     /* deepest since the stack was last empty */
+	bool seen;              /* has had an event */
+};
+
+struct trc_trace {
+	struct trc_output *out;
+	struct trc_trace_opts opts;
+	const struct trc_spec *specs;
+	size_t nspecs;
+	char pid_label[24];
+	size_t pid_label_len;
+	struct name *methods;
+	uint32_t nmethods;
+	struct thread *threads;
+	uint32_t nthreads;
+	uint32_t threads_seen;  /* with 2 or more, every line names its thread */
+	/* The open line: a call of thread pending_thread at stack depth pending_depth, which
+	 * becomes a one-line leaf if its return comes next. */
+	bool pending;
+	bool pending_paren;     /* an expression list "(..." is open on it */
+	uint32_t pending_thread, pending_depth;
+	uint64_t mono_ns, real_ns;
+	int64_t clock_sec;      /* second of clock_text */
+	char clock_text[10];    /* "HH:MM:SS." */
+	uint64_t lost;
+	char error[96];
+};
+
+static void
+put(struct trc_trace *t, const char *p, size_t n)
+{
+	trc_output_write(t->out, p, n);
+}
+
+static void
+put_str(struct trc_trace *t, struct trc_str s)
+{
+	put(t, s.ptr, s.len);
+}
+
+static void
+put_spaces(struct trc_trace *t, size_t n)
+{
+	size_t chunk;
+
+	for (; n > 0; n -= chunk) {
+		chunk = n < sizeof(spaces) - 1 ? n : sizeof(spaces) - 1;
+		put(t, spaces, chunk);
+	}
+}
+
+/* Writes v in decimal just before end and returns where the digits start. */
+static char *
+fmt_u64(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return end;
+}
+
+/* Writes v as exactly width digits, zero-padded. */
+static void
+fmt_fixed(char *p, uint64_t v, int width)
+{
+	for (int i = width - 1; i >= 0; i--, v /= 10)
+		p[i] = (char)('0' + v % 10);
+}
+
+/* " <S.UUUUUU>": seconds with 6 decimals, rounded to the microsecond, as rbtrace's %f. */
+static void
+put_duration(struct trc_trace *t, uint64_t ns)
+{
+	char buf[40], *end = buf + sizeof(buf), *p;
+	uint64_t us = ns / 1000 + (ns % 1000 >= 500);
+
+	*--end = '>';
+	end -= 6;
+	fmt_fixed(end, us % 1000000, 6);
+	*--end = '.';
+	p = fmt_u64(end, us / 1000000);
+	*--p = '<';
+	*--p = ' ';
+	put(t, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+static void
+put_uint(struct trc_trace *t, uint64_t v)
+{
+	char buf[24], *p = fmt_u64(buf + sizeof(buf), v);
+
+	put(t, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+static void
+put_int(struct trc_trace *t, int64_t v)
+{
+	if (v < 0) {
+		put(t, "-", 1);
+		put_uint(t, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_uint(t, (uint64_t)v);
+	}
+}
+
+/* "HH:MM:SS.uuuuuu " of the target's timestamp ts, in local time. */
+static void
+put_clock(struct trc_trace *t, uint64_t ts)
+{
+	int64_t wall = (int64_t)t->real_ns + (int64_t)(ts - t->mono_ns);
+	int64_t sec = wall / 1000000000, usec = (wall % 1000000000) / 1000;
+	char text[TS_WIDTH];
+
+	if (usec < 0) {
+		sec--;
+		usec += 1000000;
+	}
+	if (sec != t->clock_sec) {
+		time_t tt = (time_t)sec;
+		struct tm tm;
+
+		if (localtime_r(&tt, &tm) == NULL ||
+		    strftime(t->clock_text, sizeof(t->clock_text), "%H:%M:%S.", &tm) != 9)
+			memcpy(t->clock_text, "??:??:??.", 9);
+		t->clock_sec = sec;
+	}
+	memcpy(text, t->clock_text, 9);
+	fmt_fixed(text + 9, (uint64_t)usec, 6);
+	text[15] = ' ';
+	put(t, text, sizeof(text));
+}
+
+/* Ends the open line: the owner callback of output.h. */
+static void
+close_pending(void *owner)
+{
+	struct trc_trace *t = owner;
+
+	if (t->pending_paren)
+		put(t, ")", 1);
+	put(t, "\n", 1);
+	t->pending = false;
+	t->pending_paren = false;
+}
+
+/*
+ * Starts a line for thread th: ends whatever line is open (ours or another target's), then
+ * "[pid] ", "[thread] " and, with -t, the clock of ts (or blanks when ts is NULL).
+ */
+static void
+line_start(struct trc_trace *t, const struct thread *th, const uint64_t *ts)
+{
+	trc_output_close_line(t->out);
+	if (t->pid_label_len)
+		put(t, t->pid_label, t->pid_label_len);
+	if (t->threads_seen > 1)
+		put(t, th->label, th->label_len);
+	if (t->opts.start_time) {
+		if (ts != NULL)
+			put_clock(t, *ts);
+		else
+			put_spaces(t, TS_WIDTH);
+	}
+}
+
+static void
+put_indent(struct trc_trace *t, uint32_t depth)
+{
+	put_spaces(t, (size_t)depth * t->opts.prefix);
+}
+
+static void
+put_method(struct trc_trace *t, uint32_t idx)
+{
+	if (idx < t->nmethods && t->methods[idx].text != NULL)
+		put(t, t->methods[idx].text, t->methods[idx].len);
+	else
+		put(t, "(unknown)", 9);
+}
+
+static int
+fail(struct trc_trace *t, const char *what, uint64_t value)
+{
+	snprintf(t->error, sizeof(t->error), "%s %" PRIu64 " is out of range", what, value);
+	return -1;
+}
+
+/* Grows an array of elements of size sz to hold index idx, zero-filling the new part. */
+static void *
+grow(void *arr, uint32_t *n, uint32_t idx, size_t sz)
+{
+	uint32_t cap = *n ? *n : 16;
+
+	while (cap <= idx)
+		cap *= 2;
+	arr = xreallocarray(arr, cap, sz);
+	memset((char *)arr + (size_t)*n * sz, 0, (size_t)(cap - *n) * sz);
+	*n = cap;
+	return arr;
+}
+
+static void
+set_thread_label(struct thread *th, uint32_t idx, struct trc_str name)
+{
+	free(th->label);
+	if (name.len > 0)
+		th->label = xasprintf("[%.*s] ", (int)name.len, name.ptr);
+	else
+		th->label = xasprintf("[thread %" PRIu32 "] ", idx);
+	th->label_len = strlen(th->label);
+}
+
+/* The thread an event names, made on first use; NULL (and t->error) if idx is absurd. */
+static struct thread *
+thread_get(struct trc_trace *t, uint32_t idx)
+{
+	struct thread *th;
+
+	if (idx >= TRC_TRACE_MAX_THREADS) {
+		fail(t, "thread index", idx);
+		return NULL;
+	}
+	if (idx >= t->nthreads)
+		t->threads = grow(t->threads, &t->nthreads, idx, sizeof(*t->threads));
+	th = &t->threads[idx];
+	if (th->label == NULL)
+		set_thread_label(th, idx, (struct trc_str){ "", 0 });
+	if (!th->seen) {
+		th->seen = true;
+		t->threads_seen++;
+	}
+	return th;
+}
+
+static int
+on_method(struct trc_trace *t, const struct trc_message *m)
+{
+	uint32_t idx = m->method.idx;
+	struct name *n;
+
+	if (idx >= TRC_TRACE_MAX_METHODS)
+		return fail(t, "method index", idx);
+	if (idx >= t->nmethods)
+		t->methods = grow(t->methods, &t->nmethods, idx, sizeof(*t->methods));
+	n = &t->methods[idx];
+	free(n->text);
+	if (m->method.cls.len == 0)
+		n->text = xstrndup(m->method.name.ptr, m->method.name.len);
+	else
+		n->text = xasprintf("%.*s%.*s%.*s", (int)m->method.cls.len, m->method.cls.ptr,
+				    (int)m->method.sep.len, m->method.sep.ptr,
+				    (int)m->method.name.len, m->method.name.ptr);
+	n->len = (uint32_t)strlen(n->text);
+	return 0;
+}
+
+static int
+on_thread(struct trc_trace *t, const struct trc_message *m)
+{
+	uint32_t idx = m->thread.idx;
+
+	if (idx >= TRC_TRACE_MAX_THREADS)
+		return fail(t, "thread index", idx);
+	if (idx >= t->nthreads)
+		t->threads = grow(t->threads, &t->nthreads, idx, sizeof(*t->threads));
+	set_thread_label(&t->threads[idx], idx, m->thread.name);
+	return 0;
+}
+
+static int
+push(struct trc_trace *t, struct thread *th, uint32_t method, uint64_t ts)
+{
+	if (th->depth == th->cap) {
+		if (th->cap >= TRC_TRACE_MAX_DEPTH)
+			return fail(t, "call depth", th->cap);
+		th->cap = th->cap ? th->cap * 2 : 64;
+		th->stack = xreallocarray(th->stack, th->cap, sizeof(*th->stack));
+	}
+	th->stack[th->depth++] = (struct frame){ method, ts };
+	if (th->depth > th->max_depth)
+		th->max_depth = th->depth;
+	return 0;
+}
+
+/* Prints "Class#meth" and leaves the line open: the next event decides how it ends. */
+static int
+on_call(struct trc_trace *t, const struct trc_message *m)
+{
+	struct thread *th = thread_get(t, m->call.thread);
+
+	if (th == NULL)
+		return -1;
+	line_start(t, th, &m->call.ts);
+	put_indent(t, th->depth);
+	put_method(t, m->call.method);
+	if (push(t, th, m->call.method, m->call.ts) < 0)
+		return -1;
+	t->pending = true;
+	t->pending_paren = false;
+	t->pending_thread = m->call.thread;
+	t->pending_depth = th->depth;
+	trc_output_open_line(t->out, t, close_pending);
+	return 0;
+}
+
+/* Index of the innermost frame of method in th's stack, or -1. */
+static int64_t
+find_frame(const struct thread *th, uint32_t method)
+{
+	for (int64_t i = (int64_t)th->depth - 1; i >= 0; i--)
+		if (th->stack[i].method == method)
+			return i;
+	return -1;
+}
+
+static bool
+is_open_leaf(const struct trc_trace *t, uint32_t thread, const struct thread *th, int64_t k)
+{
+	return t->pending && t->out->line_owner == t && t->pending_thread == thread &&
+	       t->pending_depth == th->depth && k == (int64_t)th->depth - 1;
+}
+
+/* Ends the line of a call that returned: on the call's own line if it is a leaf. */
+static void
+print_return(struct trc_trace *t, uint32_t thread, struct thread *th, int64_t k, uint64_t ts)
+{
+	const struct frame *f = &th->stack[k];
+
+	if (is_open_leaf(t, thread, th, k)) {
+		if (t->pending_paren)
+			put(t, ")", 1);
+		t->pending = false;
+		t->out->line_owner = NULL;
+	} else {
+		line_start(t, th, NULL);
+		put_indent(t, (uint32_t)k);
+		put_method(t, f->method);
+	}
+	if (!t->opts.no_duration)
+		put_duration(t, ts > f->ts ? ts - f->ts : 0);
+	put(t, "\n", 1);
+}
+
+/*
+ * A return whose call is not on top of the stack means events were lost or the trace began
+ * inside the call: frames above it are dropped, and a return without its call is ignored.
+ */
+static int
+on_return(struct trc_trace *t, const struct trc_message *m)
+{
+	struct thread *th = thread_get(t, m->call.thread);
+	int64_t k;
+
+	if (th == NULL)
+		return -1;
+	k = find_frame(th, m->call.method);
+	if (k < 0)
+		return 0;
+	print_return(t, m->call.thread, th, k, m->call.ts);
+	th->depth = (uint32_t)k;
+	if (th->depth == 0) {
+		if (th->max_depth > 1)
+			put(t, "\n", 1);
+		th->max_depth = 0;
+	}
+	return 0;
+}
+
+static void
+put_expr_name(struct trc_trace *t, uint32_t spec, uint32_t expr)
+{
+	if (spec < t->nspecs && expr < t->specs[spec].nexprs)
+		put(t, t->specs[spec].exprs[expr], strlen(t->specs[spec].exprs[expr]));
+	else
+		put(t, "?", 1);
+}
+
+/* "expr=value" joins the open call line as "(a=1, b=2)"; elsewhere it gets its own line. */
+static int
+on_expr(struct trc_trace *t, const struct trc_message *m)
+{
+	struct thread *th = thread_get(t, m->expr.thread);
+	bool joins;
+
+	if (th == NULL)
+		return -1;
+	joins = t->pending && t->out->line_owner == t && t->pending_thread == m->expr.thread &&
+		t->pending_depth == th->depth;
+	if (joins) {
+		put(t, t->pending_paren ? ", " : "(", t->pending_paren ? 2 : 1);
+		t->pending_paren = true;
+	} else {
+		line_start(t, th, NULL);
+		put_indent(t, th->depth);
+		put(t, "(", 1);
+	}
+	put_expr_name(t, m->expr.spec, m->expr.expr);
+	put(t, "=", 1);
+	put_str(t, m->expr.text);
+	if (!joins)
+		put(t, ")\n", 2);
+	return 0;
+}
+
+/* "EXCEPTION Class: message (path:line)" at the thread's current depth. */
+static int
+on_raise(struct trc_trace *t, const struct trc_message *m)
+{
+	struct thread *th = thread_get(t, m->raise.thread);
+
+	if (th == NULL)
+		return -1;
+	line_start(t, th, &m->raise.ts);
+	put_indent(t, th->depth);
+	put(t, "EXCEPTION ", 10);
+	put_str(t, m->raise.cls);
+	put(t, ": ", 2);
+	put_str(t, m->raise.message);
+	if (m->raise.path.len > 0) {
+		put(t, " (", 2);
+		put_str(t, m->raise.path);
+		put(t, ":", 1);
+		put_int(t, m->raise.line);
+		put(t, ")", 1);
+	}
+	put(t, "\n", 1);
+	return 0;
+}
+
+/* Slow calls arrive as they return, innermost first; a blank line follows each outermost. */
+static int
+on_slow(struct trc_trace *t, const struct trc_message *m)
+{
+	struct thread *th = thread_get(t, m->slow.thread);
+
+	if (th == NULL)
+		return -1;
+	line_start(t, th, &m->slow.start_ts);
+	put_indent(t, m->slow.depth);
+	put_method(t, m->slow.method);
+	if (!t->opts.no_duration)
+		put_duration(t, m->slow.duration_ns);
+	put(t, m->slow.depth == 0 ? "\n\n" : "\n", m->slow.depth == 0 ? 2 : 1);
+	return 0;
+}
+
+static int
+on_lost(struct trc_trace *t, const struct trc_message *m)
+{
+	t->lost += m->lost.count;
+	trc_output_note(t->out, "%.*s%" PRIu64 " events lost", (int)t->pid_label_len, t->pid_label,
+			m->lost.count);
+	return 0;
+}
+
+/* Handlers of the trace events, indexed by type - TRC_EV_METHOD. */
+static int (*const handlers[])(struct trc_trace *, const struct trc_message *) = {
+	[TRC_EV_METHOD - TRC_EV_METHOD] = on_method,
+	[TRC_EV_THREAD - TRC_EV_METHOD] = on_thread,
+	[TRC_EV_CALL - TRC_EV_METHOD] = on_call,
+	[TRC_EV_RETURN - TRC_EV_METHOD] = on_return,
+	[TRC_EV_RAISE - TRC_EV_METHOD] = on_raise,
+	[TRC_EV_EXPR - TRC_EV_METHOD] = on_expr,
+	[TRC_EV_SLOW - TRC_EV_METHOD] = on_slow,
+	[TRC_EV_LOST - TRC_EV_METHOD] = on_lost,
+};
+
+int
+trc_trace_feed(struct trc_trace *t, const struct trc_message *m)
+{
+	uint32_t i = m->type - TRC_EV_METHOD;
+
+	if (m->type < TRC_EV_METHOD || i >= sizeof(handlers) / sizeof(handlers[0]))
+		return 0;
+	return handlers[i](t, m);
+}
+
+struct trc_trace *
+trc_trace_new(struct trc_output *out, const struct trc_trace_opts *opts,
+	      const struct trc_spec *specs, size_t nspecs)
+{
+	struct trc_trace *t = xcalloc(1, sizeof(*t));
+
+	t->out = out;
+	t->opts = *opts;
+	t->specs = specs;
+	t->nspecs = nspecs;
+	t->clock_sec = INT64_MIN;
+	if (opts->pid > 0)
+		t->pid_label_len = (size_t)snprintf(t->pid_label, sizeof(t->pid_label), "[%d] ",
+						    opts->pid);
+	return t;
+}
+
+void
+trc_trace_free(struct trc_trace *t)
+{
+	if (t->out->line_owner == t)
+		trc_output_close_line(t->out);
+	for (uint32_t i = 0; i < t->nmethods; i++)
+		free(t->methods[i].text);
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		free(t->threads[i].label);
+		free(t->threads[i].stack);
+	}
+	free(t->methods);
+	free(t->threads);
+	free(t);
+}
+
+void
+trc_trace_set_clock(struct trc_trace *t, uint64_t mono_ns, uint64_t real_ns)
+{
+	t->mono_ns = mono_ns;
+	t->real_ns = real_ns;
+	t->clock_sec = INT64_MIN;
+}
+
+const char *
+trc_trace_error(const struct trc_trace *t)
+{
+	return t->error;
+}
+
+uint64_t
+trc_trace_lost(const struct trc_trace *t)
+{
+	return t->lost;
+}

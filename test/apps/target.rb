@@ -1,0 +1,111 @@
+# target.rb MODE: a Ruby process for the integration tests, with the agent loaded (-rtracer_agent).
+# It prints "ready PID" once it is in MODE, then stays there until killed.
+$stdout.sync = true
+
+class Worker
+  def initialize(n) = @n = n
+  def work(x) = helper(x) + 1
+  def helper(x) = x * 2
+  def self.build(n) = new(n)
+  def fail_once = raise(ArgumentError, 'worker failed')
+  def nap(s) = sleep(s)
+  def outer = (inner; inner)
+  def inner = sleep(0.001)
+end
+
+def ready = puts("ready #{Process.pid}")
+
+mode = ARGV.fetch(0)
+case mode
+when 'busy'
+  ready
+  w = Worker.new(1)
+  loop { w.work(1) }
+when 'sleep'
+  ready
+  sleep
+when 'pipe'
+  r, _w = IO.pipe
+  ready
+  r.read
+when 'queue'
+  Thread.new { sleep } # without another live thread, Ruby calls an empty pop a deadlock
+  ready
+  Queue.new.pop
+when 'select'
+  r, _w = IO.pipe
+  ready
+  IO.select([r])
+when 'cfunc'
+  big = Array.new(3_000_000) { |i| (i * 7919) % 3_000_017 }
+  ready
+  loop { big.sort }
+when 'join'
+  t = Thread.new { sleep }
+  ready
+  t.join
+when 'work'
+  # A steady trace: every 5 ms a call tree, an exception, and a nested sleep.
+  w = Worker.build(1)
+  ready
+  loop do
+    w.work(3)
+    begin
+      w.fail_once
+    rescue ArgumentError
+      nil
+    end
+    w.outer
+    sleep 0.005
+  end
+when 'threads'
+  ready
+  workers = 3.times.map do |i|
+    Thread.new do
+      Thread.current.name = "worker-#{i}"
+      w = Worker.new(i)
+      loop { w.work(i); sleep 0.002 }
+    end
+  end
+  workers.each(&:join)
+when 'exit_soon'
+  w = Worker.new(1)
+  ready
+  deadline = Time.now + (ENV['EXIT_AFTER'] || '1').to_f
+  w.work(1) while Time.now < deadline
+  exit 0
+when 'fork'
+  w = Worker.new(1)
+  ready
+  loop do
+    pid = fork do
+      puts "child #{Process.pid}"
+      loop { w.helper(1); sleep 0.01 }
+    end
+    Process.detach(pid)
+    loop { w.work(1); sleep 0.01 }
+  end
+when 'trap'
+  # The app traps URG itself, after the agent loaded.
+  got = 0
+  Signal.trap('URG') { got += 1 }
+  ready
+  loop do
+    sleep 0.01
+    File.write(ENV['TRAP_FILE'], got.to_s) if ENV['TRAP_FILE']
+  end
+when 'blockread'
+  # Blocking reads on a blocking pipe while the agent is signalled.
+  require 'io/nonblock'
+  r, w = IO.pipe
+  r.nonblock = false
+  Thread.new { loop { sleep 0.002; w.write('x') } }
+  ready
+  loop do
+    r.sysread(1)
+  rescue Errno::EINTR
+    puts 'EINTR'
+  end
+else
+  abort "unknown mode #{mode}"
+end

@@ -1,0 +1,90 @@
+# attach_test.rb: attaching in every state a target can be in, and every way attaching can fail.
+require_relative 'helper'
+
+class AttachTest < Minitest::Test
+  include TracerTest
+
+  %w[busy sleep pipe queue select cfunc join].each do |mode|
+    define_method("test_attach_while_#{mode}") do
+      t = target(mode)
+      out, err, status = tracer('-p', t.pid, '-e', '6 * 7')
+      assert status.success?, "exit #{status.exitstatus}: #{err}"
+      assert_equal "=> 42\n", out
+      assert_empty leftovers_for(t.pid)
+      assert t.alive?
+    end
+  end
+
+  def test_missing_pid
+    pid = Process.spawn('true')
+    Process.wait(pid)
+    out, err, status = tracer('-p', pid, '-e', '1')
+    refute status.success?
+    assert_match(/no such process #{pid}/, err)
+    assert_empty out
+    assert_empty leftovers_for(pid)
+  end
+
+  def test_process_without_agent
+    t = target('sleep', agent: false)
+    _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '0.5')
+    refute status.success?
+    assert_match(/process #{t.pid} did not answer; is tracer_agent loaded\?/, err)
+    assert_empty leftovers_for(t.pid)
+    assert t.alive?
+  end
+
+  def test_malformed_spec_is_rejected_before_attaching
+    t = target('sleep')
+    ['Foo#', 'foo#bar', '#bar', 'Foo#bar(', 'Foo::#x', 'Foo#b ar'].each do |spec|
+      next if spec == 'Foo#' # all methods of Foo: valid
+
+      _, err, status = tracer('-p', t.pid, '-m', spec)
+      assert_equal 2, status.exitstatus, "#{spec}: #{err}"
+      assert_match(/invalid method spec/, err)
+    end
+    assert_empty leftovers_for(t.pid)
+  end
+
+  def test_foreign_user_cannot_attach
+    skip_unless_root_with_nobody
+    t = target('sleep')
+    out, err, status = Open3.capture3('setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups',
+                                      TRACER, '-p', t.pid.to_s, '-e', '1')
+    refute status.success?
+    assert_match(/permission denied/, err)
+    assert_empty out
+    assert_empty leftovers_for(t.pid)
+  end
+
+  def test_second_client_is_told_who_traces
+    t = target('work')
+    first = client('-p', t.pid, '-m', 'Worker#work')
+    first.wait_for(/attached/)
+    _, err, status = tracer('-p', t.pid, '-e', '1')
+    refute status.success?
+    assert_match(/already traced by pid #{first.pid}/, err)
+    first.wait_for(/Worker#work/)
+    first.signal('INT')
+    assert first.finish.success?
+  end
+
+  def test_client_sigkill_then_reattach
+    t = target('work')
+    c = client('-p', t.pid, '-f')
+    c.wait_for(/Worker#work/)
+    c.kill
+    out = wait_until(message: 'a new attach') do
+      o, _e, s = tracer('-p', t.pid, '-e', 'TracerAgent.attached?')
+      o if s.success?
+    end
+    assert_equal "=> true\n", out # attached: by this very eval client
+    assert_empty leftovers_for(t.pid)
+  end
+
+  private
+
+  def skip_unless_root_with_nobody
+    skip 'needs root' unless Process.uid.zero?
+  end
+end

@@ -1,0 +1,124 @@
+# helper.rb: starts target processes with the agent and runs the real tracer client against them.
+require 'minitest/autorun'
+require 'open3'
+require 'timeout'
+require 'json'
+require 'tmpdir'
+
+ROOT = File.expand_path('../..', __dir__)
+TRACER = File.join(ROOT, 'client', 'tracer')
+TARGET = File.join(ROOT, 'test', 'apps', 'target.rb')
+WAIT = Float(ENV['TEST_WAIT'] || 30) # generous: a loaded 2-core machine is slow, never flaky
+
+# A Ruby process running test/apps/target.rb MODE with the agent loaded.
+class Target
+  attr_reader :pid, :out
+
+  def initialize(mode, env: {}, agent: true, script: TARGET)
+    args = ['ruby', "-I#{ROOT}/lib"]
+    args << '-rtracer_agent' if agent
+    @out, @err = +'', +''
+    @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode)
+    @pid = @wait.pid
+    @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new { @stderr.each_line { |l| @err << l } }]
+    wait_for(/ready #{@pid}/) { "target #{mode} did not start: #{@err}" }
+  end
+
+  def wait_for(re, within: WAIT)
+    deadline = Time.now + within
+    sleep 0.01 until @out =~ re || Time.now > deadline || !alive?
+    raise(block_given? ? yield : "no #{re.inspect} in target output: #{@out}#{@err}") unless @out =~ re
+  end
+
+  def err = @err
+
+  def alive?
+    @wait.alive?
+  end
+
+  def kill(sig = 'KILL')
+    Process.kill(sig, @pid) if alive?
+    @wait.join(WAIT)
+  end
+
+  def status = @wait.value
+end
+
+# One run of the client in the background; its output is collected as it comes.
+class Client
+  attr_reader :out, :err
+
+  def initialize(*args)
+    @out, @err = +'', +''
+    @stdin, @stdout, @stderr, @wait = Open3.popen3(TRACER, *args.map(&:to_s))
+    @stdin.close
+    @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new { @stderr.each_line { |l| @err << l } }]
+  end
+
+  def pid = @wait.pid
+
+  def wait_for(re, within: WAIT, stream: :both)
+    deadline = Time.now + within
+    text = -> { stream == :out ? @out : stream == :err ? @err : @out + @err }
+    sleep 0.01 until text.call =~ re || Time.now > deadline || (!@wait.alive? && @readers.none?(&:alive?))
+    text.call =~ re or raise "no #{re.inspect} in client output:\n--- stdout\n#{@out}\n--- stderr\n#{@err}"
+    Regexp.last_match
+  end
+
+  def signal(sig) = Process.kill(sig, pid)
+
+  # Waits for the client to exit; returns its Process::Status.
+  def finish(within: WAIT)
+    @wait.join(within) or raise "client did not exit:\n#{@out}\n#{@err}"
+    @readers.each { |t| t.join(within) }
+    @wait.value
+  end
+
+  def kill
+    Process.kill('KILL', pid) rescue nil
+    @wait.join(WAIT)
+  end
+end
+
+module TracerTest
+  def setup
+    @targets = []
+    @clients = []
+  end
+
+  def teardown
+    @clients.each(&:kill)
+    @targets.each(&:kill)
+  end
+
+  def target(mode, **opts)
+    Target.new(mode, **opts).tap { |t| @targets << t }
+  end
+
+  def client(*args)
+    Client.new(*args).tap { |c| @clients << c }
+  end
+
+  # Runs the client to completion: [stdout, stderr, status].
+  def tracer(*args, within: WAIT)
+    out, err, status = nil
+    Timeout.timeout(within) { out, err, status = Open3.capture3(TRACER, *args.map(&:to_s)) }
+    [out, err, status]
+  end
+
+  def wait_until(within: WAIT, message: 'condition')
+    deadline = Time.now + within
+    until (v = yield)
+      raise "timed out waiting for #{message}" if Time.now > deadline
+
+      sleep 0.01
+    end
+    v
+  end
+
+  def leftovers_for(pid)
+    queues = `ipcs -q`.lines.grep(/0x#{format('%08x', 0x74000000 | pid)}/)
+    dirs = Dir.glob("#{Dir.tmpdir}/tracer-*-#{pid}")
+    queues + dirs
+  end
+end

@@ -1,0 +1,160 @@
+# trace_test.rb: method traces, firehose, slow calls, exceptions, threads and the output options.
+require_relative 'helper'
+
+class TraceTest < Minitest::Test
+  include TracerTest
+
+  def trace(t, *args, until_re:)
+    c = client('-p', t.pid, *args)
+    c.wait_for(until_re)
+    c.signal('INT')
+    status = c.finish
+    assert status.success?, "exit #{status.exitstatus}: #{c.err}"
+    assert_match(/\*\*\* detached from process #{t.pid}/, c.err)
+    c.out
+  end
+
+  def test_instance_method_is_a_leaf_with_duration
+    t = target('work')
+    out = trace(t, '-m', 'Worker#helper', until_re: /Worker#helper <\d+\.\d{6}>\n.*Worker#helper <\d+\.\d{6}>\n/m)
+    assert_match(/^Worker#helper <0\.\d{6}>$/, out)
+    refute_match(/Worker#work/, out)
+  end
+
+  def test_nested_methods_make_a_tree
+    t = target('work')
+    out = trace(t, '-m', 'Worker#work', 'Worker#helper', until_re: /^Worker#work <[\d.]+>\n/m)
+    assert_match(/^Worker#work\n  Worker#helper <[\d.]+>\nWorker#work <[\d.]+>$/, out)
+  end
+
+  def test_singleton_method_and_bare_name_and_all_methods
+    t = target('work')
+    out = trace(t, '-m', 'Worker.build', 'nap', 'Worker#', until_re: /Worker#inner/)
+    assert_match(/Worker#outer/, out)
+    assert_match(/Worker#fail_once/, out)
+    t2 = target('exit_soon', env: { 'EXIT_AFTER' => '30' })
+    out2, = tracer('-p', t2.pid, '-e', 'Worker.build(2).instance_variable_get(:@n)')
+    assert_equal "=> 2\n", out2
+  end
+
+  def test_c_method
+    t = target('work')
+    out = trace(t, '-m', 'Kernel#sleep', until_re: /Kernel#sleep <[\d.]+>\n/)
+    assert_match(/^Kernel#sleep <0\.00\d{4}>$/, out)
+  end
+
+  def test_expressions_at_call_time
+    t = target('work')
+    out = trace(t, '-m', 'Worker#work(self, x, @n, x + 1, __source__)', until_re: /Worker#work\(.*\) <[\d.]+>\n/)
+    assert_match(/^Worker#work\(self=#<Worker:0x\h+ @n=1>, x=3, @n=1, x \+ 1=4, __source__="[^"]+target\.rb:\d+"\) <[\d.]+>$/, out)
+  end
+
+  def test_exception_in_place
+    t = target('work')
+    out = trace(t, '-m', 'Worker#fail_once', until_re: /EXCEPTION.*\n.*Worker#fail_once/)
+    assert_match(/^Worker#fail_once\n  EXCEPTION ArgumentError: worker failed \(\S+target\.rb:\d+\)\nWorker#fail_once <[\d.]+>$/, out)
+  end
+
+  def test_firehose_shows_ruby_and_c_calls
+    t = target('work')
+    out = trace(t, '-f', until_re: /Integer#\*/)
+    assert_match(/^Worker#work\n  Worker#helper\n    Integer#\* <[\d.]+>\n  Worker#helper <[\d.]+>\n/, out)
+    assert_match(/EXCEPTION ArgumentError: worker failed/, out)
+  end
+
+  def test_slow_calls_only
+    t = target('work')
+    out = trace(t, '-s', '1', '-m', 'Worker#outer', 'Worker#inner', 'Kernel#sleep',
+                until_re: /^Worker#outer <[\d.]+>\n/)
+    refute_match(/Worker#work/, out)
+    assert_match(/^    Kernel#sleep <0\.00\d{4}>\n  Worker#inner <0\.00\d{4}>\n/, out)
+    assert_match(/^Worker#outer <0\.00\d{4}>$/, out)
+  end
+
+  def test_no_duration_start_time_and_indent
+    t = target('work')
+    out = trace(t, '-n', '-t', '-r', '4', '-m', 'Worker#work', 'Worker#helper', until_re: /^ {16}Worker#work\n/)
+    assert_match(/^\d\d:\d\d:\d\d\.\d{6} Worker#work\n\d\d:\d\d:\d\d\.\d{6}     Worker#helper\n {16}Worker#work$/, out)
+    refute_match(/<\d/, out)
+  end
+
+  def test_output_file
+    t = target('work')
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, 'trace.txt')
+      c = client('-p', t.pid, '-m', 'Worker#helper', '-o', path)
+      wait_until(message: 'trace in file') { File.exist?(path) && File.read(path) =~ /Worker#helper <[\d.]+>\n/ }
+      c.signal('TERM')
+      assert c.finish.success?
+      assert_empty c.out
+      assert_match(/detached from process #{t.pid}/, c.err)
+    end
+  end
+
+  def test_duration_detaches
+    t = target('work')
+    out, err, status = tracer('-p', t.pid, '-m', 'Worker#helper', '--duration', '0.5')
+    assert status.success?, err
+    assert_match(/Worker#helper <[\d.]+>/, out)
+    assert_match(/detached from process #{t.pid}/, err)
+    assert t.alive?
+    out, = tracer('-p', t.pid, '-e', 'TracerAgent.attached?')
+    assert_equal "=> true\n", out
+  end
+
+  def test_threads_each_have_their_own_nesting
+    t = target('threads')
+    out = trace(t, '-m', 'Worker#work', 'Worker#helper',
+                until_re: /(\[worker-\d\] Worker#work <[\d.]+>\n.*){6}/m)
+    lines = out.lines.grep(/^\[worker-\d\]/)
+    by_thread = lines.group_by { |l| l[/^\[(worker-\d)\]/, 1] }
+    assert_operator by_thread.size, :>=, 2
+    by_thread.each_value do |ls|
+      depth = 0
+      ls.each do |l|
+        body = l.sub(/^\[worker-\d\] /, '')
+        indent = body[/^ */].size / 2
+        if body =~ /Worker#work <|Worker#helper </ && indent == depth - 1 && body !~ /Worker#helper <.*/
+          depth -= 1
+        end
+        assert_includes [0, 1], indent, l
+      end
+    end
+  end
+
+  def test_several_processes_prefix_lines_with_the_pid
+    a = target('work')
+    b = target('work')
+    c = client('-p', a.pid, '-p', b.pid, '-m', 'Worker#helper')
+    c.wait_for(/\[#{a.pid}\] Worker#helper <[\d.]+>\n/)
+    c.wait_for(/\[#{b.pid}\] Worker#helper <[\d.]+>\n/)
+    c.signal('INT')
+    assert c.finish.success?
+    assert_match(/detached from process #{a.pid}/, c.err)
+    assert_match(/detached from process #{b.pid}/, c.err)
+  end
+
+  def test_target_exits_mid_trace
+    t = target('exit_soon', env: { 'EXIT_AFTER' => '1' })
+    c = client('-p', t.pid, '-m', 'Worker#work')
+    c.wait_for(/Worker#work/)
+    status = c.finish
+    assert_match(/\*\*\* process #{t.pid} exited/, c.err)
+    assert_equal 3, status.exitstatus
+    assert_empty leftovers_for(t.pid)
+  end
+
+  def test_fork_child_never_streams_into_parent_client
+    t = target('fork')
+    t.wait_for(/child (\d+)/)
+    child = t.out[/child (\d+)/, 1].to_i
+    c = client('-p', t.pid, '-m', 'Worker#helper', 'Worker#work')
+    c.wait_for(/(Worker#work\n  Worker#helper <[\d.]+>\nWorker#work <[\d.]+>\n.*){3}/m)
+    c.signal('INT')
+    assert c.finish.success?
+    # The child calls only Worker#helper, at depth 0; the parent only inside Worker#work.
+    refute_match(/^Worker#helper/, c.out)
+    out, = tracer('-p', child, '-e', 'Process.pid')
+    assert_equal "=> #{child}\n", out
+  end
+end

@@ -1,0 +1,40 @@
+/* test_main.c: runs the unit-test suites (all, or those named on the command line). */
+#include <stdlib.h>
+
+#include "test.h"
+
+int test_passed, test_failed;
+
+static const struct suite {
+	const char *name;
+	void (*run)(void);
+} suites[] = {
+	{ "decode", test_decode },
+	{ "encode", test_encode },
+	{ "spec", test_spec },
+	{ "trace", test_trace },
+};
+
+static int
+wanted(const char *name, int argc, char **argv)
+{
+	if (argc < 2)
+		return 1;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
+		if (!wanted(suites[i].name, argc, argv))
+			continue;
+		printf("suite %s\n", suites[i].name);
+		suites[i].run();
+	}
+	printf("%d passed, %d failed\n", test_passed, test_failed);
+	return test_failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,164 @@
+/* test_spec.c: the -m spec grammar, accepted and rejected forms. */
+#include <stdlib.h>
+
+#include "spec.h"
+#include "test.h"
+
+static const struct good {
+	const char *text;
+	const char *cls;        /* NULL: nil */
+	enum trc_spec_kind kind;
+	const char *method;     /* NULL: nil */
+	const char *exprs;      /* joined with '|' */
+} goods[] = {
+	{ "Kernel#sleep", "Kernel", TRC_SPEC_INSTANCE, "sleep", "" },
+	{ "Process.pid", "Process", TRC_SPEC_SINGLETON, "pid", "" },
+	{ "Foo::Bar#baz", "Foo::Bar", TRC_SPEC_INSTANCE, "baz", "" },
+	{ "A::B::C9_x.go", "A::B::C9_x", TRC_SPEC_SINGLETON, "go", "" },
+	{ "sleep", NULL, TRC_SPEC_ANY, "sleep", "" },
+	{ "Kernel#", "Kernel", TRC_SPEC_INSTANCE, NULL, "" },
+	{ "Dir.", "Dir", TRC_SPEC_SINGLETON, NULL, "" },
+	{ "Foo#empty?", "Foo", TRC_SPEC_INSTANCE, "empty?", "" },
+	{ "Foo#save!", "Foo", TRC_SPEC_INSTANCE, "save!", "" },
+	{ "Foo#name=", "Foo", TRC_SPEC_INSTANCE, "name=", "" },
+	{ "Array#[]", "Array", TRC_SPEC_INSTANCE, "[]", "" },
+	{ "Hash#[]=", "Hash", TRC_SPEC_INSTANCE, "[]=", "" },
+	{ "Integer#+", "Integer", TRC_SPEC_INSTANCE, "+", "" },
+	{ "Comparable#<=>", "Comparable", TRC_SPEC_INSTANCE, "<=>", "" },
+	{ "String#==", "String", TRC_SPEC_INSTANCE, "==", "" },
+	{ "Integer#-@", "Integer", TRC_SPEC_INSTANCE, "-@", "" },
+	{ "Kernel#`", "Kernel", TRC_SPEC_INSTANCE, "`", "" },
+	{ "<<", NULL, TRC_SPEC_ANY, "<<", "" },
+	{ "_private_thing", NULL, TRC_SPEC_ANY, "_private_thing", "" },
+	{ "Kernel#sleep(self, __source__, @ivar, foo(1, 2))", "Kernel", TRC_SPEC_INSTANCE, "sleep",
+	  "self|__source__|@ivar|foo(1, 2)" },
+	{ "Foo#bar(  self  )", "Foo", TRC_SPEC_INSTANCE, "bar", "self" },
+	{ "Foo#bar()", "Foo", TRC_SPEC_INSTANCE, "bar", "" },
+	{ "Foo#bar( )", "Foo", TRC_SPEC_INSTANCE, "bar", "" },
+	{ "Foo#bar(a[1, 2], {x: 1, y: 2}, \"a,b\", 'c)d', `e,f`)", "Foo", TRC_SPEC_INSTANCE,
+	  "bar", "a[1, 2]|{x: 1, y: 2}|\"a,b\"|'c)d'|`e,f`" },
+	{ "Foo#bar(\"q\\\"(,\")", "Foo", TRC_SPEC_INSTANCE, "bar", "\"q\\\"(,\"" },
+	{ "puts(self)", NULL, TRC_SPEC_ANY, "puts", "self" },
+	{ "Foo#(self)", "Foo", TRC_SPEC_INSTANCE, NULL, "self" },
+	{ "Foo#bar(x.map { |y| y * 2 })", "Foo", TRC_SPEC_INSTANCE, "bar", "x.map { |y| y * 2 }" },
+};
+
+static const struct bad {
+	const char *text;
+	const char *reason;     /* a word the reason contains */
+} bads[] = {
+	{ "", "empty" },
+	{ "#foo", "missing class" },
+	{ ".foo", "missing class" },
+	{ "Foo#bar(", "unbalanced" },
+	{ "Foo#bar(a, (b)", "unbalanced" },
+	{ "Foo#bar(a])", "unbalanced" },
+	{ "Foo#bar(a)x", "after the closing" },
+	{ "Foo#bar(a)(b)", "after the closing" },
+	{ "Foo#bar(\"abc)", "unterminated" },
+	{ "Foo#bar(a,,b)", "empty expression" },
+	{ "Foo#bar(a, )", "empty expression" },
+	{ "Foo#bar(, a)", "empty expression" },
+	{ "foo#bar", "constant path" },
+	{ "Foo::#x", "constant path" },
+	{ "Foo::bar#x", "constant path" },
+	{ "Foo:Bar#x", "constant path" },
+	{ "::Foo#x", "constant path" },
+	{ "Foo #bar", "constant path" },
+	{ "Foo#b ar", "invalid method" },
+	{ "Foo#bar ", "invalid method" },
+	{ "Foo#9lives", "invalid method" },
+	{ "Foo#a?b", "invalid method" },
+	{ "Foo#a??", "invalid method" },
+	{ "Foo#<=>=", "invalid method" },
+	{ "Foo#bar#baz", "invalid method" },
+	{ "Foo.bar.baz", "invalid method" },
+	{ "Foo::bar", "invalid method" },
+	{ "(self)", "missing method" },
+	{ "Foo#bar (self)", "invalid method" },
+	{ "Foo#bar)", "invalid method" },
+};
+
+/* The exprs joined with '|', in a static buffer. */
+static const char *
+joined(const struct trc_spec *s)
+{
+	static char buf[512];
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < s->nexprs; i++) {
+		if (i)
+			strcat(buf, "|");
+		strcat(buf, s->exprs[i]);
+	}
+	return buf;
+}
+
+static int
+same(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static void
+test_goods(void)
+{
+	for (size_t i = 0; i < sizeof(goods) / sizeof(goods[0]); i++) {
+		const struct good *g = &goods[i];
+		struct trc_spec s;
+		const char *why = NULL;
+		int rc = trc_spec_parse(&s, g->text, &why);
+
+		printf("  accepts %s\n", g->text);
+		test_cond("parses", rc == 0);
+		if (rc != 0) {
+			printf("    reason: %s\n", why);
+			continue;
+		}
+		test_cond("class", same(s.cls, g->cls));
+		test_cond("kind", s.kind == g->kind);
+		test_cond("method", same(s.method, g->method));
+		test_str("exprs", joined(&s), g->exprs);
+		test_str("keeps its text", s.text, g->text);
+		trc_spec_release(&s);
+	}
+}
+
+static void
+test_bads(void)
+{
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+		struct trc_spec s;
+		const char *why = NULL;
+		int rc = trc_spec_parse(&s, bads[i].text, &why);
+
+		printf("  rejects '%s': %s\n", bads[i].text, rc ? why : "(accepted!)");
+		test_cond("rejected", rc == -1);
+		test_cond("with the right reason", rc == -1 && strstr(why, bads[i].reason) != NULL);
+		test_cond("left empty", rc == 0 || (s.cls == NULL && s.method == NULL &&
+						     s.exprs == NULL && s.text == NULL));
+		if (rc == 0)
+			trc_spec_release(&s);
+	}
+}
+
+/* Deep nesting is bounded, not a stack overflow. */
+static void
+test_deep_nesting(void)
+{
+	char text[600] = "Foo#bar(";
+	struct trc_spec s;
+	const char *why;
+
+	memset(text + 8, '(', 200);
+	test_cond("200 nested parens rejected", trc_spec_parse(&s, text, &why) == -1 &&
+						strstr(why, "deeply") != NULL);
+}
+
+void
+test_spec(void)
+{
+	test_goods();
+	test_bads();
+	test_deep_nesting();
+}

@@ -1,0 +1,478 @@
+/* test_trace.c: the call-tree printer, event sequences in, exact text out. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "output.h"
+#include "spec.h"
+#include "test.h"
+#include "trace.h"
+
+#define US 1000ull
+#define MS 1000000ull
+
+static struct trc_output out;
+
+static struct trc_str
+S(const char *s)
+{
+	return (struct trc_str){ s, (uint32_t)strlen(s) };
+}
+
+static int
+feed(struct trc_trace *t, struct trc_message m)
+{
+	return trc_trace_feed(t, &m);
+}
+
+static void
+method(struct trc_trace *t, uint32_t idx, const char *cls, const char *sep, const char *name)
+{
+	struct trc_message m = { .type = TRC_EV_METHOD };
+
+	m.method.idx = idx;
+	m.method.cls = S(cls);
+	m.method.sep = S(sep);
+	m.method.name = S(name);
+	m.method.path = S("x.rb");
+	feed(t, m);
+}
+
+static void
+thread(struct trc_trace *t, uint32_t idx, const char *name)
+{
+	struct trc_message m = { .type = TRC_EV_THREAD };
+
+	m.thread.idx = idx;
+	m.thread.name = S(name);
+	feed(t, m);
+}
+
+static int
+event(struct trc_trace *t, uint32_t type, uint32_t th, uint32_t meth, uint64_t ts)
+{
+	struct trc_message m = { .type = type };
+
+	m.call.thread = th;
+	m.call.method = meth;
+	m.call.ts = ts;
+	return feed(t, m);
+}
+
+static void
+call(struct trc_trace *t, uint32_t th, uint32_t meth, uint64_t ts)
+{
+	event(t, TRC_EV_CALL, th, meth, ts);
+}
+
+static void
+ret(struct trc_trace *t, uint32_t th, uint32_t meth, uint64_t ts)
+{
+	event(t, TRC_EV_RETURN, th, meth, ts);
+}
+
+static void
+expr(struct trc_trace *t, uint32_t th, uint32_t spec, uint32_t e, const char *text)
+{
+	struct trc_message m = { .type = TRC_EV_EXPR };
+
+	m.expr.thread = th;
+	m.expr.spec = spec;
+	m.expr.expr = e;
+	m.expr.text = S(text);
+	feed(t, m);
+}
+
+static void
+slow(struct trc_trace *t, uint32_t meth, uint64_t dur, uint32_t depth)
+{
+	struct trc_message m = { .type = TRC_EV_SLOW };
+
+	m.slow.thread = 0;
+	m.slow.method = meth;
+	m.slow.start_ts = 5 * MS;
+	m.slow.duration_ns = dur;
+	m.slow.depth = depth;
+	feed(t, m);
+}
+
+static void
+raise_ev(struct trc_trace *t, uint32_t th, const char *cls, const char *msg, const char *path)
+{
+	struct trc_message m = { .type = TRC_EV_RAISE };
+
+	m.raise.thread = th;
+	m.raise.ts = 7 * MS;
+	m.raise.cls = S(cls);
+	m.raise.message = S(msg);
+	m.raise.path = S(path);
+	m.raise.line = 3;
+	feed(t, m);
+}
+
+/* The trace text so far, NUL-terminated in place. */
+static const char *
+text(void)
+{
+	trc_buf_addc(&out.out, '\0');
+	out.out.len--;
+	return out.out.data;
+}
+
+static const char *
+notes(void)
+{
+	trc_buf_addc(&out.err, '\0');
+	out.err.len--;
+	return out.err.data;
+}
+
+static struct trc_trace *
+start(unsigned prefix, bool start_time, bool no_duration)
+{
+	struct trc_trace_opts o = { .prefix = prefix, .start_time = start_time,
+				    .no_duration = no_duration };
+
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	return trc_trace_new(&out, &o, NULL, 0);
+}
+
+/* The rbtrace README's firehose tree, timings included. */
+static void
+define_tree(struct trc_trace *t)
+{
+	method(t, 0, "Proc", "#", "call");
+	method(t, 1, "Dir", ".", "chdir");
+	method(t, 2, "Dir", ".", "pwd");
+	method(t, 3, "String", "#", "gsub");
+	method(t, 4, "String", "#", "*");
+}
+
+static void
+play_tree(struct trc_trace *t)
+{
+	call(t, 0, 0, 0);
+	call(t, 0, 1, 10 * US);
+	call(t, 0, 2, 20 * US);
+	ret(t, 0, 2, 80 * US);
+	call(t, 0, 3, 100 * US);
+	call(t, 0, 4, 110 * US);
+	ret(t, 0, 4, 133 * US);
+	ret(t, 0, 3, 227 * US);
+	ret(t, 0, 1, 300 * US);
+	ret(t, 0, 0, 1500 * MS);
+}
+
+static void
+test_tree(void)
+{
+	struct trc_trace *t = start(2, false, false);
+
+	define_tree(t);
+	play_tree(t);
+	test_str("tree with leaves on one line, blank line after it", text(),
+		 "Proc#call\n"
+		 "  Dir.chdir\n"
+		 "    Dir.pwd <0.000060>\n"
+		 "    String#gsub\n"
+		 "      String#* <0.000023>\n"
+		 "    String#gsub <0.000127>\n"
+		 "  Dir.chdir <0.000290>\n"
+		 "Proc#call <1.500000>\n"
+		 "\n");
+	trc_trace_free(t);
+}
+
+static void
+test_no_duration_prefix(void)
+{
+	struct trc_trace *t = start(4, false, true);
+
+	define_tree(t);
+	play_tree(t);
+	test_str("-n -r 4", text(),
+		 "Proc#call\n"
+		 "    Dir.chdir\n"
+		 "        Dir.pwd\n"
+		 "        String#gsub\n"
+		 "            String#*\n"
+		 "        String#gsub\n"
+		 "    Dir.chdir\n"
+		 "Proc#call\n"
+		 "\n");
+	trc_trace_free(t);
+}
+
+static void
+test_leaf_at_top(void)
+{
+	struct trc_trace *t = start(2, false, false);
+
+	method(t, 0, "Kernel", "#", "sleep");
+	method(t, 1, "", "", "puts");
+	call(t, 0, 0, 1 * MS);
+	ret(t, 0, 0, 501 * MS);
+	call(t, 0, 1, 600 * MS);
+	ret(t, 0, 1, 600 * MS + 1499);
+	call(t, 0, 7, 0);
+	ret(t, 0, 7, 499);
+	call(t, 0, 1, 900 * MS);
+	ret(t, 0, 1, 800 * MS);
+	call(t, 0, 0, 0);
+	ret(t, 0, 0, 3661500 * MS);
+	test_str("top-level leaves: no blank line; bare names; rounding", text(),
+		 "Kernel#sleep <0.500000>\n"
+		 "puts <0.000001>\n"
+		 "(unknown) <0.000000>\n"
+		 "puts <0.000000>\n"
+		 "Kernel#sleep <3661.500000>\n");
+	trc_trace_free(t);
+}
+
+static void
+test_start_time(void)
+{
+	struct trc_trace *t = start(2, true, false);
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	/* realtime 1700000000 s is 22:13:20 UTC */
+	trc_trace_set_clock(t, 1000, 1700000000ull * 1000000000ull);
+	method(t, 0, "Foo", "#", "a");
+	method(t, 1, "Foo", "#", "b");
+	call(t, 0, 0, 1000 + 1500 * US);
+	call(t, 0, 1, 1000 + 1 * 1000 * MS + 2 * US);
+	ret(t, 0, 1, 1000 + 1 * 1000 * MS + 5 * US);
+	ret(t, 0, 0, 1000 + 2 * 1000 * MS);
+	test_str("-t: start times, closing lines padded", text(),
+		 "22:13:20.001500 Foo#a\n"
+		 "22:13:21.000002   Foo#b <0.000003>\n"
+		 "                Foo#a <1.998500>\n"
+		 "\n");
+	trc_trace_free(t);
+}
+
+static void
+test_threads(void)
+{
+	struct trc_trace *t = start(2, false, false);
+
+	thread(t, 0, "main");
+	thread(t, 1, "worker");
+	method(t, 0, "Foo", "#", "a");
+	method(t, 1, "Bar", "#", "b");
+	call(t, 0, 0, 0);
+	call(t, 1, 1, 1 * US);
+	ret(t, 1, 1, 6 * US);
+	ret(t, 0, 0, 10 * US);
+	call(t, 2, 1, 20 * US);
+	ret(t, 2, 1, 21 * US);
+	test_str("a second thread turns labels on; open lines end first", text(),
+		 "Foo#a\n"
+		 "[worker] Bar#b <0.000005>\n"
+		 "[main] Foo#a <0.000010>\n"
+		 "[thread 2] Bar#b <0.000001>\n");
+	trc_trace_free(t);
+}
+
+static void
+test_exprs(void)
+{
+	struct trc_trace_opts o = { .prefix = 2 };
+	struct trc_spec spec;
+	const char *why;
+	struct trc_trace *t;
+
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	trc_spec_parse(&spec, "Kernel#sleep(self, __source__)", &why);
+	t = trc_trace_new(&out, &o, &spec, 1);
+	method(t, 0, "Kernel", "#", "sleep");
+	method(t, 1, "IO", ".", "select");
+	call(t, 0, 0, 0);
+	expr(t, 0, 0, 0, "main");
+	expr(t, 0, 0, 1, "\"x.rb:3\"");
+	ret(t, 0, 0, 100 * MS);
+	call(t, 0, 0, 0);
+	expr(t, 0, 0, 0, "main");
+	call(t, 0, 1, 1 * MS);
+	ret(t, 0, 1, 2 * MS);
+	expr(t, 0, 0, 1, "late");
+	expr(t, 0, 5, 0, "bad spec");
+	ret(t, 0, 0, 3 * MS);
+	test_str("expressions join their call line", text(),
+		 "Kernel#sleep(self=main, __source__=\"x.rb:3\") <0.100000>\n"
+		 "Kernel#sleep(self=main)\n"
+		 "  IO.select <0.001000>\n"
+		 "  (__source__=late)\n"
+		 "  (?=bad spec)\n"
+		 "Kernel#sleep <0.003000>\n"
+		 "\n");
+	trc_trace_free(t);
+	trc_spec_release(&spec);
+}
+
+static void
+test_raise(void)
+{
+	struct trc_trace *t = start(2, false, false);
+
+	method(t, 0, "Foo", "#", "a");
+	call(t, 0, 0, 0);
+	raise_ev(t, 0, "RuntimeError", "boom", "x.rb");
+	ret(t, 0, 0, 1 * MS);
+	raise_ev(t, 0, "IOError", "closed stream", "");
+	test_str("exceptions at the current depth", text(),
+		 "Foo#a\n"
+		 "  EXCEPTION RuntimeError: boom (x.rb:3)\n"
+		 "Foo#a <0.001000>\n"
+		 "EXCEPTION IOError: closed stream\n");
+	trc_trace_free(t);
+}
+
+static void
+test_slow(void)
+{
+	struct trc_trace *t = start(2, false, false);
+
+	method(t, 0, "Proc", "#", "call");
+	method(t, 1, "Dir", ".", "chdir");
+	method(t, 2, "Kernel", "#", "sleep");
+	slow(t, 2, 459628 * US, 2);
+	slow(t, 1, 459828 * US, 1);
+	slow(t, 0, 459849 * US, 0);
+	slow(t, 2, 300 * MS, 0);
+	test_str("slow calls innermost first, blank line after depth 0", text(),
+		 "    Kernel#sleep <0.459628>\n"
+		 "  Dir.chdir <0.459828>\n"
+		 "Proc#call <0.459849>\n"
+		 "\n"
+		 "Kernel#sleep <0.300000>\n"
+		 "\n");
+	trc_trace_free(t);
+}
+
+static void
+test_lost(void)
+{
+	struct trc_trace *t = start(2, false, false);
+	struct trc_message m = { .type = TRC_EV_LOST };
+
+	method(t, 0, "Foo", "#", "a");
+	call(t, 0, 0, 0);
+	m.lost.count = 5;
+	feed(t, m);
+	ret(t, 0, 0, 1 * US);
+	test_str("a lost note ends the open line", text(), "Foo#a\nFoo#a <0.000001>\n");
+	test_str("lost note", notes(), "*** 5 events lost\n");
+	test_cond("lost counted", trc_trace_lost(t) == 5);
+	trc_trace_free(t);
+}
+
+static void
+test_unmatched_returns(void)
+{
+	struct trc_trace *t = start(2, false, false);
+
+	method(t, 0, "A", "#", "a");
+	method(t, 1, "B", "#", "b");
+	method(t, 2, "C", "#", "c");
+	call(t, 0, 0, 0);
+	call(t, 0, 1, 1 * US);
+	call(t, 0, 2, 2 * US);
+	ret(t, 0, 0, 10 * US);
+	ret(t, 0, 1, 11 * US);
+	call(t, 0, 2, 20 * US);
+	ret(t, 0, 2, 21 * US);
+	test_str("a return pops down to its call; a return without call is ignored", text(),
+		 "A#a\n"
+		 "  B#b\n"
+		 "    C#c\n"
+		 "A#a <0.000010>\n"
+		 "\n"
+		 "C#c <0.000001>\n");
+	trc_trace_free(t);
+}
+
+static void
+test_shared_output(void)
+{
+	struct trc_trace_opts oa = { .prefix = 2, .pid = 100 }, ob = { .prefix = 2, .pid = 200 };
+	struct trc_trace *a, *b;
+	struct trc_message started = { .type = TRC_MSG_STARTED };
+
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	a = trc_trace_new(&out, &oa, NULL, 0);
+	b = trc_trace_new(&out, &ob, NULL, 0);
+	method(a, 0, "Foo", "#", "a");
+	method(b, 0, "Bar", "#", "b");
+	call(a, 0, 0, 0);
+	call(b, 0, 0, 0);
+	ret(a, 0, 0, 10 * US);
+	ret(b, 0, 0, 10 * US);
+	call(b, 0, 0, 20 * US);
+	test_cond("other messages are ignored", trc_trace_feed(a, &started) == 0);
+	trc_trace_free(b);
+	test_str("several targets: [pid] prefixes, each ends the other's open line", text(),
+		 "[100] Foo#a\n"
+		 "[200] Bar#b\n"
+		 "[100] Foo#a <0.000010>\n"
+		 "[200] Bar#b <0.000010>\n"
+		 "[200] Bar#b\n");
+	trc_trace_free(a);
+}
+
+static void
+test_limits(void)
+{
+	struct trc_trace *t = start(2, false, false);
+	struct trc_message m = { .type = TRC_EV_METHOD };
+
+	m.method.idx = TRC_TRACE_MAX_METHODS;
+	test_cond("method index past the limit", trc_trace_feed(t, &m) == -1 &&
+						  strstr(trc_trace_error(t), "method") != NULL);
+	test_cond("thread index past the limit",
+		  event(t, TRC_EV_CALL, TRC_TRACE_MAX_THREADS, 0, 0) == -1);
+	m.type = TRC_EV_THREAD;
+	m.thread.idx = UINT32_MAX;
+	test_cond("thread definition past the limit", trc_trace_feed(t, &m) == -1);
+	test_cond("call on a sane thread", event(t, TRC_EV_CALL, 3, 0, 0) == 0);
+	trc_trace_free(t);
+	test_str("free ends the open line", text(), "(unknown)\n");
+}
+
+/* Empty writes into a fresh output, as an eval with an empty answer makes. */
+static void
+test_empty_writes(void)
+{
+	struct trc_output o;
+
+	trc_output_init(&o, -1, -1);
+	trc_output_write(&o, "", 0);
+	trc_output_close_line(&o);
+	test_cond("an empty write into a fresh output", o.out.len == 0);
+	trc_output_note(&o, "%s", "");
+	test_cond("an empty note", o.err.len == 5 && memcmp(o.err.data, "*** \n", 5) == 0);
+	trc_output_release(&o);
+}
+
+void
+test_trace(void)
+{
+	trc_output_init(&out, -1, -1);
+	test_tree();
+	test_no_duration_prefix();
+	test_leaf_at_top();
+	test_start_time();
+	test_threads();
+	test_exprs();
+	test_raise();
+	test_slow();
+	test_lost();
+	test_unmatched_returns();
+	test_shared_output();
+	test_limits();
+	test_empty_writes();
+	trc_output_release(&out);
+}
