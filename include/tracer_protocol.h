@@ -61,8 +61,27 @@ enum trc_cmd {
 	TRC_CMD_TRACE = 2,      /* [2, flags, slow_ms, [spec...]]  spec: [class|nil, kind, method|nil, [expr...]] */
 	TRC_CMD_EVAL = 3,       /* [3, id, kind, text]  kind: enum trc_eval_kind */
 	TRC_CMD_DETACH = 4,     /* [4] */
-	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, all, [prefix...]] */
+	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, all, [prefix...]]  count in the agent; see below */
 };
+
+/*
+ * Top mode: the agent counts events itself and every interval_ms sends one TRC_MSG_TOP with the
+ * rows counted since the previous one (deltas: the client adds them up and resets when it likes).
+ * A row counts only when its FILE starts with one of the prefixes; with no prefix, the agent's
+ * working directory (sent in TRC_MSG_WELCOME) is the prefix; all = true counts every row.
+ * Row [file, line, label, count, total_ns, self_ns], per mode:
+ *   calls          file:line of the method (of its Ruby caller for a C method), label
+ *                  "Class#method", count = calls
+ *   time           as calls, plus total_ns (inclusive, outermost call of a recursion only) and
+ *                  self_ns (exclusive), per thread; a method that raises ends at its unwinding
+ *   objects-total  file "" line 0, label = class name, count = allocations
+ *   objects        file:line of the allocation, label = class name
+ *   arrays         file:line of Array and Hash allocations, label ""
+ *   strings        file:line of String allocations, label ""
+ *   exceptions     file:line of the raise, label = exception class
+ * TRC_MSG_TOP also carries the events seen in the interval and those lost (a full count table).
+ */
+#define TRC_TOP_MAX_ROWS 65536
 
 /* TRC_CMD_TRACE flags. */
 enum trc_trace_flag {

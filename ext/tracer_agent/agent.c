@@ -5,6 +5,7 @@
 #include "hook.h"
 #include "names.h"
 #include "session.h"
+#include "top.h"
 
 /* Everything the agent keeps in C that the GC must not collect: classes, threads, TracePoints. */
 static void
@@ -13,6 +14,7 @@ mark_all(void *unused)
 	trc_names_mark();
 	trc_hook_mark();
 	trc_session_mark();
+	trc_top_mark();
 }
 
 static const rb_data_type_t roots_type = {

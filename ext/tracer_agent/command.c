@@ -8,6 +8,7 @@
 
 #include "encode.h"
 #include "names.h"
+#include "top.h"
 #include "tracer_protocol.h"
 
 #define RING_SIZE (16u << 20)
@@ -167,7 +168,7 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 	int matched[TRC_MAX_SPECS], n = 0;
 	uint64_t flags, slow_ms;
 
-	if (s->tracing) {
+	if (s->tracing || s->counting) {
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}
@@ -312,6 +313,48 @@ cmd_eval(struct trc_session *s, const msgpack_object *argv)
 	return 0;
 }
 
+#define TOP_MAX_PREFIXES 64
+
+static int
+cmd_top(struct trc_session *s, const msgpack_object *argv)
+{
+	const msgpack_object *list = &argv[4];
+	char cwd[PATH_MAX];
+	const char *prefixes[TOP_MAX_PREFIXES];
+	VALUE keep = rb_ary_new();
+	uint64_t mode, every;
+	int n = 0;
+
+	if (s->tracing || s->counting) {
+		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
+		return 0;
+	}
+	if (get_uint(&argv[1], &mode) < 0 || mode > TRC_TOP_EXCEPTIONS || get_uint(&argv[2], &every) < 0 ||
+	    every < 10 || argv[3].type != MSGPACK_OBJECT_BOOLEAN || list->type != MSGPACK_OBJECT_ARRAY ||
+	    list->via.array.size > TOP_MAX_PREFIXES)
+		return -1;
+	for (uint32_t i = 0; i < list->via.array.size; i++) {
+		VALUE p;
+		if (get_str(&list->via.array.ptr[i], &p, 0) < 0)
+			return -1;
+		rb_ary_push(keep, p);
+		prefixes[n++] = StringValueCStr(p);
+	}
+	/* By default only the application's own files count: those under its working directory. */
+	if (n == 0 && getcwd(cwd, sizeof(cwd) - 1) != NULL) {
+		strcat(cwd, cwd[strlen(cwd) - 1] == '/' ? "" : "/");
+		prefixes[n++] = cwd;
+	}
+	if (trc_top_start((int)mode, argv[3].via.boolean, prefixes, n) < 0) {
+		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
+		return 0;
+	}
+	RB_GC_GUARD(keep);
+	trc_session_count_every(s, every);
+	reply_started(s);
+	return 0;
+}
+
 static int
 cmd_detach(struct trc_session *s, const msgpack_object *argv)
 {
@@ -324,6 +367,7 @@ static const struct trc_command commands[] = {
 	{ TRC_CMD_TRACE, "trace", 4, cmd_trace, 0 },
 	{ TRC_CMD_EVAL, "eval", 4, cmd_eval, 0 },
 	{ TRC_CMD_DETACH, "detach", 1, cmd_detach, 1 },
+	{ TRC_CMD_TOP, "top", 5, cmd_top, 0 },
 };
 
 int

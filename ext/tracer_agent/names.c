@@ -209,6 +209,8 @@ trc_method_count(void)
 }
 
 static VALUE last_th = Qnil;    /* a one-entry cache for trc_thread_current */
+static VALUE agent_th = Qnil;   /* a one-entry cache for trc_thread_is_agent */
+static int agent_is;
 static struct trc_thread *last_t;
 
 /* The agent's own threads outlive sessions, so they are remembered apart from the table. */
@@ -228,6 +230,7 @@ trc_thread_ignore(VALUE th, int on)
 	if (idx != UINT32_MAX)
 		trc_thread_at(idx)->ignored = (uint8_t)on;
 	last_th = Qnil;
+	agent_th = Qnil;
 }
 
 static int
@@ -237,6 +240,16 @@ is_ignored(VALUE th)
 		if (ignored[i] == th)
 			return 1;
 	return 0;
+}
+
+int
+trc_thread_is_agent(VALUE th)
+{
+	if (th != agent_th) {
+		agent_th = th;
+		agent_is = is_ignored(th);
+	}
+	return agent_is;
 }
 
 static char *

@@ -65,6 +65,8 @@ uint32_t trc_method_count(void);
 
 /* GVL held. The entry of thread th, made on first sight; NULL when the table is full. */
 struct trc_thread *trc_thread_get(VALUE th);
+/* Whether th is one of the agent's threads; allocates nothing (allocation hooks use it). */
+int trc_thread_is_agent(VALUE th);
 /* GVL held. The current thread's entry, or NULL for the agent's own threads. */
 struct trc_thread *trc_thread_current(void);
 struct trc_thread *trc_thread_at(uint32_t idx);

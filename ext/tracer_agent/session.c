@@ -16,6 +16,7 @@
 #include "command.h"
 #include "encode.h"
 #include "names.h"
+#include "top.h"
 #include "tracer_protocol.h"
 
 #define POLL_MS 10              /* how long events may wait in the ring */
@@ -83,6 +84,15 @@ trc_reply_error(struct trc_session *s, int code, const char *fmt, ...)
 }
 
 /* ---- without the GVL ---- */
+
+static uint64_t
+ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 
 /* Moves replies, then events, into the output buffer. Returns 1 if events remain. */
 static int
@@ -164,6 +174,8 @@ io_step(void *arg)
 			continue;
 		if (s->out.size != 0)
 			fds[0].events |= POLLOUT;
+		if (s->counting && ms_now() >= s->top_next_ms)
+			return NULL;
 		if (poll(fds, 2, POLL_MS) < 0 && errno != EINTR)
 			break;
 		if (fds[1].revents & POLLIN && read(s->wake_fd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
@@ -186,14 +198,6 @@ io_unblock(void *arg)
 	struct trc_session *s = arg;
 	s->stop_io = 1;
 	wake(s);
-}
-
-static uint64_t
-ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Without the GVL and with the hooks off: delivers everything left, for at most GOODBYE_MS. */
@@ -236,6 +240,23 @@ run_commands(struct trc_session *s)
 	msgpack_unpacked_destroy(&msg);
 }
 
+static void
+send_counts(struct trc_session *s)
+{
+	msgpack_packer *pk = trc_reply_begin(s);
+	trc_top_pack(pk);
+	trc_reply_end(s);
+	s->top_next_ms = ms_now() + s->top_every_ms;
+}
+
+void
+trc_session_count_every(struct trc_session *s, uint64_t ms)
+{
+	s->counting = 1;
+	s->top_every_ms = ms;
+	s->top_next_ms = ms_now() + ms;
+}
+
 static VALUE
 agent_loop(VALUE arg)
 {
@@ -245,6 +266,8 @@ agent_loop(VALUE arg)
 		s->stop_io = 0;
 		rb_thread_call_without_gvl(io_step, s, io_unblock, s);
 		run_commands(s);
+		if (s->counting && ms_now() >= s->top_next_ms)
+			send_counts(s);
 	}
 	return Qnil;
 }
@@ -288,6 +311,8 @@ agent_finish(VALUE arg)
 
 	if (s->tracing)
 		trc_hook_stop();
+	if (s->counting)
+		trc_top_stop();
 	/* Events first, then the goodbye: the client must see every event before DETACHED. */
 	if (s->closing != TRC_CLOSE_GONE)
 		rb_thread_call_without_gvl(drain, s, RUBY_UBF_IO, NULL);
@@ -402,6 +427,8 @@ trc_session_forget(void)
 	current = NULL;
 	if (s->tracing)
 		trc_hook_stop();
+	if (s->counting)
+		trc_top_stop();
 	trc_names_reset();
 	trc_thread_ignore(s->thread, 0);
 	/* The lock may have been held by the parent's agent thread at fork time: never touch it. */

@@ -23,6 +23,8 @@ struct trc_session {
 	size_t out_off;
 	int hello;              /* the client's hello was accepted */
 	int tracing;
+	int counting;           /* --top: snapshots every top_every_ms */
+	uint64_t top_every_ms, top_next_ms;
 	struct trc_ring ring;
 	struct trc_trace_cfg cfg;
 
@@ -47,6 +49,9 @@ void trc_session_open(int fd, pid_t client_pid);
 struct trc_session *trc_session_current(void);
 /* GVL held. Asks the agent thread to close the session (enum trc_close). */
 void trc_session_close(struct trc_session *s, int how);
+
+/* GVL held. Sends the --top counts every ms milliseconds from now on. */
+void trc_session_count_every(struct trc_session *s, uint64_t ms);
 
 /* GVL held. A reply message: begin locks the control buffer, end unlocks and wakes. */
 msgpack_packer *trc_reply_begin(struct trc_session *s);

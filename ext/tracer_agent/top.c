@@ -1,0 +1,444 @@
+/* top.c: the counting hooks behind --top, and the fixed-size table they count into. */
+#include "top.h"
+
+#include <ruby/debug.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "encode.h"
+#include "names.h"
+#include "tracer_protocol.h"
+
+/*
+ * A row is keyed by (what, file, line): what is a method index + 1 (calls, time), a class
+ * (objects, exceptions) or 0 (arrays, strings); file is the address of the path string Ruby
+ * keeps for the code (compared by address, so a lookup costs no strcmp), copied on insert.
+ * The table never grows: allocation hooks may not allocate Ruby memory, so it is sized at start
+ * and a full table counts the event as lost until the next snapshot empties it.
+ */
+#define SLOTS (2 * TRC_TOP_MAX_ROWS)
+
+struct row {
+	uintptr_t what;
+	const char *file;       /* key: Ruby's own path string */
+	char *path;             /* our copy, for the snapshot */
+	int line;
+	uint8_t used;
+	uint8_t excluded;       /* outside the prefixes: looked up, never reported */
+	uint64_t count, total, self;
+};
+
+static struct {
+	int mode;
+	int all;
+	int nprefixes;
+	char **prefixes;
+	struct row *rows;
+	uint32_t *used;         /* slots in use, to empty the table without a sweep */
+	uint32_t nused;
+	uint64_t events, lost, since;
+	rb_event_flag_t global;
+	VALUE newobj;           /* the NEWOBJ TracePoint */
+	int raise_hook;
+	volatile int armed;
+} T = { .newobj = Qnil };
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int
+wanted(const char *path)
+{
+	if (T.all)
+		return 1;
+	for (int i = 0; i < T.nprefixes; i++)
+		if (strncmp(path, T.prefixes[i], strlen(T.prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+static inline uint32_t
+row_hash(uintptr_t what, const char *file, int line)
+{
+	uint64_t h = (uint64_t)what * 0x9E3779B97F4A7C15ull ^ ((uint64_t)(uintptr_t)file >> 3) * 0xC2B2AE3D27D4EB4Full ^
+	    (uint64_t)line * 0x165667B19E3779F9ull;
+	return (uint32_t)(h >> 40);
+}
+
+/*
+ * The row of a key, made on first sight; NULL when excluded or when the table is full. May be
+ * called from an allocation hook: it uses plain malloc only, never the Ruby heap.
+ */
+static struct row *
+row_get(uintptr_t what, const char *file, int line, const char *path)
+{
+	uint32_t i = row_hash(what, file, line) & (SLOTS - 1);
+	struct row *r;
+
+	for (;; i = (i + 1) & (SLOTS - 1)) {
+		r = &T.rows[i];
+		if (!r->used)
+			break;
+		if (r->what == what && r->file == file && r->line == line)
+			return r->excluded ? NULL : r;
+	}
+	if (T.nused >= TRC_TOP_MAX_ROWS) {
+		T.lost++;
+		return NULL;
+	}
+	r->what = what;
+	r->file = file;
+	r->line = line;
+	r->used = 1;
+	r->excluded = !wanted(path);
+	r->path = r->excluded ? NULL : strdup(path);
+	r->count = r->total = r->self = 0;
+	T.used[T.nused++] = i;
+	return r->excluded ? NULL : r;
+}
+
+/* ---- calls and time ---- */
+
+struct site {
+	uint32_t method;
+	const char *file;       /* the caller's, for a C method; NULL for a Ruby method */
+	int line;
+	const char *path;       /* what the prefixes are matched against */
+};
+
+static int
+call_site(rb_event_flag_t ev, VALUE klass, ID mid, struct site *s)
+{
+	const struct trc_method *m;
+	VALUE path = Qnil;
+	int line = 0;
+
+	if (mid == 0 && !rb_frame_method_id_and_class(&mid, &klass))
+		return -1;
+	if ((s->method = trc_method_find(klass, mid)) == UINT32_MAX) {
+		if (ev & (RUBY_EVENT_CALL | RUBY_EVENT_RETURN)) {
+			rb_trace_arg_t *ta = rb_tracearg_from_tracepoint(Qnil);
+			path = rb_tracearg_path(ta);
+			line = FIX2INT(rb_tracearg_lineno(ta));
+		}
+		if ((s->method = trc_method_intern(klass, mid, path, line, -2)) == UINT32_MAX)
+			return -1;
+	}
+	m = trc_method_at(s->method);
+	if (m->path[0] != 0) {
+		s->file = NULL;
+		s->line = m->line;
+		s->path = m->path;
+	} else {
+		/* A C method is counted where its Ruby caller is. */
+		s->file = rb_sourcefile();
+		s->line = rb_sourceline();
+		s->path = s->file ? s->file : "";
+	}
+	return 0;
+}
+
+static void
+calls_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	struct site s;
+	struct row *r;
+
+	if (!T.armed || trc_thread_current() == NULL || call_site(ev, klass, mid, &s) < 0)
+		return;
+	T.events++;
+	if ((r = row_get(s.method + 1, s.file, s.line, s.path)) != NULL)
+		r->count++;
+}
+
+static int
+same_site(const struct trc_frame *f, const struct site *s)
+{
+	return f->method == s->method && f->path == s->file && f->line == s->line;
+}
+
+static void
+time_call(struct trc_thread *t, const struct site *s)
+{
+	struct trc_frame *f = trc_thread_frame(t, t->depth);
+
+	if (f == NULL)
+		return;
+	f->start = now_ns();
+	f->child = 0;
+	f->method = s->method;
+	f->path = s->file;
+	f->line = s->line;
+	t->depth++;
+}
+
+static void
+time_return(struct trc_thread *t, const struct site *s)
+{
+	struct trc_frame *f;
+	uint64_t total;
+	int outermost = 1;
+	struct row *r;
+
+	uint32_t d = t->depth;
+
+	/* Find the call; frames above it lost their return (none is expected, but never trust). */
+	while (d > 0 && !same_site(&t->frames[d - 1], s))
+		d--;
+	if (d == 0)
+		return;         /* its call came before we attached */
+	t->depth = d - 1;
+	f = &t->frames[t->depth];
+	total = now_ns() - f->start;
+	if (t->depth > 0)
+		t->frames[t->depth - 1].child += total;
+	for (uint32_t i = 0; i < t->depth && outermost; i++)
+		outermost = !same_site(&t->frames[i], s);
+	if ((r = row_get(s->method + 1, s->file, s->line, s->path)) == NULL)
+		return;
+	r->count++;
+	r->self += total > f->child ? total - f->child : 0;
+	if (outermost)
+		r->total += total;
+}
+
+static void
+time_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	struct trc_thread *t;
+	struct site s;
+
+	if (!T.armed || (t = trc_thread_current()) == NULL || call_site(ev, klass, mid, &s) < 0)
+		return;
+	T.events++;
+	if (ev & (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
+		time_call(t, &s);
+	else
+		time_return(t, &s);
+}
+
+/* ---- allocations: internal event, so no Ruby calls and no Ruby allocation in here ---- */
+
+static int
+counted_type(VALUE obj)
+{
+	switch (T.mode) {
+	case TRC_TOP_ARRAYS:
+		return RB_TYPE_P(obj, T_ARRAY) || RB_TYPE_P(obj, T_HASH);
+	case TRC_TOP_STRINGS:
+		return RB_TYPE_P(obj, T_STRING);
+	default:
+		return RBASIC_CLASS(obj) != 0;  /* hidden internal objects have no class */
+	}
+}
+
+static void
+newobj_hook(VALUE tpval, void *data)
+{
+	rb_trace_arg_t *ta;
+	VALUE obj, path;
+	struct row *r;
+
+	if (!T.armed || trc_thread_is_agent(rb_thread_current()))
+		return;
+	ta = rb_tracearg_from_tracepoint(tpval);
+	obj = rb_tracearg_object(ta);
+	if (!counted_type(obj))
+		return;
+	T.events++;
+	path = rb_tracearg_path(ta);
+	if (!RB_TYPE_P(path, T_STRING))
+		return;
+	r = row_get(T.mode == TRC_TOP_ARRAYS || T.mode == TRC_TOP_STRINGS ? 0 : RBASIC_CLASS(obj),
+	    RSTRING_PTR(path), FIX2INT(rb_tracearg_lineno(ta)), RSTRING_PTR(path));
+	if (r != NULL)
+		r->count++;
+}
+
+/* ---- exceptions ---- */
+
+static void
+raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	rb_trace_arg_t *ta;
+	VALUE path;
+	struct row *r;
+
+	if (!T.armed || trc_thread_current() == NULL)
+		return;
+	T.events++;
+	ta = rb_tracearg_from_tracepoint(Qnil);
+	path = rb_tracearg_path(ta);
+	if (!RB_TYPE_P(path, T_STRING))
+		return;
+	r = row_get(rb_obj_class(rb_tracearg_raised_exception(ta)), RSTRING_PTR(path),
+	    FIX2INT(rb_tracearg_lineno(ta)), RSTRING_PTR(path));
+	if (r != NULL)
+		r->count++;
+}
+
+/* ---- start, stop, snapshot ---- */
+
+static void
+free_prefixes(void)
+{
+	for (int i = 0; i < T.nprefixes; i++)
+		free(T.prefixes[i]);
+	free(T.prefixes);
+	T.prefixes = NULL;
+	T.nprefixes = 0;
+}
+
+static void
+clear_rows(void)
+{
+	for (uint32_t i = 0; i < T.nused; i++) {
+		struct row *r = &T.rows[T.used[i]];
+		free(r->path);
+		memset(r, 0, sizeof(*r));
+	}
+	T.nused = 0;
+	T.events = T.lost = 0;
+	T.since = now_ns();
+}
+
+int
+trc_top_start(int mode, int all, const char *const *prefixes, int nprefixes)
+{
+	T.rows = calloc(SLOTS, sizeof(*T.rows));
+	T.used = malloc(TRC_TOP_MAX_ROWS * sizeof(*T.used));
+	T.prefixes = calloc((size_t)nprefixes + 1, sizeof(char *));
+	if (T.rows == NULL || T.used == NULL || T.prefixes == NULL)
+		goto fail;
+	for (T.nprefixes = 0; T.nprefixes < nprefixes; T.nprefixes++)
+		if ((T.prefixes[T.nprefixes] = strdup(prefixes[T.nprefixes])) == NULL)
+			goto fail;
+	T.mode = mode;
+	T.all = all;
+	T.nused = 0;
+	clear_rows();
+	T.armed = 1;
+	switch (mode) {
+	case TRC_TOP_CALLS:
+		T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL;
+		rb_add_event_hook(calls_hook, T.global, Qnil);
+		break;
+	case TRC_TOP_TIME:
+		T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_RETURN;
+		rb_add_event_hook(time_hook, T.global, Qnil);
+		break;
+	case TRC_TOP_EXCEPTIONS:
+		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
+		T.raise_hook = 1;
+		break;
+	default:
+		T.newobj = rb_tracepoint_new(0, RUBY_INTERNAL_EVENT_NEWOBJ, newobj_hook, NULL);
+		rb_tracepoint_enable(T.newobj);
+		break;
+	}
+	return 0;
+fail:
+	trc_top_stop();
+	return -1;
+}
+
+void
+trc_top_stop(void)
+{
+	T.armed = 0;
+	if (T.global == (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
+		rb_remove_event_hook(calls_hook);
+	else if (T.global)
+		rb_remove_event_hook(time_hook);
+	if (T.raise_hook)
+		rb_remove_event_hook(raise_hook);
+	if (!NIL_P(T.newobj))
+		rb_tracepoint_disable(T.newobj);
+	T.global = 0;
+	T.raise_hook = 0;
+	T.newobj = Qnil;
+	if (T.rows != NULL)
+		clear_rows();
+	free(T.rows);
+	free(T.used);
+	T.rows = NULL;
+	T.used = NULL;
+	free_prefixes();
+}
+
+static VALUE
+label_of(const struct row *r)
+{
+	const struct trc_method *m;
+
+	switch (T.mode) {
+	case TRC_TOP_CALLS:
+	case TRC_TOP_TIME:
+		m = trc_method_at((uint32_t)(r->what - 1));
+		if (m->sep == 0)
+			return rb_str_new_cstr(m->name);
+		return rb_sprintf("%s%c%s", m->klass_name, m->sep, m->name);
+	case TRC_TOP_ARRAYS:
+	case TRC_TOP_STRINGS:
+		return rb_str_new_cstr("");
+	default:
+		return rb_class_path((VALUE)r->what);
+	}
+}
+
+static void
+pack_row(msgpack_packer *pk, const struct row *r)
+{
+	VALUE label = label_of(r);
+	int by_class = T.mode == TRC_TOP_OBJECTS_TOTAL;
+
+	msgpack_pack_array(pk, 6);
+	trc_pack_cstr(pk, by_class ? "" : r->path);
+	msgpack_pack_int(pk, by_class ? 0 : r->line);
+	trc_pack_str(pk, RSTRING_PTR(label), (size_t)RSTRING_LEN(label));
+	msgpack_pack_uint64(pk, r->count);
+	msgpack_pack_uint64(pk, r->total);
+	msgpack_pack_uint64(pk, r->self);
+}
+
+void
+trc_top_pack(msgpack_packer *pk)
+{
+	uint32_t n = 0;
+	/* Labels are made with the GVL held: the hooks cannot run, but they could allocate. */
+	int was = T.armed;
+
+	T.armed = 0;
+	for (uint32_t i = 0; i < T.nused; i++)
+		n += !T.rows[T.used[i]].excluded && T.rows[T.used[i]].count != 0;
+	msgpack_pack_array(pk, 5);
+	msgpack_pack_uint8(pk, TRC_MSG_TOP);
+	msgpack_pack_uint64(pk, now_ns() - T.since);
+	msgpack_pack_uint64(pk, T.events);
+	msgpack_pack_uint64(pk, T.lost);
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < T.nused; i++) {
+		const struct row *r = &T.rows[T.used[i]];
+		if (!r->excluded && r->count != 0)
+			pack_row(pk, r);
+	}
+	clear_rows();
+	T.armed = was;
+}
+
+void
+trc_top_mark(void)
+{
+	rb_gc_mark(T.newobj);
+	if (T.rows == NULL || T.mode == TRC_TOP_CALLS || T.mode == TRC_TOP_TIME ||
+	    T.mode == TRC_TOP_ARRAYS || T.mode == TRC_TOP_STRINGS)
+		return;
+	for (uint32_t i = 0; i < T.nused; i++)
+		rb_gc_mark((VALUE)T.rows[T.used[i]].what);
+}
