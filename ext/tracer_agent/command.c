@@ -16,34 +16,19 @@
 struct trc_command {
 	int type;
 	const char *name;
-	uint32_t nargs;         /* array length, type included */
-	int (*run)(struct trc_session *s, const msgpack_object *argv);
+	int (*run)(struct trc_session *s, const msgpack_object *argv);  /* argv checked by wire.c */
 	int before_hello;       /* allowed before the hello */
 };
 
 /* ---- reading fields ---- */
 
-static int
-get_uint(const msgpack_object *o, uint64_t *v)
+/* The String of a msgpack str, or nil for nil (shapes were checked by trc_wire_command). */
+static VALUE
+str_value(const msgpack_object *o)
 {
-	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return -1;
-	*v = o->via.u64;
-	return 0;
-}
-
-/* A String for a str (or nil when nil_ok and the field is nil). */
-static int
-get_str(const msgpack_object *o, VALUE *v, int nil_ok)
-{
-	if (nil_ok && o->type == MSGPACK_OBJECT_NIL) {
-		*v = Qnil;
-		return 0;
-	}
 	if (o->type != MSGPACK_OBJECT_STR)
-		return -1;
-	*v = rb_str_new(o->via.str.ptr, o->via.str.size);
-	return 0;
+		return Qnil;
+	return rb_str_new(o->via.str.ptr, o->via.str.size);
 }
 
 static uint64_t
@@ -59,13 +44,11 @@ clock_ns(clockid_t id)
 static int
 cmd_hello(struct trc_session *s, const msgpack_object *argv)
 {
-	uint64_t version, pid;
+	uint64_t version = argv[1].via.u64;
 	char cwd[PATH_MAX];
 	msgpack_packer *pk;
 	VALUE ruby = rb_const_get(rb_cObject, rb_intern("RUBY_VERSION"));
 
-	if (get_uint(&argv[1], &version) < 0 || get_uint(&argv[2], &pid) < 0)
-		return -1;
 	if (version != TRC_PROTOCOL_VERSION) {
 		trc_reply_error(s, TRC_ERR_VERSION, "protocol version %d expected, client speaks %d",
 		    TRC_PROTOCOL_VERSION, (int)version);
@@ -96,30 +79,20 @@ path_to_class(VALUE name)
 	return rb_path_to_class(name);
 }
 
-/* Fills sp from [class|nil, kind, method|nil, [expr...]]; on a bad class, *why says so. */
-static int
+/* Fills sp from [class|nil, kind, method|nil, [expr...]] (shape checked by trc_wire_command);
+ * when the class does not exist, *why says so. */
+static void
 read_spec(const msgpack_object *o, struct trc_spec *sp, VALUE *why)
 {
-	const msgpack_object *f;
-	VALUE klass, method;
-	uint64_t kind;
+	const msgpack_object *f = o->via.array.ptr;
+	VALUE klass = str_value(&f[0]), method = str_value(&f[2]);
 	int state = 0;
 
-	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
-		return -1;
-	f = o->via.array.ptr;
-	if (get_str(&f[0], &klass, 1) < 0 || get_uint(&f[1], &kind) < 0 || kind > TRC_SPEC_ANY ||
-	    get_str(&f[2], &method, 1) < 0 || f[3].type != MSGPACK_OBJECT_ARRAY ||
-	    f[3].via.array.size > TRC_MAX_EXPRS || (kind == TRC_SPEC_ANY) != NIL_P(klass) ||
-	    (kind == TRC_SPEC_ANY && NIL_P(method)))
-		return -1;
-	sp->kind = (int)kind;
+	sp->kind = (int)f[1].via.u64;
 	sp->mid = NIL_P(method) ? 0 : rb_intern_str(method);
 	sp->nexpr = 0;
 	for (uint32_t i = 0; i < f[3].via.array.size; i++) {
-		if (get_str(&f[3].via.array.ptr[i], &sp->exprs[i], 0) < 0)
-			return -1;
-		rb_obj_freeze(sp->exprs[i]);
+		sp->exprs[i] = rb_obj_freeze(str_value(&f[3].via.array.ptr[i]));
 		sp->nexpr++;
 	}
 	sp->klass = Qnil;
@@ -131,7 +104,6 @@ read_spec(const msgpack_object *o, struct trc_spec *sp, VALUE *why)
 			*why = rb_sprintf("no class or module named %"PRIsVALUE, klass);
 		}
 	}
-	return 0;
 }
 
 static void
@@ -166,22 +138,17 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 	const msgpack_object *specs = &argv[3];
 	VALUE why[TRC_MAX_SPECS];
 	int matched[TRC_MAX_SPECS], n = 0;
-	uint64_t flags, slow_ms;
 
 	if (s->tracing || s->counting) {
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}
-	if (get_uint(&argv[1], &flags) < 0 || get_uint(&argv[2], &slow_ms) < 0 ||
-	    specs->type != MSGPACK_OBJECT_ARRAY || specs->via.array.size > TRC_MAX_SPECS)
-		return -1;
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->flags = (unsigned)flags;
-	cfg->slow_ns = slow_ms * 1000000u;
+	cfg->flags = (unsigned)argv[1].via.u64;
+	cfg->slow_ns = argv[2].via.u64 * 1000000u;
 	for (uint32_t i = 0; i < specs->via.array.size; i++) {
 		why[i] = Qnil;
-		if (read_spec(&specs->via.array.ptr[i], &cfg->specs[n], &why[i]) < 0)
-			return -1;
+		read_spec(&specs->via.array.ptr[i], &cfg->specs[n], &why[i]);
 		/* A spec whose class is missing stays out of the config, but gets its answer. */
 		if (cfg->specs[n].kind == TRC_SPEC_ANY || !NIL_P(cfg->specs[n].klass))
 			n++;
@@ -283,14 +250,10 @@ eval_allowed(VALUE unused)
 static int
 cmd_eval(struct trc_session *s, const msgpack_object *argv)
 {
-	uint64_t id, kind;
-	VALUE text, allowed, th;
+	VALUE text = str_value(&argv[3]), allowed, th;
 	struct eval_job *job;
 	int state = 0;
 
-	if (get_uint(&argv[1], &id) < 0 || get_uint(&argv[2], &kind) < 0 || kind > TRC_EVAL_BACKTRACES ||
-	    get_str(&argv[3], &text, 0) < 0)
-		return -1;
 	allowed = rb_protect(eval_allowed, Qnil, &state);
 	if (state)
 		rb_set_errinfo(Qnil);
@@ -303,8 +266,8 @@ cmd_eval(struct trc_session *s, const msgpack_object *argv)
 		return 0;
 	}
 	job->session = s->id;
-	job->id = id;
-	job->kind = (int)kind;
+	job->id = argv[1].via.u64;
+	job->kind = (int)argv[2].via.u64;
 	job->text = text;
 	rb_ary_push(pending, text);
 	th = rb_thread_create(eval_main, job);
@@ -313,30 +276,21 @@ cmd_eval(struct trc_session *s, const msgpack_object *argv)
 	return 0;
 }
 
-#define TOP_MAX_PREFIXES 64
-
 static int
 cmd_top(struct trc_session *s, const msgpack_object *argv)
 {
 	const msgpack_object *list = &argv[4];
 	char cwd[PATH_MAX];
-	const char *prefixes[TOP_MAX_PREFIXES];
+	const char *prefixes[TRC_MAX_PREFIXES + 1];
 	VALUE keep = rb_ary_new();
-	uint64_t mode, every;
 	int n = 0;
 
 	if (s->tracing || s->counting) {
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}
-	if (get_uint(&argv[1], &mode) < 0 || mode > TRC_TOP_EXCEPTIONS || get_uint(&argv[2], &every) < 0 ||
-	    every < 10 || argv[3].type != MSGPACK_OBJECT_BOOLEAN || list->type != MSGPACK_OBJECT_ARRAY ||
-	    list->via.array.size > TOP_MAX_PREFIXES)
-		return -1;
 	for (uint32_t i = 0; i < list->via.array.size; i++) {
-		VALUE p;
-		if (get_str(&list->via.array.ptr[i], &p, 0) < 0)
-			return -1;
+		VALUE p = str_value(&list->via.array.ptr[i]);
 		rb_ary_push(keep, p);
 		prefixes[n++] = StringValueCStr(p);
 	}
@@ -345,12 +299,12 @@ cmd_top(struct trc_session *s, const msgpack_object *argv)
 		strcat(cwd, cwd[strlen(cwd) - 1] == '/' ? "" : "/");
 		prefixes[n++] = cwd;
 	}
-	if (trc_top_start((int)mode, argv[3].via.boolean, prefixes, n) < 0) {
+	if (trc_top_start((int)argv[1].via.u64, argv[3].via.boolean, prefixes, n) < 0) {
 		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
 		return 0;
 	}
 	RB_GC_GUARD(keep);
-	trc_session_count_every(s, every);
+	trc_session_count_every(s, argv[2].via.u64);
 	reply_started(s);
 	return 0;
 }
@@ -363,39 +317,30 @@ cmd_detach(struct trc_session *s, const msgpack_object *argv)
 }
 
 static const struct trc_command commands[] = {
-	{ TRC_CMD_HELLO, "hello", 3, cmd_hello, 1 },
-	{ TRC_CMD_TRACE, "trace", 4, cmd_trace, 0 },
-	{ TRC_CMD_EVAL, "eval", 4, cmd_eval, 0 },
-	{ TRC_CMD_DETACH, "detach", 1, cmd_detach, 1 },
-	{ TRC_CMD_TOP, "top", 5, cmd_top, 0 },
+	{ TRC_CMD_HELLO, "hello", cmd_hello, 1 },
+	{ TRC_CMD_TRACE, "trace", cmd_trace, 0 },
+	{ TRC_CMD_EVAL, "eval", cmd_eval, 0 },
+	{ TRC_CMD_DETACH, "detach", cmd_detach, 1 },
+	{ TRC_CMD_TOP, "top", cmd_top, 0 },
 };
 
 int
 trc_command_run(struct trc_session *s, const msgpack_object *msg)
 {
-	const msgpack_object *argv;
-	uint64_t type;
+	int type = trc_wire_command(msg);
 
 	if (pending == 0) {
 		pending = rb_ary_new();
 		rb_gc_register_address(&pending);
 	}
-	if (msg->type != MSGPACK_OBJECT_ARRAY || msg->via.array.size == 0)
-		goto bad;
-	argv = msg->via.array.ptr;
-	if (get_uint(&argv[0], &type) < 0)
-		goto bad;
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+	for (size_t i = 0; type >= 0 && i < sizeof(commands) / sizeof(commands[0]); i++) {
 		const struct trc_command *c = &commands[i];
-		if ((uint64_t)c->type != type)
+		if (c->type != type)
 			continue;
-		if (msg->via.array.size != c->nargs || (!s->hello && !c->before_hello))
-			goto bad;
-		if (c->run(s, argv) < 0)
-			goto bad;
-		return 0;
+		if (!s->hello && !c->before_hello)
+			break;
+		return c->run(s, msg->via.array.ptr);
 	}
-bad:
 	trc_reply_error(s, TRC_ERR_PROTOCOL, "malformed or unexpected message");
 	return -1;
 }

@@ -21,6 +21,7 @@
 #include "hook.h"
 #include "session.h"
 #include "tracer_protocol.h"
+#include "wire.h"
 
 #define HELLOS_PER_JOB 16
 
@@ -165,8 +166,7 @@ read_queue(void)
 		ssize_t n = msgrcv(q, &h, TRC_HELLO_SIZE, 0, IPC_NOWAIT | MSG_NOERROR);
 		if (n < 0)
 			break;
-		if ((size_t)n != TRC_HELLO_SIZE || h.mtype != TRC_HELLO_MTYPE || h.magic != TRC_HELLO_MAGIC ||
-		    memchr(h.path, 0, sizeof(h.path)) == NULL) {
+		if (h.mtype != TRC_HELLO_MTYPE || !trc_wire_hello((char *)&h + sizeof(long), (size_t)n)) {
 			ignored_messages++;
 			continue;
 		}

@@ -6,9 +6,7 @@
 #include <stdint.h>
 
 #include "ring.h"
-
-#define TRC_MAX_SPECS 64
-#define TRC_MAX_EXPRS 16
+#include "wire.h"
 
 /* One -m spec, resolved in the target. */
 struct trc_spec {

@@ -1,0 +1,134 @@
+/* wire.c: shape checks for everything a client can send the agent. */
+#include "wire.h"
+
+#include <string.h>
+
+static int
+is_uint(const msgpack_object *o, uint64_t max)
+{
+	return o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= max;
+}
+
+static int
+is_str(const msgpack_object *o)
+{
+	return o->type == MSGPACK_OBJECT_STR;
+}
+
+static int
+is_str_or_nil(const msgpack_object *o)
+{
+	return is_str(o) || o->type == MSGPACK_OBJECT_NIL;
+}
+
+/* An array of at most max strings. */
+static int
+is_str_list(const msgpack_object *o, uint32_t max)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > max)
+		return 0;
+	for (uint32_t i = 0; i < o->via.array.size; i++)
+		if (!is_str(&o->via.array.ptr[i]))
+			return 0;
+	return 1;
+}
+
+/* [class|nil, kind, method|nil, [expr...]]: ANY needs a method and no class, others a class. */
+static int
+is_spec(const msgpack_object *o)
+{
+	const msgpack_object *f;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
+		return 0;
+	f = o->via.array.ptr;
+	if (!is_str_or_nil(&f[0]) || !is_uint(&f[1], TRC_SPEC_ANY) || !is_str_or_nil(&f[2]) ||
+	    !is_str_list(&f[3], TRC_MAX_EXPRS))
+		return 0;
+	if (f[1].via.u64 == TRC_SPEC_ANY)
+		return f[0].type == MSGPACK_OBJECT_NIL && is_str(&f[2]) && f[2].via.str.size > 0;
+	return is_str(&f[0]) && f[0].via.str.size > 0;
+}
+
+static int
+check_hello(const msgpack_object *a)
+{
+	return is_uint(&a[1], UINT32_MAX) && is_uint(&a[2], INT32_MAX);
+}
+
+static int
+check_trace(const msgpack_object *a)
+{
+	if (!is_uint(&a[1], TRC_TRACE_FIREHOSE | TRC_TRACE_SLOW | TRC_TRACE_RAISE) ||
+	    !is_uint(&a[2], 86400000) || a[3].type != MSGPACK_OBJECT_ARRAY ||
+	    a[3].via.array.size > TRC_MAX_SPECS)
+		return 0;
+	for (uint32_t i = 0; i < a[3].via.array.size; i++)
+		if (!is_spec(&a[3].via.array.ptr[i]))
+			return 0;
+	return 1;
+}
+
+static int
+check_eval(const msgpack_object *a)
+{
+	return is_uint(&a[1], UINT64_MAX) && is_uint(&a[2], TRC_EVAL_BACKTRACES) && is_str(&a[3]);
+}
+
+static int
+check_detach(const msgpack_object *a)
+{
+	return 1;
+}
+
+static int
+check_top(const msgpack_object *a)
+{
+	return is_uint(&a[1], TRC_TOP_EXCEPTIONS) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && a[3].type == MSGPACK_OBJECT_BOOLEAN &&
+	    is_str_list(&a[4], TRC_MAX_PREFIXES);
+}
+
+static const struct {
+	int type;
+	uint32_t size;
+	int (*check)(const msgpack_object *a);
+} shapes[] = {
+	{ TRC_CMD_HELLO, 3, check_hello },
+	{ TRC_CMD_TRACE, 4, check_trace },
+	{ TRC_CMD_EVAL, 4, check_eval },
+	{ TRC_CMD_DETACH, 1, check_detach },
+	{ TRC_CMD_TOP, 5, check_top },
+};
+
+int
+trc_wire_command(const msgpack_object *msg)
+{
+	const msgpack_object *a;
+
+	if (msg->type != MSGPACK_OBJECT_ARRAY || msg->via.array.size == 0)
+		return -1;
+	a = msg->via.array.ptr;
+	if (a[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return -1;
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		if ((uint64_t)shapes[i].type != a[0].via.u64)
+			continue;
+		if (msg->via.array.size != shapes[i].size || !shapes[i].check(a))
+			return -1;
+		return shapes[i].type;
+	}
+	return -1;
+}
+
+int
+trc_wire_hello(const void *buf, size_t n)
+{
+	struct trc_hello h;
+
+	if (n != TRC_HELLO_SIZE)
+		return 0;
+	memcpy((char *)&h + sizeof(long), buf, n);
+	return h.magic == TRC_HELLO_MAGIC && h.client_pid > 0 && memchr(h.path, 0, sizeof(h.path)) != NULL &&
+	    h.path[0] == '/';
+}
