@@ -5,7 +5,8 @@ EXT = ext/tracer_agent
 AGENT = lib/tracer_agent/tracer_agent.so
 AGENT_SRC = $(wildcard $(EXT)/*.c $(EXT)/*.h) $(EXT)/extconf.rb include/tracer_protocol.h
 
-.PHONY: all deps agent client test test-unit test-integration demo bench install clean
+.PHONY: all deps agent client test test-unit test-integration demo bench install clean \
+	fuzz fuzz-ci lint check-memory
 
 all: agent client
 
@@ -16,12 +17,13 @@ agent: $(AGENT)
 
 $(AGENT): $(AGENT_SRC) | deps
 	cd $(EXT) && TRACER_WERROR=1 $(RUBY) extconf.rb >/dev/null && $(MAKE) -s
-	cp $(EXT)/tracer_agent.so $@
+	@# A new inode, then rename: processes that loaded the old file keep it intact.
+	cp $(EXT)/tracer_agent.so $@.tmp && mv -f $@.tmp $@
 
 client: | deps
 	$(MAKE) -s -C client
 
-test: all test-unit test-integration
+test: all test-unit test-integration fuzz-ci
 
 test-unit: client
 	$(MAKE) -s -C client test
@@ -42,3 +44,45 @@ clean:
 	-cd $(EXT) && [ -f Makefile ] && $(MAKE) -s clean
 	rm -f $(EXT)/Makefile $(EXT)/extconf.h $(EXT)/mkmf.log $(AGENT)
 	$(MAKE) -s -C client clean
+
+# ---- Robustness: fuzzers, static analysis, the agent under AddressSanitizer ----
+
+# Each libFuzzer target for 60 s (fuzz-ci: 20 s, run by `make test`), after replaying
+# test/fuzz/regressions/; skipped with a message when clang has no libFuzzer.
+fuzz:
+	@test/fuzz/run 60
+
+fuzz-ci:
+	@test/fuzz/run 20
+
+RUBY_HDRDIR = $(shell $(RUBY) -e 'print RbConfig::CONFIG["rubyhdrdir"]')
+RUBY_ARCHHDRDIR = $(shell $(RUBY) -e 'print RbConfig::CONFIG["rubyarchhdrdir"]')
+LINT_JOBS = $(shell nproc 2>/dev/null || echo 2)
+LINT_AGENT = -std=gnu11 -Iinclude -I$(EXT) -I$(RUBY_ARCHHDRDIR) -I$(RUBY_HDRDIR)
+LINT_CLIENT = -std=gnu11 -Iinclude -Iclient
+# readdirCalled: posix.cfg's advice to use readdir_r, which glibc deprecates (readdir is safe
+# on a stream of one's own). Findings inside Ruby's headers are not ours: suppressed.
+CPPCHECK = cppcheck --enable=warning,performance,portability --error-exitcode=1 --inline-suppr \
+	--quiet --std=c11 --library=posix --suppress=readdirCalled -D__GNUC__=12 -D__x86_64__ -D__linux__
+TIDY = clang-tidy --quiet
+
+# clang-tidy (.clang-tidy) and cppcheck over the agent and the client; exits 1 on any finding.
+# The agent needs extconf.h, hence `agent` first.
+lint: agent
+	@command -v clang-tidy >/dev/null && command -v cppcheck >/dev/null || \
+		{ echo "lint: needs clang-tidy and cppcheck: apt-get install clang-tidy cppcheck" >&2; exit 1; }
+	@mkdir -p build/lint
+	@# cppcheck cannot parse RBIMPL_ATTR_NORETURN() before a function typedef (ruby/internal/
+	@# variable.h): this prelude makes it _Noreturn, which it can.
+	@printf '#define RBIMPL_ATTR_NORETURN_H\n#define RBIMPL_ATTR_NORETURN() _Noreturn\n' >build/lint/ruby.h
+	$(CPPCHECK) --include=build/lint/ruby.h --suppress='*:$(RUBY_HDRDIR)/*' \
+		--suppress='*:$(RUBY_ARCHHDRDIR)/*' $(LINT_AGENT) $(EXT)/*.c
+	$(CPPCHECK) $(LINT_CLIENT) client/*.c
+	ls $(EXT)/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- $(LINT_AGENT)
+	ls client/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- $(LINT_CLIENT)
+	@echo "lint: no findings"
+
+# The integration tests once, with targets loading an ASan build of the agent (build/asan);
+# exits 1 on an ASan report in our code or a failed test.
+check-memory: all
+	@test/memory/run

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,20 +61,42 @@ remove_sock_dir(int parent, const char *name)
 	unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+/*
+ * The client pid in a name "tracer-CPID-TPID", or -1 for any other name. Anyone can make names
+ * in /tmp: strtol, not sscanf("%d"), whose behaviour on an out-of-range number is undefined.
+ */
+static pid_t
+stale_dir_client(const char *name)
+{
+	static const char prefix[] = "tracer-";
+	long cpid, tpid;
+	char *end;
+
+	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+		return -1;
+	errno = 0;
+	cpid = strtol(name + sizeof(prefix) - 1, &end, 10);
+	if (*end != '-')
+		return -1;
+	tpid = strtol(end + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || cpid <= 0 || cpid > INT_MAX || tpid <= 0 || tpid > INT_MAX)
+		return -1;
+	return (pid_t)cpid;
+}
+
 /* Directories "tracer-CPID-TPID" left by clients that died (SIGKILL) before cleaning up. */
 static void
 remove_stale_dirs(const char *tmp)
 {
 	DIR *d = opendir(tmp);
 	struct dirent *e;
-	int cpid, tpid, end;
+	pid_t cpid;
 
 	if (d == NULL)
 		return;
 	while ((e = readdir(d)) != NULL) {
-		end = 0;
-		if (sscanf(e->d_name, "tracer-%d-%d%n", &cpid, &tpid, &end) != 2 ||
-		    e->d_name[end] != '\0' || cpid <= 0 || cpid == getpid())
+		cpid = stale_dir_client(e->d_name);
+		if (cpid <= 0 || cpid == getpid())
 			continue;
 		if (kill(cpid, 0) < 0 && errno == ESRCH)
 			remove_sock_dir(dirfd(d), e->d_name);
@@ -141,10 +164,35 @@ give_queue_away(struct trc_attach *a)
 	return msgctl(a->qid, IPC_SET, &ds);
 }
 
+/*
+ * The agent reads only a queue of its own user or root with mode 0600. One that anybody else
+ * made under the target's key (left over, or squatted to keep us out) is removed and remade;
+ * when that is not allowed, attaching fails and says why.
+ */
+static int
+replace_foreign_queue(struct trc_attach *a)
+{
+	struct msqid_ds ds;
+	uid_t owner = a->give_away ? a->uid : geteuid();
+
+	if (msgctl(a->qid, IPC_STAT, &ds) < 0)
+		return -1;
+	if ((ds.msg_perm.uid == owner || ds.msg_perm.uid == 0) && (ds.msg_perm.mode & 077) == 0)
+		return 0;
+	if (msgctl(a->qid, IPC_RMID, NULL) < 0)
+		return fail(a, TRC_ATTACH_FAILED, "message queue 0x%08x of process %d belongs to uid %d; remove it with ipcrm -Q 0x%08x",
+			    (unsigned)TRC_QUEUE_KEY(a->pid), (int)a->pid, (int)ds.msg_perm.uid,
+			    (unsigned)TRC_QUEUE_KEY(a->pid));
+	a->qid = msgget(TRC_QUEUE_KEY(a->pid), IPC_CREAT | IPC_EXCL | 0600);
+	return a->qid < 0 ? -1 : 0;
+}
+
 static int
 open_queue(struct trc_attach *a)
 {
 	a->qid = msgget(TRC_QUEUE_KEY(a->pid), IPC_CREAT | 0600);
+	if (a->qid >= 0 && replace_foreign_queue(a) < 0 && a->error[0] != 0)
+		return -1;
 	if (a->qid < 0 || give_queue_away(a) < 0)
 		return fail(a, TRC_ATTACH_FAILED, "cannot open message queue 0x%08x: %s",
 			    (unsigned)TRC_QUEUE_KEY(a->pid), strerror(errno));

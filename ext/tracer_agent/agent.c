@@ -42,6 +42,20 @@ attached_p(VALUE self)
 	return trc_session_current() != NULL ? Qtrue : Qfalse;
 }
 
+/* What the agent is doing now, for operators and tests: {attached:, client_pid:, hooks:, ignored_messages:}. */
+static VALUE
+stats(VALUE self)
+{
+	struct trc_session *s = trc_session_current();
+	VALUE h = rb_hash_new();
+
+	rb_hash_aset(h, ID2SYM(rb_intern("attached")), s != NULL ? Qtrue : Qfalse);
+	rb_hash_aset(h, ID2SYM(rb_intern("client_pid")), s != NULL ? INT2NUM(s->client_pid) : Qnil);
+	rb_hash_aset(h, ID2SYM(rb_intern("hooks")), INT2NUM(trc_hook_installed() + trc_top_installed()));
+	rb_hash_aset(h, ID2SYM(rb_intern("ignored_messages")), ULONG2NUM(trc_control_ignored()));
+	return h;
+}
+
 RUBY_FUNC_EXPORTED void
 Init_tracer_agent(void)
 {
@@ -53,5 +67,6 @@ Init_tracer_agent(void)
 	rb_define_singleton_method(mod, "__rearm_signal", rearm_signal, 0);
 	rb_define_singleton_method(mod, "ignored_messages", ignored_messages, 0);
 	rb_define_singleton_method(mod, "attached?", attached_p, 0);
+	rb_define_singleton_method(mod, "stats", stats, 0);
 	trc_control_init();
 }

@@ -491,6 +491,12 @@ trc_hook_stop(void)
 	H.cfg = NULL;
 }
 
+int
+trc_hook_installed(void)
+{
+	return (H.global != 0) + H.raise_hook + (RB_TYPE_P(H.tracepoints, T_ARRAY) ? (int)RARRAY_LEN(H.tracepoints) : 0);
+}
+
 void
 trc_hook_disarm(void)
 {

@@ -311,7 +311,8 @@ clear_rows(void)
 int
 trc_top_start(int mode, int all, const char *const *prefixes, int nprefixes)
 {
-	T.rows = calloc(SLOTS, sizeof(*T.rows));
+	T.nused = 0;    /* before any failure: trc_top_stop() empties the first nused rows */
+	T.rows = calloc((size_t)SLOTS, sizeof(*T.rows));
 	T.used = malloc(TRC_TOP_MAX_ROWS * sizeof(*T.used));
 	T.prefixes = calloc((size_t)nprefixes + 1, sizeof(char *));
 	if (T.rows == NULL || T.used == NULL || T.prefixes == NULL)
@@ -321,7 +322,6 @@ trc_top_start(int mode, int all, const char *const *prefixes, int nprefixes)
 			goto fail;
 	T.mode = mode;
 	T.all = all;
-	T.nused = 0;
 	clear_rows();
 	T.armed = 1;
 	switch (mode) {
@@ -430,6 +430,12 @@ trc_top_pack(msgpack_packer *pk)
 	}
 	clear_rows();
 	T.armed = was;
+}
+
+int
+trc_top_installed(void)
+{
+	return (T.global != 0) + T.raise_hook + !NIL_P(T.newobj);
 }
 
 void

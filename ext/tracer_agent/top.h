@@ -15,6 +15,8 @@ int trc_top_start(int mode, int all, const char *const *prefixes, int nprefixes)
 void trc_top_stop(void);
 /* GVL held. Packs one TRC_MSG_TOP with what was counted since the last one, then clears it. */
 void trc_top_pack(msgpack_packer *pk);
+/* GVL held. How many hooks are installed now. */
+int trc_top_installed(void);
 /* From the GC's mark phase. */
 void trc_top_mark(void);
 

@@ -16,6 +16,7 @@ end
 def ready = puts("ready #{Process.pid}")
 
 mode = ARGV.fetch(0)
+ready if mode == 'daemon' # before it detaches from us
 case mode
 when 'busy'
   ready
@@ -106,6 +107,24 @@ when 'blockread'
   rescue Errno::EINTR
     puts 'EINTR'
   end
+when 'many_threads'
+  # 50 named threads, each calling the same methods; -m 'Worker#work(Thread.current.name)' shows
+  # which thread really made each call.
+  threads = 50.times.map do |i|
+    Thread.new do
+      Thread.current.name = "t#{i}"
+      w = Worker.new(i)
+      loop { w.work(i); Thread.pass }
+    end
+  end
+  ready
+  threads.each(&:join)
+when 'daemon'
+  # Process.daemon forks; the daemon (a new pid) says who it is in a file and keeps working.
+  Process.daemon(true, true)
+  File.write(ENV.fetch('DAEMON_FILE'), Process.pid.to_s)
+  w = Worker.new(1)
+  loop { w.work(1); sleep 0.01 }
 else
   abort "unknown mode #{mode}"
 end

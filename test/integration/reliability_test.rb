@@ -1,0 +1,163 @@
+# reliability_test.rb: faults the agent must survive without hurting the app it lives in.
+require_relative 'helper'
+
+class ReliabilityTest < Minitest::Test
+  include TracerTest
+
+  def stats(pid)
+    out, err, status = tracer('-p', pid, '-e', 'TracerAgent.stats')
+    assert status.success?, err
+    eval(out.sub(/\A=> /, '')) # rubocop:disable Security/Eval -- our own inspect output
+  end
+
+  def test_client_sigkill_during_firehose_unhooks_within_a_second
+    t = target('work')
+    c = client('-p', t.pid, '-f', '-o', '/dev/null')
+    c.wait_for(/attached/)
+    assert_equal 1, stats_hooks_while_busy(t.pid), 'a second client sees the first one busy'
+    killed = Time.now
+    c.kill
+    s = wait_until(message: 'agent free again') do
+      out, _e, st = tracer('-p', t.pid, '-e', 'TracerAgent.stats')
+      st.success? && eval(out.sub(/\A=> /, ''))
+    end
+    assert_operator Time.now - killed, :<, 1.0 + 0.5, 'agent noticed the dead client in about a second'
+    assert_equal 0, s[:hooks]
+    assert_equal true, s[:attached] # by the eval client itself
+    assert t.alive?
+  end
+
+  def test_target_sigkill_during_trace
+    t = target('work')
+    c = client('-p', t.pid, '-m', 'Worker#work')
+    c.wait_for(/Worker#work/)
+    t.kill('KILL')
+    status = c.finish
+    assert_equal 3, status.exitstatus
+    assert_match(/\*\*\* process #{t.pid} exited/, c.err)
+    assert_empty leftovers_for(t.pid)
+  end
+
+  def test_stale_queue_and_socket_dir_of_dead_processes_do_not_block
+    t = target('sleep')
+    # A client that died (pid 1 is never ours to clean: use a dead pid) left its directory and
+    # its hello, which points at a socket nobody listens on, in the target's queue.
+    dead = Process.spawn('true').tap { |p| Process.wait(p) }
+    dir = File.join(Dir.tmpdir, "tracer-#{dead}-#{t.pid}")
+    Dir.mkdir(dir, 0o700)
+    File.write(File.join(dir, 'sock'), '')
+    key = 0x74000000 | t.pid
+    system('ruby', '-e', STALE_HELLO, key.to_s, dead.to_s, File.join(dir, 'sock'), exception: true)
+    out, err, status = tracer('-p', t.pid, '-e', '1')
+    assert status.success?, err
+    assert_equal "=> 1\n", out
+    assert_empty leftovers_for(t.pid)
+  ensure
+    FileUtils.rm_rf(dir) if dir
+  end
+
+  STALE_HELLO = <<~RUBY.freeze
+    require 'fiddle'
+    libc = Fiddle.dlopen(nil)
+    msgget = Fiddle::Function.new(libc['msgget'], [Fiddle::TYPE_INT, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+    msgsnd = Fiddle::Function.new(libc['msgsnd'], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+    q = msgget.call(Integer(ARGV[0]), 0o1000 | 0o600)
+    hello = [1, 0x54524331, 1, Integer(ARGV[1])].pack('qLLl') + ARGV[2].ljust(108, "\\0")
+    exit(msgsnd.call(q, hello, hello.bytesize - 8, 0o4000).zero?)
+  RUBY
+
+  def test_attach_detach_1000_times_leaks_nothing
+    t = target('work')
+    cycle = -> { _o, e, s = tracer('-p', t.pid, '-m', 'Worker#work', '--duration', '0.001'); assert s.success?, e }
+    100.times(&cycle) # warm up: Ruby's heap and malloc arenas settle
+    before = footprint(t.pid)
+    1000.times(&cycle)
+    after = footprint(t.pid)
+    assert_equal before[:fds], after[:fds]
+    assert_equal before[:queues], after[:queues]
+    assert_equal before[:threads], after[:threads]
+    assert_operator after[:rss_kib] - before[:rss_kib], :<, 1024, "RSS #{before[:rss_kib]} -> #{after[:rss_kib]} KiB"
+  end
+
+  def test_fifty_threads_each_event_on_its_own_thread
+    t = target('many_threads')
+    c = client('-p', t.pid, '-m', 'Worker#work(Thread.current.name)', 'Worker#helper')
+    wait_until(message: '500 calls') { c.out.scan(/Worker#work <[\d.]+>$/).size >= 500 }
+    c.signal('INT')
+    assert c.finish.success?
+    seen = {}
+    c.out.each_line do |line|
+      next unless line =~ /^\[(t\d+)\] (\s*)(\S.*)$/
+
+      thread, indent, body = Regexp.last_match(1), Regexp.last_match(2).size, Regexp.last_match(3)
+      seen[thread] ||= []
+      seen[thread] << [indent, body]
+      assert_equal "Worker#work(Thread.current.name=\"#{thread}\")", body[/\AWorker#work\(.*?\)/] if body.start_with?('Worker#work(')
+    end
+    assert_operator seen.size, :>=, 10, 'many threads were traced'
+    seen.each do |thread, lines|
+      # Each thread's own lines nest: work at 0, helper at 2, work's close at 0.
+      lines.each do |indent, body|
+        expected = body.start_with?('Worker#helper') ? 2 : 0
+        assert_equal expected, indent, "#{thread}: #{body}"
+      end
+    end
+  end
+
+  def test_daemon_can_be_attached
+    Dir.mktmpdir do |dir|
+      file = File.join(dir, 'daemon.pid')
+      target('daemon', env: { 'DAEMON_FILE' => file })
+      pid = wait_until(message: 'daemon pid') { File.exist?(file) && File.read(file).to_i.nonzero? }
+      begin
+        out, err, status = tracer('-p', pid, '-m', 'Worker#helper', '--duration', '0.3')
+        assert status.success?, err
+        assert_match(/Worker#helper <[\d.]+>/, out)
+      ensure
+        Process.kill('KILL', pid)
+      end
+    end
+  end
+
+  def test_foreign_user_queue_is_ignored_by_the_agent
+    assert Process.uid.zero?, 'this test creates a queue as user nobody and must run as root'
+    t = target('sleep')
+    key = 0x74000000 | t.pid
+    dir = Dir.mktmpdir
+    File.chmod(0o777, dir)
+    sock = File.join(dir, 'sock')
+    # nobody makes the queue (so it is nobody's) and waits for a connection that must never come.
+    script = STALE_HELLO + "\nrequire 'socket'; s = UNIXServer.new(#{sock.inspect}); Process.kill('URG', #{t.pid}); " \
+                           "exit(IO.select([s], nil, nil, 1.0) ? 1 : 0)"
+    ok = system('setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', 'ruby', '-e', script,
+                key.to_s, Process.pid.to_s, sock)
+    assert ok, 'the agent connected to a queue owned by another user'
+    assert_equal({ attached: true, hooks: 0 }, stats(t.pid).slice(:attached, :hooks))
+  ensure
+    system("ipcrm -Q #{key} 2>/dev/null") if key
+    FileUtils.rm_rf(dir) if dir
+  end
+
+  private
+
+  # The hooks a busy first client keeps: a second client is refused, so ask the process itself
+  # through the refused client's error message instead (it names the tracing pid).
+  def stats_hooks_while_busy(pid)
+    _o, err, = tracer('-p', pid, '-e', '1')
+    err =~ /already traced by pid \d+/ ? 1 : 0
+  end
+
+  def footprint(pid)
+    {
+      fds: Dir.children("/proc/#{pid}/fd").size,
+      queues: `ipcs -q`.lines.count { |l| l =~ /^0x/ },
+      threads: stats_threads(pid),
+      rss_kib: File.read("/proc/#{pid}/status")[/VmRSS:\s+(\d+)/, 1].to_i
+    }
+  end
+
+  def stats_threads(pid)
+    out, = tracer('-p', pid, '-e', 'Thread.list.size')
+    out[/\d+/].to_i
+  end
+end
