@@ -17,7 +17,7 @@ static struct {
 	const struct trc_trace_cfg *cfg;
 	struct trc_ring *ring;
 	int wake_fd;
-	int woke;               /* wake_fd written since the ring was last drained below half */
+	uint64_t wake_at;       /* ring position at which to look whether to wake the consumer */
 	rb_event_flag_t global; /* events of the global hook, 0 when none */
 	int raise_hook;
 	VALUE tracepoints;      /* Array of the targeted TracePoints */
@@ -32,18 +32,27 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The agent thread drains the ring every few milliseconds anyway; a burst that fills a quarter
+ * of it before then wakes it early. One compare per event: the check runs only when the write
+ * position passes wake_at.
+ */
 static void
 wake_consumer(void)
 {
 	uint64_t one = 1;
-	size_t used = trc_ring_used(H.ring);
+	size_t quarter = (H.ring->mask + 1) / 4;
 
-	if (used < (H.ring->mask + 1) / 2) {
-		H.woke = 0;
-		return;
-	}
-	if (!H.woke && write(H.wake_fd, &one, sizeof(one)) == sizeof(one))
-		H.woke = 1;
+	if (trc_ring_used(H.ring) >= quarter && write(H.wake_fd, &one, sizeof(one)) < 0)
+		(void)0;        /* a full eventfd already says "wake up" */
+	H.wake_at = H.ring->head + quarter;
+}
+
+static inline void
+maybe_wake(void)
+{
+	if (H.ring->head >= H.wake_at)
+		wake_consumer();
 }
 
 /*
@@ -72,7 +81,7 @@ rec_new(size_t n)
 lost:
 	H.lost++;
 	H.lost_pending++;
-	wake_consumer();
+	maybe_wake();
 	return NULL;
 }
 
@@ -81,8 +90,7 @@ rec_commit(struct trc_rec *r)
 {
 	trc_ring_commit(H.ring, r);
 	__atomic_store_n(&H.events, H.events + 1, __ATOMIC_RELAXED);
-	if (H.wake_fd >= 0 && !H.woke)
-		wake_consumer();
+	maybe_wake();
 }
 
 static inline void
@@ -313,7 +321,8 @@ tracepoint_hook(VALUE tpval, void *data)
 		return;
 	ta = rb_tracearg_from_tracepoint(tpval);
 	if (rb_tracearg_event_flag(ta) == RUBY_EVENT_CALL)
-		on_call(t, m, rb_tracearg_self(ta));
+		on_call(t, m, trc_method_at(m)->spec >= 0 && H.cfg->specs[trc_method_at(m)->spec].nexpr > 0 ?
+		    rb_tracearg_self(ta) : Qnil);
 	else
 		on_return(t, m);
 }
@@ -455,7 +464,7 @@ trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_
 	H.cfg = cfg;
 	H.ring = ring;
 	H.wake_fd = wake_fd;
-	H.woke = 0;
+	H.wake_at = (ring->mask + 1) / 4;
 	H.events = H.lost = H.lost_pending = 0;
 	H.tracepoints = rb_ary_new();
 	/* Armed before anything is enabled: a TracePoint fires as soon as it is on. */

@@ -29,7 +29,7 @@ struct trc_trace_cfg {
  * TracePoint per Ruby method named by a spec, a global C call hook only for C methods, a global
  * call hook only for firehose, slow mode and bare method names. matched[i] gets how many
  * methods spec i selected (-1 when its class does not exist, with *why set).
- * Events go into ring; wake_fd is written once the ring is half full.
+ * Events go into ring; wake_fd is written when a quarter of it fills between two drains.
  */
 int trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd,
     int *matched);
