@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,8 +16,11 @@
 
 #include "output.h"
 #include "proc.h"
+#include "live.h"
+#include "ps.h"
 #include "session.h"
 #include "spec.h"
+#include "top.h"
 #include "tracer_protocol.h"
 #include "xmalloc.h"
 
@@ -25,6 +29,11 @@
 #define DEFAULT_PREFIX 2
 #define DEFAULT_TIMEOUT 5.0
 #define HELP_COLUMN 28
+#define DEFAULT_ROWS 25
+#define DEFAULT_INTERVAL 1.0
+#define DEFAULT_RESET 300.0
+#define MIN_INTERVAL 0.01
+#define MAX_INTERVAL 3600.0
 
 /* The command line, as given. */
 struct opts {
@@ -38,6 +47,15 @@ struct opts {
 	unsigned prefix;
 	const char *output, *eval, *heapdump_path;
 	double duration, timeout;
+	/* --top and --ps */
+	bool top, all, json;
+	enum trc_top_mode top_mode;
+	const char **filters, **ignores;
+	size_t nfilters, nignores;
+	unsigned rows;
+	double interval, reset;         /* reset 0: not given */
+	const char *ps;
+	const char *top_option;         /* the last option given that only --top takes, or NULL */
 };
 
 enum arg_kind {
@@ -198,6 +216,102 @@ set_timeout(struct opts *o, const char *v)
 }
 
 static void
+set_top(struct opts *o, const char *v)
+{
+	if (trc_top_mode_parse(v, &o->top_mode) < 0)
+		die(TRC_EXIT_USAGE, "invalid --top mode '%s': expected calls, time, objects-total, "
+		    "objects, arrays, strings or exceptions", v);
+	o->top = true;
+}
+
+static void
+set_rows(struct opts *o, const char *v)
+{
+	o->rows = (unsigned)parse_uint("--rows", v, 1, TRC_TOP_MAX_ENTRIES);
+	o->top_option = "--rows";
+}
+
+static const char **
+push(const char **list, size_t *n, const char *v)
+{
+	list = xreallocarray(list, *n + 1, sizeof(*list));
+	list[(*n)++] = v;
+	return list;
+}
+
+static void
+set_filter(struct opts *o, const char *v)
+{
+	if (*v == '\0')
+		die(TRC_EXIT_USAGE, "--filter needs a non-empty PREFIX");
+	o->filters = push(o->filters, &o->nfilters, v);
+	o->top_option = "--filter";
+}
+
+static void
+set_all(struct opts *o, const char *v)
+{
+	(void)v;
+	o->all = true;
+	o->top_option = "--all";
+}
+
+static void
+check_regex(const char *what, const char *v)
+{
+	regex_t re;
+	char why[128];
+	int rc = regcomp(&re, v, REG_EXTENDED | REG_NOSUB);
+
+	if (rc != 0) {
+		regerror(rc, &re, why, sizeof(why));
+		regfree(&re);
+		die(TRC_EXIT_USAGE, "invalid %s regex '%s': %s", what, v, why);
+	}
+	regfree(&re);
+}
+
+static void
+set_ignore(struct opts *o, const char *v)
+{
+	check_regex("--ignore", v);
+	o->ignores = push(o->ignores, &o->nignores, v);
+	o->top_option = "--ignore";
+}
+
+static void
+set_interval(struct opts *o, const char *v)
+{
+	o->interval = parse_secs("--interval", v);
+	if (o->interval < MIN_INTERVAL || o->interval > MAX_INTERVAL)
+		die(TRC_EXIT_USAGE, "invalid --interval '%s': expected %g to %g seconds", v,
+		    MIN_INTERVAL, MAX_INTERVAL);
+	o->top_option = "--interval";
+}
+
+static void
+set_reset(struct opts *o, const char *v)
+{
+	o->reset = parse_secs("--reset", v);
+	o->top_option = "--reset";
+}
+
+static void
+set_json(struct opts *o, const char *v)
+{
+	(void)v;
+	o->json = true;
+	o->top_option = "--json";
+}
+
+static void
+set_ps(struct opts *o, const char *v)
+{
+	check_regex("--ps", v);
+	o->ps = v;
+}
+
+static void
 set_help(struct opts *o, const char *v)
 {
 	(void)v;
@@ -213,6 +327,8 @@ set_version(struct opts *o, const char *v)
 
 static const struct option_def options[] = {
 	{ "pid", 'p', ARG_REQUIRED, "PID", "process to attach to; repeat for several", set_pid },
+	{ "ps", 0, ARG_REQUIRED, "REGEX", "attach to your processes matching REGEX (below)",
+	  set_ps },
 	{ "methods", 'm', ARG_LIST, "SPEC...", "trace calls of these methods (see below)",
 	  set_methods },
 	{ "firehose", 'f', ARG_NONE, NULL, "trace every method call", set_firehose },
@@ -230,6 +346,19 @@ static const struct option_def options[] = {
 	{ "heapdump", 0, ARG_OPTIONAL, "[FILE]",
 	  "dump the heap to FILE (/tmp/tracer-heap-PID-DATE-TIME.json)", set_heapdump },
 	{ "backtraces", 0, ARG_NONE, NULL, "print the backtrace of every thread", set_backtraces },
+	{ "top", 0, ARG_REQUIRED, "MODE", "live table of calls, time, allocations... (below)",
+	  set_top },
+	{ "rows", 0, ARG_REQUIRED, "N", "--top: show the N first rows (25)", set_rows },
+	{ "filter", 0, ARG_REQUIRED, "PREFIX", "--top: count files under PREFIX only; repeatable",
+	  set_filter },
+	{ "all", 0, ARG_NONE, NULL, "--top: count every file, not only the app's", set_all },
+	{ "ignore", 0, ARG_REQUIRED, "REGEX", "--top: hide rows whose class matches; repeatable",
+	  set_ignore },
+	{ "interval", 0, ARG_REQUIRED, "SECS", "--top: refresh every SECS seconds (1)",
+	  set_interval },
+	{ "reset", 0, ARG_REQUIRED, "SECS", "--top: clear the table every SECS seconds (300)",
+	  set_reset },
+	{ "json", 0, ARG_NONE, NULL, "--top: print each table as one line of JSON", set_json },
 	{ "duration", 0, ARG_REQUIRED, "SECS", "detach after SECS seconds (may be fractional)",
 	  set_duration },
 	{ "timeout", 0, ARG_REQUIRED, "SECS", "give up when the agent has not answered in SECS (5)",
@@ -240,11 +369,11 @@ static const struct option_def options[] = {
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
 static const char usage_text[] =
-	"Usage: tracer -p PID [-p PID...] (-m SPEC... | -f | -s [MS] | -e CODE |\n"
-	"              --heapdump [FILE] | --backtraces) [options]\n"
+	"Usage: tracer (-p PID [-p PID...] | --ps REGEX) (-m SPEC... | -f | -s [MS] |\n"
+	"              -e CODE | --heapdump [FILE] | --backtraces | --top MODE) [options]\n"
 	"\n"
-	"Traces method calls in running Ruby processes that loaded tracer_agent, or\n"
-	"evaluates code in them.\n"
+	"Traces method calls in running Ruby processes that loaded tracer_agent, shows\n"
+	"live tables of what they do, or evaluates code in them.\n"
 	"\n"
 	"Options:\n";
 
@@ -257,10 +386,28 @@ static const char spec_text[] =
 	"  Kernel#sleep(self, __source__, @ivar, any_ruby_expr)\n"
 	"                      also print these values at each call\n"
 	"\n"
+	"Live tables (--top MODE), counted inside the processes:\n"
+	"  calls          FILENAME LINE METHOD CALLS: method calls\n"
+	"  time           FILENAME LINE METHOD CALLS TOTAL SELF AVG: time in methods (ms)\n"
+	"  objects-total  OBJECT COUNT: allocations by class\n"
+	"  objects        FILENAME LINE OBJECT COUNT: allocations by site and class\n"
+	"  arrays         FILENAME LINE COUNT: Array and Hash allocations\n"
+	"  strings        FILENAME LINE COUNT: String allocations\n"
+	"  exceptions     FILENAME LINE EXCEPTION COUNT: raises by site and class\n"
+	"Rows from several processes add up; a PIDS column says in how many each was\n"
+	"seen. Only files under each process's working directory count, unless\n"
+	"--filter or --all says otherwise. --ignore hides rows by the class part of\n"
+	"their label (before '#' or '.'). On a terminal the table fills the screen\n"
+	"and q quits; otherwise a table is printed every --interval, or only once, at\n"
+	"the end, with --duration (which also turns the default --reset off).\n"
+	"\n"
+	"--ps REGEX attaches to every process of your user, tracer itself aside, whose\n"
+	"command line matches the extended REGEX and that loaded tracer_agent.\n"
+	"\n"
 	"Exit codes:\n"
-	"  0  success\n"
-	"  1  runtime error: no such process, attach failed or timed out, the agent\n"
-	"     refused, the eval raised, protocol error, lost connection\n"
+	"  0  success (for --top: quit with q or a signal, or --duration ran out)\n"
+	"  1  runtime error: no such process (or none for --ps), attach failed or timed\n"
+	"     out, the agent refused, the eval raised, protocol error, lost connection\n"
 	"  2  usage error: bad option or method spec\n"
 	"  3  the process exited while tracer was attached\n"
 	"  4  permission denied: the process belongs to another user\n"
@@ -371,21 +518,26 @@ static enum trc_mode
 check_mode(const struct opts *o)
 {
 	bool tracing = o->nspecs > 0 || o->firehose || o->slow;
-	int modes = tracing + (o->eval != NULL) + o->heapdump + o->backtraces;
+	int modes = tracing + (o->eval != NULL) + o->heapdump + o->backtraces + o->top;
 
-	if (o->npids == 0)
-		die(TRC_EXIT_USAGE, "no process given: use -p PID");
+	if (o->npids == 0 && o->ps == NULL)
+		die(TRC_EXIT_USAGE, "no process given: use -p PID or --ps REGEX");
 	if (modes == 0)
-		die(TRC_EXIT_USAGE, "nothing to do: give -m, -f, -s, -e, --heapdump or --backtraces");
+		die(TRC_EXIT_USAGE, "nothing to do: give -m, -f, -s, -e, --heapdump, --backtraces or "
+		    "--top");
 	if (modes > 1)
-		die(TRC_EXIT_USAGE, "tracing (-m, -f, -s), -e, --heapdump and --backtraces exclude "
-		    "each other");
+		die(TRC_EXIT_USAGE, "tracing (-m, -f, -s), -e, --heapdump, --backtraces and --top "
+		    "exclude each other");
 	if (o->firehose && (o->nspecs > 0 || o->slow))
 		die(TRC_EXIT_USAGE, "--firehose traces every call: it excludes -m and -s");
 	if (o->append && o->output == NULL)
 		die(TRC_EXIT_USAGE, "--append needs --output FILE");
-	if (o->heapdump_path != NULL && o->npids > 1)
-		die(TRC_EXIT_USAGE, "--heapdump FILE takes one pid; leave FILE out for several");
+	if (o->top_option != NULL && !o->top)
+		die(TRC_EXIT_USAGE, "%s goes with --top", o->top_option);
+	if (o->all && o->nfilters > 0)
+		die(TRC_EXIT_USAGE, "--all counts every file: it excludes --filter");
+	if (o->top)
+		return TRC_MODE_TOP;
 	if (tracing)
 		return TRC_MODE_TRACE;
 	return o->eval ? TRC_MODE_EVAL : o->heapdump ? TRC_MODE_HEAPDUMP : TRC_MODE_BACKTRACES;
@@ -404,9 +556,42 @@ parse_specs(const struct opts *o)
 	return specs;
 }
 
+/* --ps: adds the matching processes to the -p ones. */
+static void
+find_ps(struct opts *o)
+{
+	regex_t re;
+	pid_t *found;
+	size_t n;
+	int rc;
+
+	if (o->ps == NULL)
+		return;
+	regcomp(&re, o->ps, REG_EXTENDED | REG_NOSUB);  /* checked by set_ps */
+	rc = trc_ps_find(&re, &found, &n);
+	regfree(&re);
+	if (rc < 0)
+		die(TRC_EXIT_ERROR, "cannot list the processes in /proc: %s", strerror(errno));
+	if (n == 0)
+		die(TRC_EXIT_ERROR, "no process matches %s with tracer_agent loaded", o->ps);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		while (k < o->npids && o->pids[k] != found[i])
+			k++;
+		if (k == o->npids) {
+			o->pids = xreallocarray(o->pids, o->npids + 1, sizeof(*o->pids));
+			o->pids[o->npids++] = found[i];
+		}
+	}
+	free(found);
+}
+
 static void
 check_targets(const struct opts *o)
 {
+	if (o->heapdump_path != NULL && o->npids > 1)
+		die(TRC_EXIT_USAGE, "--heapdump FILE takes one pid; leave FILE out for several");
 	for (size_t i = 0; i < o->npids; i++) {
 		switch (trc_proc_check(o->pids[i])) {
 		case TRC_PROC_GONE:
@@ -464,6 +649,8 @@ struct cli {
 	enum trc_exit code;
 	ev_signal signal_w[3];
 	ev_prepare flush_w;
+	struct trc_top *top;            /* --top: the table, and its live view */
+	struct trc_live *live;
 };
 
 static void
@@ -480,12 +667,17 @@ on_session_done(struct trc_session *s, void *ctx)
 	const char *err = trc_session_error(s);
 
 	trc_output_flush(&c->out);
-	if (err != NULL)
+	/* While notes wait in memory (a screen is up), errors wait with them. */
+	if (err != NULL && c->out.err_fd < 0)
+		trc_buf_addf(&c->out.err, "tracer: %s\n", err);
+	else if (err != NULL)
 		fprintf(stderr, "tracer: %s\n", err);
 	if (trc_session_status(s) > c->code)
 		c->code = trc_session_status(s);
 	if (--c->running == 0)
 		ev_break(c->loop, EVBREAK_ALL);
+	else if (c->live != NULL)
+		trc_live_update(c->live);
 }
 
 /* First signal: detach cleanly. Second: leave now. */
@@ -546,6 +738,12 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	j->trace.prefix = o->prefix;
 	j->trace.start_time = o->start_time;
 	j->trace.no_duration = o->no_duration;
+	j->top.mode = o->top_mode;
+	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
+	j->top.all = o->all;
+	j->top.prefixes = o->filters;
+	j->top.nprefixes = o->nfilters;
+	j->top.table = c->top;
 	j->label_pids = o->npids > 1;
 	j->timeout = o->timeout;
 	j->duration = o->duration;
@@ -568,20 +766,62 @@ start_sessions(struct cli *c, const struct opts *o)
 		trc_session_start(c->sessions[i]);
 }
 
+static struct trc_top *
+new_top(const struct opts *o)
+{
+	struct trc_top *t = trc_top_new(o->top_mode, o->pids, o->npids);
+	char why[128];
+
+	for (size_t i = 0; i < o->nignores; i++)
+		if (trc_top_ignore(t, o->ignores[i], why, sizeof(why)) < 0)
+			die(TRC_EXIT_USAGE, "invalid --ignore regex '%s': %s", o->ignores[i], why);
+	return t;
+}
+
+/* q on the screen: as a first signal. */
+static void
+on_quit(void *ctx)
+{
+	stop_all(ctx, TRC_STOP_SIGNAL);
+}
+
+/* --duration keeps the whole run in its one table, unless --reset says otherwise. */
+static void
+start_live(struct cli *c, const struct opts *o, bool full_screen)
+{
+	struct trc_live_opts lo = {
+		.full_screen = full_screen, .json = o->json, .rows = o->rows,
+		.interval = o->interval, .final_only = o->duration > 0,
+		.reset = o->reset > 0 ? o->reset : o->duration > 0 ? 0 : DEFAULT_RESET,
+		.filters = o->filters, .nfilters = o->nfilters, .all = o->all,
+	};
+
+	c->live = trc_live_start(c->loop, &c->out, c->top, c->sessions, c->nsessions, &lo,
+				 on_quit, c);
+}
+
 static enum trc_exit
 run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
 {
 	struct cli c = { .code = TRC_EXIT_OK };
+	int fd = open_output(o);
+	bool full_screen = mode == TRC_MODE_TOP && !o->json && isatty(fd);
 
+	if (mode == TRC_MODE_TOP)
+		c.top = new_top(o);
 	make_job(&c, o, mode, specs);
-	trc_output_init(&c.out, open_output(o), STDERR_FILENO);
+	trc_output_init(&c.out, fd, STDERR_FILENO);
 	c.loop = ev_default_loop(0);
 	if (c.loop == NULL)
 		die(TRC_EXIT_ERROR, "cannot start the event loop");
 	watch_signals(&c);
 	start_sessions(&c, o);
+	if (mode == TRC_MODE_TOP && c.running > 0)
+		start_live(&c, o, full_screen);
 	if (c.running > 0)
 		ev_run(c.loop, 0);
+	if (c.live != NULL)
+		trc_live_stop(c.live);
 	if (trc_output_flush(&c.out) < 0 && c.out.error != EPIPE) {
 		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(c.out.error));
 		if (c.code < TRC_EXIT_ERROR)
@@ -593,6 +833,8 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
 	if (c.out.fd != STDOUT_FILENO)
 		close(c.out.fd);
 	trc_output_release(&c.out);
+	if (c.top != NULL)
+		trc_top_free(c.top);
 	return c.code;
 }
 
@@ -600,7 +842,8 @@ int
 main(int argc, char **argv)
 {
 	struct opts o = { .slow_ms = DEFAULT_SLOW_MS, .prefix = DEFAULT_PREFIX,
-			  .timeout = DEFAULT_TIMEOUT };
+			  .timeout = DEFAULT_TIMEOUT, .rows = DEFAULT_ROWS,
+			  .interval = DEFAULT_INTERVAL };
 	struct trc_spec *specs;
 	enum trc_mode mode;
 	enum trc_exit code;
@@ -616,12 +859,15 @@ main(int argc, char **argv)
 	}
 	mode = check_mode(&o);
 	specs = parse_specs(&o);
+	find_ps(&o);
 	check_targets(&o);
 	code = run(&o, mode, specs);
 	for (size_t i = 0; i < o.nspecs; i++)
 		trc_spec_release(&specs[i]);
 	free(specs);
 	free(o.specs);
+	free(o.filters);
+	free(o.ignores);
 	free(o.pids);
 	return code;
 }

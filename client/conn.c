@@ -71,8 +71,12 @@ on_readable(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop, (void)revents;
 	make_room(c);
 	n = read(c->fd, c->rbuf + c->rend, c->rcap - c->rend);
-	if (n == 0) {
-		c->on_end(c->ctx, TRC_CONN_EOF, "end of file");
+	/* ECONNRESET: the agent closed before reading all we sent; an end like EOF all the same. */
+	if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+		if (c->rend > c->rstart)
+			c->on_end(c->ctx, TRC_CONN_TRUNCATED, "connection closed inside a message");
+		else
+			c->on_end(c->ctx, TRC_CONN_EOF, "end of file");
 	} else if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			c->on_end(c->ctx, TRC_CONN_IO_ERROR, strerror(errno));
@@ -90,6 +94,13 @@ on_writable(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)revents;
 	n = send(c->fd, c->wbuf.data, c->wbuf.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+		/* The agent is gone, but what it sent before (an ERROR, say) may still wait to be
+		 * read: stop writing and let the reader reach the end. */
+		ev_io_stop(loop, &c->write_w);
+		c->wbuf.len = 0;
+		return;
+	}
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			c->on_end(c->ctx, TRC_CONN_IO_ERROR, strerror(errno));

@@ -14,6 +14,7 @@ enum trc_conn_end {
 	TRC_CONN_EOF = 0,       /* the agent closed the connection */
 	TRC_CONN_IO_ERROR = 1,  /* read or write failed: detail is strerror */
 	TRC_CONN_PROTOCOL = 2,  /* the bytes are not a valid message: detail says why */
+	TRC_CONN_TRUNCATED = 3, /* the agent closed the connection inside a message */
 };
 
 struct trc_conn;

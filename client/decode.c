@@ -98,7 +98,8 @@ rd_integer(struct rd *r, uint64_t *v, bool *neg)
 	if (!rd_have(r, 1 + w))
 		return false;
 	*v = rd_be(r->p + 1, w);
-	if (c >= 0xd0 && w < 8 && (*v >> (w * 8 - 1)))
+	/* w is 1, 2, 4 or 8 (int_width), which the analyzer does not follow into the table. */
+	if (c >= 0xd0 && w < 8 && (*v >> (w * 8 - 1)))  /* NOLINT(clang-analyzer-core.UndefinedBinaryOperatorResult) */
 		*v |= ~(uint64_t)0 << (w * 8);  /* sign-extend */
 	*neg = c >= 0xd0 && (int64_t)*v < 0;
 	r->p += 1 + w;

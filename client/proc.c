@@ -35,7 +35,8 @@ status_id(const char *line, const char *key, unsigned *id)
 
 	if (strncmp(line, key, strlen(key)) != 0)
 		return 0;
-	return sscanf(line + strlen(key), "%u %u", &real, id) == 2;
+	/* The kernel writes these: decimal ids that fit an unsigned, so sscanf cannot overflow. */
+	return sscanf(line + strlen(key), "%u %u", &real, id) == 2;  /* NOLINT(cert-err34-c) */
 }
 
 int

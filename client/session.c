@@ -1,4 +1,4 @@
-/* session.c: the per-target protocol state machine: attach, hello, trace or eval, detach. */
+/* session.c: the per-target protocol state machine: attach, hello, trace, top or eval, detach. */
 #include "session.h"
 
 #include <inttypes.h>
@@ -24,7 +24,7 @@ enum state {
 	S_IDLE,                 /* not started */
 	S_ATTACHING,            /* waiting for the target to connect */
 	S_WELCOMING,            /* HELLO sent */
-	S_STARTING,             /* TRACE sent: SPEC replies, then STARTED */
+	S_STARTING,             /* TRACE or TOP sent: SPEC replies, then STARTED */
 	S_TRACING,
 	S_EVALING,              /* EVAL sent */
 	S_DETACHING,            /* DETACH sent */
@@ -47,8 +47,10 @@ struct trc_session {
 	struct trc_attach attach;
 	struct trc_conn conn;
 	struct trc_trace *trace;        /* trace mode only, until the session ends */
+	char *cwd;                      /* from WELCOME, or NULL */
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
 	int gone_checks;
+	bool truncated;                 /* the connection ended inside a message */
 	char tag[24];		/* "[PID] " with several targets, else "" */
 	enum trc_exit code;
 	char *error;
@@ -204,6 +206,35 @@ static const struct eval_mode {
 	[TRC_MODE_BACKTRACES] = { TRC_EVAL_BACKTRACES, print_text, "backtraces failed:" },
 };
 
+/* What to send after the WELCOME, per mode. */
+static void
+ask_trace(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
+{
+	trc_trace_set_clock(s->trace, m->welcome.mono_ns, m->welcome.real_ns);
+	trc_encode_trace(b, s->job->trace_flags, s->job->slow_ms, s->job->specs, s->job->nspecs);
+	s->state = S_STARTING;
+}
+
+static void
+ask_top(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
+{
+	(void)m;
+	trc_encode_top(b, s->job->top.mode, s->job->top.interval_ms, s->job->top.all,
+		       s->job->top.prefixes, s->job->top.nprefixes);
+	s->state = S_STARTING;
+}
+
+static void
+ask_eval(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
+{
+	(void)m;
+	/* An eval may legitimately take long: only --duration bounds it. */
+	ev_timer_stop(s->loop, &s->timeout_w);
+	trc_encode_eval(b, EVAL_ID, eval_modes[s->job->mode].kind, s->text);
+	s->state = S_EVALING;
+	start_duration(s);
+}
+
 static void
 on_welcome(struct trc_session *s, const struct trc_message *m)
 {
@@ -215,19 +246,15 @@ on_welcome(struct trc_session *s, const struct trc_message *m)
 		       TRC_PROTOCOL_VERSION);
 		return;
 	}
+	free(s->cwd);
+	s->cwd = xstrndup(m->welcome.cwd.ptr, m->welcome.cwd.len);
 	trc_buf_init(&b);
-	if (s->job->mode == TRC_MODE_TRACE) {
-		trc_trace_set_clock(s->trace, m->welcome.mono_ns, m->welcome.real_ns);
-		trc_encode_trace(&b, s->job->trace_flags, s->job->slow_ms, s->job->specs,
-				 s->job->nspecs);
-		s->state = S_STARTING;
-	} else {
-		/* An eval may legitimately take long: only --duration bounds it. */
-		ev_timer_stop(s->loop, &s->timeout_w);
-		trc_encode_eval(&b, EVAL_ID, eval_modes[s->job->mode].kind, s->text);
-		s->state = S_EVALING;
-		start_duration(s);
-	}
+	if (s->job->mode == TRC_MODE_TRACE)
+		ask_trace(s, m, &b);
+	else if (s->job->mode == TRC_MODE_TOP)
+		ask_top(s, m, &b);
+	else
+		ask_eval(s, m, &b);
 	send_buf(s, &b);
 }
 
@@ -306,14 +333,21 @@ on_detached(struct trc_session *s, const struct trc_message *m)
 		if (lost > reported)
 			trc_output_note(s->job->out, "%s%" PRIu64 " events lost", s->tag, lost - reported);
 		trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
+	} else if (s->job->mode == TRC_MODE_TOP) {
+		trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
 	}
 	finish(s, TRC_EXIT_OK, NULL);
 }
 
+/* The agent's counts since its previous TOP: into the table shared by every target. */
 static void
-on_ignore(struct trc_session *s, const struct trc_message *m)
+on_top(struct trc_session *s, const struct trc_message *m)
 {
-	(void)s, (void)m;
+	if (s->job->mode != TRC_MODE_TOP)
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: TOP while tracing",
+		       (int)s->pid);
+	else
+		trc_top_feed(s->job->top.table, s->pid, m);
 }
 
 static void
@@ -339,7 +373,7 @@ static const struct msg_handler {
 	{ TRC_MSG_STARTED, IN(S_STARTING), on_started },
 	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_DETACHING), on_eval },
 	{ TRC_MSG_DETACHED, WELCOMED, on_detached },
-	{ TRC_MSG_TOP, TRACE_STATES, on_ignore },    /* for a later top mode */
+	{ TRC_MSG_TOP, TRACE_STATES, on_top },
 	{ TRC_EV_METHOD, TRACE_STATES, on_event },
 	{ TRC_EV_THREAD, TRACE_STATES, on_event },
 	{ TRC_EV_CALL, TRACE_STATES, on_event },
@@ -387,6 +421,7 @@ on_end(void *ctx, enum trc_conn_end why, const char *detail)
 	trc_conn_close(&s->conn);
 	stop_timers(s);
 	s->state = S_CLOSED;
+	s->truncated = why == TRC_CONN_TRUNCATED;
 	s->gone_checks = GONE_CHECKS;
 	ev_timer_start(s->loop, &s->gone_w);
 }
@@ -403,7 +438,11 @@ on_gone_check(struct ev_loop *loop, ev_timer *w, int revents)
 		s->trace = NULL;
 		trc_output_note(s->job->out, "process %d exited", (int)s->pid);
 		finish(s, TRC_EXIT_EXITED, NULL);
-	} else if (--s->gone_checks <= 0) {
+	} else if (--s->gone_checks <= 0 && s->truncated) {
+		/* The process lives on, so it was not killed mid-write: its agent broke a message. */
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: connection closed inside "
+		       "a message", (int)s->pid);
+	} else if (s->gone_checks <= 0) {
 		finish(s, TRC_EXIT_ERROR, "lost connection to process %d", (int)s->pid);
 	}
 }
@@ -563,6 +602,7 @@ trc_session_free(struct trc_session *s)
 	if (s->trace != NULL)
 		trc_trace_free(s->trace);
 	free(s->text);
+	free(s->cwd);
 	free(s->error);
 	free(s);
 }
@@ -571,6 +611,25 @@ pid_t
 trc_session_pid(const struct trc_session *s)
 {
 	return s->pid;
+}
+
+bool
+trc_session_started(const struct trc_session *s)
+{
+	return s->state == S_TRACING || s->state == S_DETACHING || s->state == S_CLOSED ||
+	       s->state == S_DONE;
+}
+
+bool
+trc_session_finished(const struct trc_session *s)
+{
+	return s->state == S_DONE;
+}
+
+const char *
+trc_session_cwd(const struct trc_session *s)
+{
+	return s->cwd;
 }
 
 enum trc_exit

@@ -9,6 +9,7 @@
 
 #include "output.h"
 #include "spec.h"
+#include "top.h"
 #include "trace.h"
 
 /* The client's exit codes; with several targets the highest one wins. */
@@ -25,6 +26,7 @@ enum trc_mode {
 	TRC_MODE_EVAL = 1,      /* -e */
 	TRC_MODE_HEAPDUMP = 2,  /* --heapdump */
 	TRC_MODE_BACKTRACES = 3,/* --backtraces */
+	TRC_MODE_TOP = 4,       /* --top */
 };
 
 enum trc_stop_reason {
@@ -40,6 +42,14 @@ struct trc_job {
 	const struct trc_spec *specs;
 	size_t nspecs;
 	struct trc_trace_opts trace;
+	struct {
+		enum trc_top_mode mode;
+		uint32_t interval_ms;
+		bool all;
+		const char *const *prefixes;    /* --filter; none: the agent's working directory */
+		size_t nprefixes;
+		struct trc_top *table;          /* where every target's TRC_MSG_TOP rows go */
+	} top;
 	bool label_pids;        /* several targets: "[PID] " before each of their lines */
 	double timeout;         /* seconds for the agent to answer the attach */
 	double duration;        /* seconds of tracing before detaching; 0: until stopped */
@@ -64,6 +74,12 @@ void trc_session_free(struct trc_session *s);
 
 pid_t trc_session_pid(const struct trc_session *s);
 enum trc_exit trc_session_status(const struct trc_session *s);
+/* True once the agent's hooks are on (STARTED), or the session is over: nothing to wait for. */
+bool trc_session_started(const struct trc_session *s);
+/* True once done has been called. */
+bool trc_session_finished(const struct trc_session *s);
+/* The target's working directory from its WELCOME, or NULL before. Owned by the session. */
+const char *trc_session_cwd(const struct trc_session *s);
 /* What went wrong, without the "tracer: " prefix, or NULL. Owned by the session. */
 const char *trc_session_error(const struct trc_session *s);
 

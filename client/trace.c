@@ -137,7 +137,8 @@ put_int(struct trc_trace *t, int64_t v)
 static void
 put_clock(struct trc_trace *t, uint64_t ts)
 {
-	int64_t wall = (int64_t)t->real_ns + (int64_t)(ts - t->mono_ns);
+	/* Unsigned, so that an agent's absurd clock pair wraps instead of overflowing. */
+	int64_t wall = (int64_t)(t->real_ns + (ts - t->mono_ns));
 	int64_t sec = wall / 1000000000, usec = (wall % 1000000000) / 1000;
 	char text[TS_WIDTH];
 
@@ -465,6 +466,9 @@ on_slow(struct trc_trace *t, const struct trc_message *m)
 
 	if (th == NULL)
 		return -1;
+	/* The depth says how far to indent: bound it as calls are, or one event is gigabytes. */
+	if (m->slow.depth >= TRC_TRACE_MAX_DEPTH)
+		return fail(t, "call depth", m->slow.depth);
 	line_start(t, th, &m->slow.start_ts);
 	put_indent(t, m->slow.depth);
 	put_method(t, m->slow.method);

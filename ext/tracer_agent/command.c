@@ -295,11 +295,13 @@ cmd_top(struct trc_session *s, const msgpack_object *argv)
 		prefixes[n++] = StringValueCStr(p);
 	}
 	/* By default only the application's own files count: those under its working directory. */
-	if (n == 0 && getcwd(cwd, sizeof(cwd) - 1) != NULL) {
-		strcat(cwd, cwd[strlen(cwd) - 1] == '/' ? "" : "/");
+	int cwd_default = n == 0;
+	if (cwd_default && getcwd(cwd, sizeof(cwd) - 1) != NULL) {
+		/* Bounded: getcwd left a byte for the "/". */
+		strcat(cwd, cwd[strlen(cwd) - 1] == '/' ? "" : "/");  /* NOLINT(clang-analyzer-security.insecureAPI.strcpy) */
 		prefixes[n++] = cwd;
 	}
-	if (trc_top_start((int)argv[1].via.u64, argv[3].via.boolean, prefixes, n) < 0) {
+	if (trc_top_start((int)argv[1].via.u64, argv[3].via.boolean, cwd_default, prefixes, n) < 0) {
 		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
 		return 0;
 	}

@@ -311,6 +311,9 @@ agent_finish(VALUE arg)
 
 	if (s->tracing)
 		trc_hook_stop();
+	/* The counts of the last, partial interval, then the hooks off. */
+	if (s->counting && s->closing == TRC_CLOSE_DETACH)
+		send_counts(s);
 	if (s->counting)
 		trc_top_stop();
 	/* Events first, then the goodbye: the client must see every event before DETACHED. */

@@ -32,6 +32,7 @@ struct row {
 static struct {
 	int mode;
 	int all;
+	int cwd_default;        /* no prefix was given: the working directory is the filter */
 	int nprefixes;
 	char **prefixes;
 	struct row *rows;
@@ -57,6 +58,9 @@ wanted(const char *path)
 {
 	if (T.all)
 		return 1;
+	/* A relative path is one Ruby loaded relative to the working directory: the app's own. */
+	if (path[0] != '/' && path[0] != '<' && path[0] != 0)
+		return T.cwd_default;
 	for (int i = 0; i < T.nprefixes; i++)
 		if (strncmp(path, T.prefixes[i], strlen(T.prefixes[i])) == 0)
 			return 1;
@@ -225,16 +229,28 @@ time_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 
 /* ---- allocations: internal event, so no Ruby calls and no Ruby allocation in here ---- */
 
+/* Objects an app makes; not the VM's own (call caches, iseqs, internal hidden objects). */
 static int
 counted_type(VALUE obj)
 {
+	if (RBASIC_CLASS(obj) == 0)
+		return 0;       /* hidden: the VM's scratch strings, arrays and hashes */
 	switch (T.mode) {
 	case TRC_TOP_ARRAYS:
 		return RB_TYPE_P(obj, T_ARRAY) || RB_TYPE_P(obj, T_HASH);
 	case TRC_TOP_STRINGS:
 		return RB_TYPE_P(obj, T_STRING);
 	default:
-		return RBASIC_CLASS(obj) != 0;  /* hidden internal objects have no class */
+		switch (RB_BUILTIN_TYPE(obj)) {
+		case T_IMEMO:
+		case T_NODE:
+		case T_ICLASS:
+		case T_ZOMBIE:
+		case T_MOVED:
+			return 0;
+		default:
+			return 1;
+		}
 	}
 }
 
@@ -309,7 +325,7 @@ clear_rows(void)
 }
 
 int
-trc_top_start(int mode, int all, const char *const *prefixes, int nprefixes)
+trc_top_start(int mode, int all, int cwd_default, const char *const *prefixes, int nprefixes)
 {
 	T.nused = 0;    /* before any failure: trc_top_stop() empties the first nused rows */
 	T.rows = calloc((size_t)SLOTS, sizeof(*T.rows));

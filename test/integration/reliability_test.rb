@@ -68,7 +68,7 @@ class ReliabilityTest < Minitest::Test
 
   def test_attach_detach_1000_times_leaks_nothing
     t = target('work')
-    cycle = -> { _o, e, s = tracer('-p', t.pid, '-m', 'Worker#work', '--duration', '0.001'); assert s.success?, e }
+    cycle = ->(_) { _o, e, s = tracer('-p', t.pid, '-m', 'Worker#work', '--duration', '0.001'); assert s.success?, e }
     100.times(&cycle) # warm up: Ruby's heap and malloc arenas settle
     before = footprint(t.pid)
     1000.times(&cycle)

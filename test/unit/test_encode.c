@@ -134,7 +134,7 @@ test_eval(void)
 }
 
 static void
-test_top(void)
+test_encode_top(void)
 {
 	const char *prefixes[] = { "app/", "lib/" };
 	struct trc_buf b;
@@ -184,6 +184,6 @@ test_encode(void)
 	test_detach();
 	test_trace_cmd();
 	test_eval();
-	test_top();
+	test_encode_top();
 	test_integers();
 }

@@ -12,6 +12,7 @@ static const struct suite {
 	{ "decode", test_decode },
 	{ "encode", test_encode },
 	{ "spec", test_spec },
+	{ "top", test_top },
 	{ "trace", test_trace },
 };
 

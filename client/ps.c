@@ -1,0 +1,136 @@
+/* ps.c: finds --ps targets by scanning /proc: owner, command line, then the agent in the maps. */
+#include "ps.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "xmalloc.h"
+
+/* The pid a /proc entry names, or 0 for the other entries. */
+static pid_t
+entry_pid(const char *name)
+{
+	char *end;
+	long v = strtol(name, &end, 10);
+
+	return name[0] >= '1' && name[0] <= '9' && *end == '\0' && v > 0 && v <= 0x7fffffff
+		       ? (pid_t)v : 0;
+}
+
+static bool
+owned(pid_t pid)
+{
+	char path[64], line[256];
+	bool mine = false;
+	FILE *f;
+
+	if (geteuid() == 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	/* "Uid:\treal\teffective\tsaved\tfs" */
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "Uid:", 4) == 0) {
+			mine = strtoul(line + 4, NULL, 10) == getuid();
+			break;
+		}
+	}
+	fclose(f);
+	return mine;
+}
+
+/* The command line with its NULs as spaces (and no trailing one), NUL-terminated in b. */
+static int
+read_cmdline(pid_t pid, struct trc_buf *b)
+{
+	char path[64];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	do {
+		trc_buf_grow(b, 4096);
+		n = fread(b->data + b->len, 1, b->cap - b->len, f);
+		b->len += n;
+	} while (n > 0);
+	fclose(f);
+	while (b->len > 0 && b->data[b->len - 1] == '\0')
+		b->len--;
+	for (size_t i = 0; i < b->len; i++)
+		if (b->data[i] == '\0')
+			b->data[i] = ' ';
+	trc_buf_addc(b, '\0');
+	return 0;
+}
+
+static bool
+cmdline_matches(pid_t pid, const regex_t *re)
+{
+	struct trc_buf b;
+	bool hit;
+
+	trc_buf_init(&b);
+	hit = read_cmdline(pid, &b) == 0 && b.len > 1 && regexec(re, b.data, 0, NULL, 0) == 0;
+	trc_buf_release(&b);
+	return hit;
+}
+
+static bool
+has_agent(pid_t pid)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0)
+		found = strstr(line, TRC_PS_AGENT) != NULL;
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static int
+cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int
+trc_ps_find(const regex_t *re, pid_t **pids, size_t *npids)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t self = getpid(), pid;
+
+	if (d == NULL)
+		return -1;
+	*pids = NULL;
+	*npids = 0;
+	while ((de = readdir(d)) != NULL) {
+		pid = entry_pid(de->d_name);
+		if (pid == 0 || pid == self || !owned(pid) || !cmdline_matches(pid, re) ||
+		    !has_agent(pid))
+			continue;
+		*pids = xreallocarray(*pids, *npids + 1, sizeof(**pids));
+		(*pids)[(*npids)++] = pid;
+	}
+	closedir(d);
+	if (*npids > 0)
+		qsort(*pids, *npids, sizeof(**pids), cmp_pid);
+	return 0;
+}

@@ -1,0 +1,858 @@
+/* top.c: the --top table: (file, line, label) rows summed across targets, sorted, laid out, printed. */
+#include "top.h"
+
+#include <inttypes.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xmalloc.h"
+
+#define GAP 2                   /* spaces between columns */
+#define MAX_COLS 8
+#define NS_PER_MS 1e6
+
+/* How each mode is shown. */
+static const struct mode_def {
+	const char *name;
+	bool file;              /* FILENAME and LINE columns */
+	const char *label;      /* title of the label column, NULL: none */
+	const char *json_label; /* its JSON key */
+	const char *count;      /* title of the count column */
+	bool timed;             /* TOTAL, SELF and AVG; sorted by TOTAL */
+} modes[] = {
+	[TRC_TOP_CALLS] = { "calls", true, "METHOD", "method", "CALLS", false },
+	[TRC_TOP_TIME] = { "time", true, "METHOD", "method", "CALLS", true },
+	[TRC_TOP_OBJECTS_TOTAL] = { "objects-total", false, "OBJECT", "object", "COUNT", false },
+	[TRC_TOP_OBJECTS] = { "objects", true, "OBJECT", "object", "COUNT", false },
+	[TRC_TOP_ARRAYS] = { "arrays", true, NULL, NULL, "COUNT", false },
+	[TRC_TOP_STRINGS] = { "strings", true, NULL, NULL, "COUNT", false },
+	[TRC_TOP_EXCEPTIONS] = { "exceptions", true, "EXCEPTION", "exception", "COUNT", false },
+};
+#define NMODES (sizeof(modes) / sizeof(modes[0]))
+
+struct entry {
+	char *file;             /* file, NUL, label, NUL: one allocation */
+	const char *label;
+	uint32_t file_len, label_len;
+	int32_t line;
+	uint32_t hash;
+	bool hidden;            /* an --ignore regex matched its class */
+	uint32_t npids;         /* distinct targets that counted it */
+	uint64_t count, total_ns, self_ns;
+};
+
+struct trc_top {
+	const struct mode_def *def;
+	pid_t *pids;
+	size_t npids;
+	size_t words;           /* uint64_t words of each entry's bitmap of pids */
+	struct entry *entries;
+	uint64_t *seen;         /* bit j of seen[i * words...]: pids[j] counted entries[i] */
+	size_t nentries, cap;
+	uint32_t *slots;        /* open addressing: entry index + 1, 0 = free */
+	size_t nslots;          /* a power of two, above twice nentries */
+	regex_t *ignore;
+	size_t nignore;
+	uint64_t events, lost;
+};
+
+const char *
+trc_top_mode_name(enum trc_top_mode mode)
+{
+	return (size_t)mode < NMODES ? modes[mode].name : NULL;
+}
+
+int
+trc_top_mode_parse(const char *name, enum trc_top_mode *mode)
+{
+	for (size_t i = 0; i < NMODES; i++) {
+		if (strcmp(modes[i].name, name) == 0) {
+			*mode = (enum trc_top_mode)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+struct trc_top *
+trc_top_new(enum trc_top_mode mode, const pid_t *pids, size_t npids)
+{
+	struct trc_top *t = xcalloc(1, sizeof(*t));
+
+	t->def = &modes[(size_t)mode < NMODES ? mode : TRC_TOP_CALLS];
+	t->npids = npids;
+	t->pids = xcalloc(npids ? npids : 1, sizeof(*t->pids));
+	if (npids > 0)
+		memcpy(t->pids, pids, npids * sizeof(*pids));
+	t->words = (npids + 63) / 64;
+	t->nslots = 64;
+	t->slots = xcalloc(t->nslots, sizeof(*t->slots));
+	return t;
+}
+
+void
+trc_top_reset(struct trc_top *t)
+{
+	for (size_t i = 0; i < t->nentries; i++)
+		free(t->entries[i].file);
+	t->nentries = 0;
+	memset(t->slots, 0, t->nslots * sizeof(*t->slots));
+}
+
+void
+trc_top_free(struct trc_top *t)
+{
+	trc_top_reset(t);
+	for (size_t i = 0; i < t->nignore; i++)
+		regfree(&t->ignore[i]);
+	free(t->ignore);
+	free(t->entries);
+	free(t->seen);
+	free(t->slots);
+	free(t->pids);
+	free(t);
+}
+
+int
+trc_top_ignore(struct trc_top *t, const char *regex, char *why, size_t whylen)
+{
+	regex_t re;
+	int rc = regcomp(&re, regex, REG_EXTENDED | REG_NOSUB);
+
+	if (rc != 0) {
+		regerror(rc, &re, why, whylen);
+		regfree(&re);
+		return -1;
+	}
+	t->ignore = xreallocarray(t->ignore, t->nignore + 1, sizeof(*t->ignore));
+	t->ignore[t->nignore++] = re;
+	return 0;
+}
+
+/* "Foo::Bar#baz" -> "Foo::Bar", "Foo.new" -> "Foo", "#<Class:X>#m" -> "#<Class:X>", "Foo" -> "Foo". */
+static size_t
+class_len(const char *label, size_t len)
+{
+	for (size_t i = 1; i < len; i++)
+		if (label[i] == '#' || label[i] == '.')
+			return i;
+	return len;
+}
+
+static bool
+is_ignored(const struct trc_top *t, const char *label, size_t len)
+{
+	char *cls;
+	bool hit = false;
+
+	if (t->nignore == 0 || len == 0)
+		return false;
+	cls = xstrndup(label, class_len(label, len));
+	for (size_t i = 0; i < t->nignore && !hit; i++)
+		hit = regexec(&t->ignore[i], cls, 0, NULL, 0) == 0;
+	free(cls);
+	return hit;
+}
+
+/* FNV-1a over the key. */
+static uint32_t
+hash_bytes(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 16777619u;
+	return h;
+}
+
+static uint32_t
+hash_row(const struct trc_top_row *r)
+{
+	uint32_t h = 2166136261u;
+
+	h = hash_bytes(h, r->file.ptr, r->file.len);
+	h = hash_bytes(h, &r->line, sizeof(r->line));
+	return hash_bytes(h, r->label.ptr, r->label.len);
+}
+
+static bool
+same_key(const struct entry *e, const struct trc_top_row *r, uint32_t h)
+{
+	return e->hash == h && e->line == r->line && e->file_len == r->file.len &&
+	       e->label_len == r->label.len && memcmp(e->file, r->file.ptr, r->file.len) == 0 &&
+	       memcmp(e->label, r->label.ptr, r->label.len) == 0;
+}
+
+/* The slot holding the row's entry, or the free slot where it belongs. */
+static size_t
+find_slot(const struct trc_top *t, const struct trc_top_row *r, uint32_t h)
+{
+	size_t mask = t->nslots - 1;
+
+	for (size_t i = h & mask;; i = (i + 1) & mask)
+		if (t->slots[i] == 0 || same_key(&t->entries[t->slots[i] - 1], r, h))
+			return i;
+}
+
+static void
+grow_slots(struct trc_top *t)
+{
+	size_t mask;
+
+	free(t->slots);
+	t->nslots *= 2;
+	t->slots = xcalloc(t->nslots, sizeof(*t->slots));
+	mask = t->nslots - 1;
+	for (size_t k = 0; k < t->nentries; k++) {
+		size_t i = t->entries[k].hash & mask;
+
+		while (t->slots[i] != 0)
+			i = (i + 1) & mask;
+		t->slots[i] = (uint32_t)(k + 1);
+	}
+}
+
+static void
+grow_entries(struct trc_top *t)
+{
+	t->cap = t->cap ? t->cap * 2 : 64;
+	t->entries = xreallocarray(t->entries, t->cap, sizeof(*t->entries));
+	if (t->words > 0)
+		t->seen = xreallocarray(t->seen, t->cap, t->words * sizeof(*t->seen));
+}
+
+/* A new, empty entry for the row; returns its index. */
+static size_t
+add_entry(struct trc_top *t, const struct trc_top_row *r, uint32_t h)
+{
+	struct entry *e;
+	size_t slot;
+
+	if ((t->nentries + 1) * 2 > t->nslots)
+		grow_slots(t);
+	if (t->nentries == t->cap)
+		grow_entries(t);
+	slot = find_slot(t, r, h);
+	e = &t->entries[t->nentries];
+	memset(e, 0, sizeof(*e));
+	e->file = xmalloc((size_t)r->file.len + r->label.len + 2);
+	memcpy(e->file, r->file.ptr, r->file.len);
+	e->file[r->file.len] = '\0';
+	e->label = e->file + r->file.len + 1;
+	memcpy(e->file + r->file.len + 1, r->label.ptr, r->label.len);
+	e->file[r->file.len + 1 + r->label.len] = '\0';
+	e->file_len = r->file.len;
+	e->label_len = r->label.len;
+	e->line = r->line;
+	e->hash = h;
+	e->hidden = is_ignored(t, e->label, e->label_len);
+	if (t->words > 0)
+		memset(&t->seen[t->nentries * t->words], 0, t->words * sizeof(*t->seen));
+	t->slots[slot] = (uint32_t)(t->nentries + 1);
+	return t->nentries++;
+}
+
+static void
+mark_pid(struct trc_top *t, size_t k, size_t p)
+{
+	uint64_t *word = &t->seen[k * t->words + p / 64], bit = (uint64_t)1 << (p % 64);
+
+	if ((*word & bit) == 0) {
+		*word |= bit;
+		t->entries[k].npids++;
+	}
+}
+
+static void
+add_row(struct trc_top *t, size_t p, const struct trc_top_row *r)
+{
+	uint32_t h = hash_row(r);
+	size_t slot = find_slot(t, r, h), k;
+	struct entry *e;
+
+	if (t->slots[slot] != 0) {
+		k = t->slots[slot] - 1;
+	} else if (t->nentries < TRC_TOP_MAX_ENTRIES) {
+		k = add_entry(t, r, h);
+	} else {
+		t->lost += r->count;
+		return;
+	}
+	e = &t->entries[k];
+	e->count += r->count;
+	e->total_ns += r->total_ns;
+	e->self_ns += r->self_ns;
+	if (p < t->npids)
+		mark_pid(t, k, p);
+}
+
+static size_t
+pid_index(const struct trc_top *t, pid_t pid)
+{
+	size_t i = 0;
+
+	while (i < t->npids && t->pids[i] != pid)
+		i++;
+	return i;
+}
+
+void
+trc_top_feed(struct trc_top *t, pid_t pid, const struct trc_message *m)
+{
+	size_t p = pid_index(t, pid);
+
+	if (m->type != TRC_MSG_TOP)
+		return;
+	t->events += m->top.events;
+	t->lost += m->top.lost;
+	for (size_t i = 0; i < m->top.nrows; i++)
+		add_row(t, p, &m->top.rows[i]);
+}
+
+size_t
+trc_top_size(const struct trc_top *t)
+{
+	return t->nentries;
+}
+
+uint64_t
+trc_top_events(const struct trc_top *t)
+{
+	return t->events;
+}
+
+uint64_t
+trc_top_lost(const struct trc_top *t)
+{
+	return t->lost;
+}
+
+/* Sorting: the main figure descending, then file, line and label ascending. */
+
+static int
+cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+static int
+cmp_key(const struct entry *a, const struct entry *b)
+{
+	int c = cmp_bytes(a->file, a->file_len, b->file, b->file_len);
+
+	if (c != 0)
+		return c;
+	if (a->line != b->line)
+		return a->line < b->line ? -1 : 1;
+	return cmp_bytes(a->label, a->label_len, b->label, b->label_len);
+}
+
+static int
+cmp_figure(uint64_t a, uint64_t b)
+{
+	return (a < b) - (a > b);
+}
+
+static int
+cmp_by_count(const void *pa, const void *pb)
+{
+	const struct entry *a = *(const struct entry *const *)pa, *b = *(const struct entry *const *)pb;
+	int c = cmp_figure(a->count, b->count);
+
+	return c != 0 ? c : cmp_key(a, b);
+}
+
+static int
+cmp_by_total(const void *pa, const void *pb)
+{
+	const struct entry *a = *(const struct entry *const *)pa, *b = *(const struct entry *const *)pb;
+	int c = cmp_figure(a->total_ns, b->total_ns);
+
+	return c != 0 ? c : cmp_key(a, b);
+}
+
+/* The visible entries, best first, at most max of them (*n). The caller frees the array. */
+static const struct entry **
+sorted(const struct trc_top *t, size_t max, size_t *n)
+{
+	const struct entry **v = xcalloc(t->nentries ? t->nentries : 1, sizeof(*v));
+	size_t k = 0;
+
+	for (size_t i = 0; i < t->nentries; i++)
+		if (!t->entries[i].hidden)
+			v[k++] = &t->entries[i];
+	qsort(v, k, sizeof(*v), t->def->timed ? cmp_by_total : cmp_by_count);
+	*n = k < max ? k : max;
+	return v;
+}
+
+/* Text: UTF-8 aware widths and cuts, control characters shown as '?'. */
+
+static bool
+is_cont(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+/* Display columns of s: one per code point (a fair guess for file and class names). */
+static size_t
+text_width(const char *s, size_t len)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < len; i++)
+		w += !is_cont((unsigned char)s[i]);
+	return w;
+}
+
+/* Bytes of the first w code points of s. */
+static size_t
+head_bytes(const char *s, size_t len, size_t w)
+{
+	size_t i = 0;
+
+	for (size_t seen = 0; i < len; i++) {
+		if (!is_cont((unsigned char)s[i]) && seen++ == w)
+			break;
+	}
+	return i;
+}
+
+/* Offset where the last w code points of s begin. */
+static size_t
+tail_start(const char *s, size_t len, size_t w)
+{
+	size_t i = len;
+
+	for (size_t seen = 0; i > 0 && seen < w; seen++) {
+		i--;
+		while (i > 0 && is_cont((unsigned char)s[i]))
+			i--;
+	}
+	return i;
+}
+
+static void
+put_safe(struct trc_buf *out, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char u = (unsigned char)s[i];
+
+		if (u < 0x20 || u == 0x7f)
+			trc_buf_addc(out, '?');
+		else
+			trc_buf_addc(out, s[i]);
+	}
+}
+
+static void
+put_spaces(struct trc_buf *out, size_t n)
+{
+	while (n-- > 0)
+		trc_buf_addc(out, ' ');
+}
+
+/* s in exactly w columns: cut from the left behind "..." if longer, padded on the right if pad. */
+static void
+put_left_cut(struct trc_buf *out, const char *s, size_t len, size_t w, bool pad)
+{
+	size_t have = text_width(s, len), start;
+
+	if (have <= w) {
+		put_safe(out, s, len);
+		if (pad)
+			put_spaces(out, w - have);
+		return;
+	}
+	if (w <= 3) {
+		trc_buf_add(out, "...", w);
+		return;
+	}
+	start = tail_start(s, len, w - 3);
+	trc_buf_adds(out, "...");
+	put_safe(out, s + start, len - start);
+}
+
+/* Columns. */
+
+enum col { C_FILE, C_LINE, C_LABEL, C_COUNT, C_TOTAL, C_SELF, C_AVG, C_PIDS };
+
+static const struct col_def {
+	const char *title;      /* NULL: the mode's */
+	bool left;              /* left-aligned, cut from the left when narrowed */
+} cols[] = {
+	[C_FILE] = { "FILENAME", true },
+	[C_LINE] = { "LINE", false },
+	[C_LABEL] = { NULL, true },
+	[C_COUNT] = { NULL, false },
+	[C_TOTAL] = { "TOTAL", false },
+	[C_SELF] = { "SELF", false },
+	[C_AVG] = { "AVG", false },
+	[C_PIDS] = { "PIDS", false },
+};
+
+struct layout {
+	enum col col[MAX_COLS];
+	size_t width[MAX_COLS];
+	size_t n;
+};
+
+/* A cell's text: points into the entry, or into buf. */
+struct cell {
+	const char *p;
+	size_t len;
+};
+
+static const char *
+col_title(const struct mode_def *d, enum col c)
+{
+	if (c == C_LABEL)
+		return d->label;
+	return c == C_COUNT ? d->count : cols[c].title;
+}
+
+static struct cell
+num_cell(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static struct cell
+num_cell(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return (struct cell){ buf, n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1 };
+}
+
+static double
+ms(uint64_t ns)
+{
+	return (double)ns / NS_PER_MS;
+}
+
+static struct cell
+get_cell(const struct entry *e, enum col c, char *buf, size_t size)
+{
+	switch (c) {
+	case C_FILE:
+		return (struct cell){ e->file, e->file_len };
+	case C_LINE:
+		return num_cell(buf, size, "%" PRId32, e->line);
+	case C_LABEL:
+		return (struct cell){ e->label, e->label_len };
+	case C_COUNT:
+		return num_cell(buf, size, "%" PRIu64, e->count);
+	case C_TOTAL:
+		return num_cell(buf, size, "%.3f", ms(e->total_ns));
+	case C_SELF:
+		return num_cell(buf, size, "%.3f", ms(e->self_ns));
+	case C_AVG:
+		return num_cell(buf, size, "%.3f", e->count ? ms(e->total_ns) / (double)e->count : 0.0);
+	case C_PIDS:
+		return num_cell(buf, size, "%" PRIu32, e->npids);
+	}
+	return (struct cell){ "", 0 };
+}
+
+static void
+choose_cols(struct layout *l, const struct mode_def *d, bool pids)
+{
+	l->n = 0;
+	if (d->file) {
+		l->col[l->n++] = C_FILE;
+		l->col[l->n++] = C_LINE;
+	}
+	if (d->label)
+		l->col[l->n++] = C_LABEL;
+	l->col[l->n++] = C_COUNT;
+	if (d->timed) {
+		l->col[l->n++] = C_TOTAL;
+		l->col[l->n++] = C_SELF;
+		l->col[l->n++] = C_AVG;
+	}
+	if (pids)
+		l->col[l->n++] = C_PIDS;
+}
+
+static void
+natural_widths(struct layout *l, const struct mode_def *d, const struct entry **rows, size_t n)
+{
+	char buf[32];
+
+	for (size_t i = 0; i < l->n; i++) {
+		const char *title = col_title(d, l->col[i]);
+
+		l->width[i] = strlen(title);
+		for (size_t r = 0; r < n; r++) {
+			struct cell c = get_cell(rows[r], l->col[i], buf, sizeof(buf));
+			size_t w = text_width(c.p, c.len);
+
+			if (w > l->width[i])
+				l->width[i] = w;
+		}
+	}
+}
+
+/* Takes up to *over columns from column col, down to min; returns what is still over. */
+static size_t
+shrink(struct layout *l, enum col col, size_t min, size_t over)
+{
+	for (size_t i = 0; i < l->n && over > 0; i++) {
+		size_t take;
+
+		if (l->col[i] != col || l->width[i] <= min)
+			continue;
+		take = l->width[i] - min < over ? l->width[i] - min : over;
+		l->width[i] -= take;
+		over -= take;
+	}
+	return over;
+}
+
+/*
+ * FILENAME gives up width first, then the label, each down to a readable minimum; on a very
+ * narrow terminal both go on down to "...x". Numbers never shrink.
+ */
+static void
+fit(struct layout *l, size_t width)
+{
+	size_t over = GAP * (l->n - 1);
+
+	for (size_t i = 0; i < l->n; i++)
+		over += l->width[i];
+	if (over <= width)
+		return;
+	over -= width;
+	over = shrink(l, C_FILE, TRC_TOP_MIN_FILE, over);
+	over = shrink(l, C_LABEL, TRC_TOP_MIN_LABEL, over);
+	over = shrink(l, C_FILE, TRC_TOP_MIN_CUT, over);
+	shrink(l, C_LABEL, TRC_TOP_MIN_CUT, over);
+}
+
+static void
+put_cell(struct trc_buf *out, const struct layout *l, size_t i, struct cell c)
+{
+	bool last = i + 1 == l->n;
+	size_t w;
+
+	if (i > 0)
+		put_spaces(out, GAP);
+	if (cols[l->col[i]].left) {
+		put_left_cut(out, c.p, c.len, l->width[i], !last);
+		return;
+	}
+	w = text_width(c.p, c.len);
+	put_spaces(out, w < l->width[i] ? l->width[i] - w : 0);
+	put_safe(out, c.p, c.len);
+}
+
+/* Titles are ASCII, and keep their start when narrowed: FILENAME -> FILE. */
+static void
+put_titles(struct trc_buf *out, const struct layout *l, const struct mode_def *d)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const char *title = col_title(d, l->col[i]);
+		size_t len = strlen(title);
+
+		put_cell(out, l, i, (struct cell){ title, len < l->width[i] ? len : l->width[i] });
+	}
+	trc_buf_addc(out, '\n');
+}
+
+static void
+put_row(struct trc_buf *out, const struct layout *l, const struct entry *e)
+{
+	char buf[32];
+
+	for (size_t i = 0; i < l->n; i++)
+		put_cell(out, l, i, get_cell(e, l->col[i], buf, sizeof(buf)));
+	trc_buf_addc(out, '\n');
+}
+
+/* The header line. */
+
+static void
+add_list(struct trc_buf *b, const char *const *items, size_t n, const char *sep)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			trc_buf_adds(b, sep);
+		trc_buf_adds(b, items[i]);
+	}
+}
+
+static void
+add_filter(struct trc_buf *b, const struct trc_top_view *v)
+{
+	if (v->all) {
+		trc_buf_adds(b, "all files");
+		return;
+	}
+	trc_buf_adds(b, v->app_dirs ? "app dir: " : "filter: ");
+	if (v->nfilter == 0)
+		trc_buf_adds(b, "?");
+	add_list(b, v->filter, v->nfilter, ", ");
+}
+
+static void
+put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_view *v)
+{
+	struct trc_buf h;
+
+	trc_buf_init(&h);
+	trc_buf_addf(&h, "tracer --top %s  pids: ", t->def->name);
+	for (size_t i = 0; i < v->npids; i++)
+		trc_buf_addf(&h, "%s%d", i ? "," : "", (int)v->pids[i]);
+	if (v->npids == 0)
+		trc_buf_adds(&h, "-");
+	trc_buf_addf(&h, "  elapsed: %.0fs  events/s: %.0f  lost: %" PRIu64 "  ", v->elapsed,
+		     v->events_per_sec, t->lost);
+	add_filter(&h, v);
+	put_safe(out, h.data, head_bytes(h.data, h.len, v->width));
+	trc_buf_addc(out, '\n');
+	trc_buf_release(&h);
+}
+
+void
+trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struct trc_buf *out)
+{
+	struct layout l;
+	size_t n;
+	const struct entry **rows = sorted(t, v->rows, &n);
+
+	put_header(out, t, v);
+	trc_buf_addc(out, '\n');
+	choose_cols(&l, t->def, v->pids_column);
+	natural_widths(&l, t->def, rows, n);
+	fit(&l, v->width);
+	put_titles(out, &l, t->def);
+	for (size_t i = 0; i < n; i++)
+		put_row(out, &l, rows[i]);
+	free(rows);
+}
+
+/* JSON. */
+
+/* Length of the valid UTF-8 sequence at p (no overlong forms, surrogates or > U+10FFFF), or 0. */
+static size_t
+utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len;
+	uint32_t cp, min;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f, min = 0x80;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f, min = 0x800;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if (!is_cont(p[i]))
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : len;
+}
+
+static void
+json_escape_char(struct trc_buf *b, unsigned char c)
+{
+	static const char named[] = { ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f',
+				      ['\r'] = 'r', ['"'] = '"', ['\\'] = '\\' };
+
+	if (c < sizeof(named) && named[c] != 0) {
+		trc_buf_addc(b, '\\');
+		trc_buf_addc(b, named[c]);
+	} else {
+		trc_buf_addf(b, "\\u%04x", c);
+	}
+}
+
+/* A JSON string: escapes quotes, backslashes and controls; invalid UTF-8 becomes U+FFFD. */
+static void
+json_str(struct trc_buf *b, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	trc_buf_addc(b, '"');
+	for (size_t i = 0; i < len;) {
+		size_t n = p[i] < 0x80 ? 1 : utf8_len(p + i, len - i);
+
+		if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\' || p[i] == 0x7f)
+			json_escape_char(b, p[i]);
+		else if (n == 0)
+			trc_buf_adds(b, "\\ufffd");
+		else
+			trc_buf_add(b, p + i, n);
+		i += n ? n : 1;
+	}
+	trc_buf_addc(b, '"');
+}
+
+static void
+json_key(struct trc_buf *b, const char *key)
+{
+	trc_buf_addf(b, ",\"%s\":", key);
+}
+
+static void
+json_row(struct trc_buf *b, const struct trc_top *t, const struct entry *e)
+{
+	trc_buf_adds(b, "{\"file\":");
+	json_str(b, e->file, e->file_len);
+	trc_buf_addf(b, ",\"line\":%" PRId32, e->line);
+	if (t->def->json_label) {
+		json_key(b, t->def->json_label);
+		json_str(b, e->label, e->label_len);
+	}
+	trc_buf_addf(b, ",\"count\":%" PRIu64, e->count);
+	if (t->def->timed)
+		trc_buf_addf(b, ",\"total_ms\":%.3f,\"self_ms\":%.3f,\"avg_ms\":%.3f", ms(e->total_ns),
+			     ms(e->self_ns), e->count ? ms(e->total_ns) / (double)e->count : 0.0);
+	trc_buf_addf(b, ",\"pids\":%" PRIu32 "}", e->npids);
+}
+
+static void
+json_head(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view *v)
+{
+	trc_buf_addf(b, "{\"mode\":\"%s\",\"pids\":[", t->def->name);
+	for (size_t i = 0; i < v->npids; i++)
+		trc_buf_addf(b, "%s%d", i ? "," : "", (int)v->pids[i]);
+	trc_buf_addf(b, "],\"elapsed\":%.3f,\"events\":%" PRIu64 ",\"events_per_sec\":%.1f,"
+		     "\"lost\":%" PRIu64 ",\"filter\":[", v->elapsed, t->events, v->events_per_sec,
+		     t->lost);
+	for (size_t i = 0; i < v->nfilter && !v->all; i++) {
+		if (i > 0)
+			trc_buf_addc(b, ',');
+		json_str(b, v->filter[i], strlen(v->filter[i]));
+	}
+	trc_buf_addf(b, "],\"all\":%s", v->all ? "true" : "false");
+}
+
+void
+trc_top_format_json(const struct trc_top *t, const struct trc_top_view *v, struct trc_buf *out)
+{
+	size_t n;
+	const struct entry **rows = sorted(t, v->rows, &n);
+
+	json_head(out, t, v);
+	trc_buf_adds(out, ",\"rows\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			trc_buf_addc(out, ',');
+		json_row(out, t, rows[i]);
+	}
+	trc_buf_adds(out, "]}\n");
+	free(rows);
+}

@@ -1,0 +1,105 @@
+# frozen_string_literal: true
+
+# top_target.rb MODE[@TAG]: a Ruby process for the --top tests (run with -rtracer_agent, cwd = repo
+# root). It prints "ready PID", waits until the file named by ENV['GO'] exists, runs one burst of
+# work whose counts are known exactly, prints "done" and sleeps until killed. TAG only makes the
+# command line unique, for --ps. Lines marked "# MARK" are found by the tests by their marks.
+$stdout.sync = true
+
+class Widget
+end
+
+def clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+class Burst
+  attr_reader :inner_spent
+
+  def initialize = @inner_spent = 0.0
+
+  def tick = nil # TICK
+
+  def outer
+    sleep 0.1 # OUTER_SLEEP
+    t = clock
+    inner
+    @inner_spent += clock - t
+  end
+
+  def inner
+    sleep 0.2 # INNER_SLEEP
+  end
+
+  def failing
+    sleep 0.1 # FAILING_SLEEP
+    raise KeyError, 'failing'
+  end
+end
+
+N = Integer(ENV['N'] || 1000)
+
+def calls
+  b = Burst.new
+  10_000.times { b.tick }
+end
+
+# Exactly one object per statement and iteration: with frozen string literals, 'x' allocates
+# nothing and String.new allocates one String; Array.new(2) one Array, Hash.new one Hash. But
+# the first run of each call site also makes its caches (and String.new a hidden shared root):
+# a warm-up run before "ready" keeps those out of the counts.
+def allocations(n = N)
+  n.times do
+    Widget.new # WIDGET
+    Array.new(2) # ARRAY
+    Hash.new # HASH
+    String.new('x') # STRING
+  end
+end
+
+# The seconds each method really took (a busy machine oversleeps), printed for the tests.
+def time
+  b = Burst.new
+  outer = failing = 0.0
+  3.times do
+    t = clock
+    b.outer
+    outer += clock - t
+  end
+  2.times do
+    t = clock
+    begin
+      b.failing
+    rescue KeyError
+      nil
+    end
+    failing += clock - t
+  end
+  puts format('spent inner=%.6f outer=%.6f failing=%.6f', b.inner_spent, outer, failing)
+end
+
+def exceptions
+  3.times do
+    raise KeyError, 'k' # RAISE_KEY
+  rescue KeyError
+    nil
+  end
+  2.times do
+    raise ArgumentError, 'a' # RAISE_ARGUMENT
+  rescue ArgumentError
+    nil
+  end
+end
+
+BURSTS = {
+  'calls' => method(:calls), 'time' => method(:time), 'exceptions' => method(:exceptions),
+  'objects' => method(:allocations), 'objects-total' => method(:allocations),
+  'arrays' => method(:allocations), 'strings' => method(:allocations)
+}.freeze
+
+burst = BURSTS.fetch(ARGV.fetch(0).split('@').first) { abort "unknown mode #{ARGV[0]}" }
+go = ENV.fetch('GO')
+allocations(2) if burst == method(:allocations)
+puts "ready #{Process.pid}"
+sleep 0.01 until File.exist?(go)
+burst.call
+puts 'done'
+sleep

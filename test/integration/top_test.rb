@@ -1,0 +1,330 @@
+# top_test.rb: --top live tables, from bursts of exactly known work in test/apps/top_target.rb.
+require_relative 'helper'
+require 'fileutils'
+require 'shellwords'
+
+TOP_TARGET = File.join(ROOT, 'test', 'apps', 'top_target.rb')
+
+class TopTest < Minitest::Test
+  include TracerTest
+
+  N = 1234 # objects of each kind the allocation burst makes
+
+  def setup
+    super
+    @dir = Dir.mktmpdir('tracer-top-test')
+    @go = File.join(@dir, 'go')
+    @tmux = nil
+  end
+
+  def teardown
+    system('tmux', '-L', @tmux, 'kill-server', out: File::NULL, err: File::NULL) if @tmux
+    super
+    FileUtils.rm_rf(@dir)
+  end
+
+  # The line of top_target.rb that carries "# MARK".
+  def line_of(mark)
+    @lines ||= File.readlines(TOP_TARGET)
+    1 + (@lines.index { |l| l.include?("# #{mark}") } or raise "no # #{mark} in #{TOP_TARGET}")
+  end
+
+  def app(mode, **opts)
+    target(mode, env: { 'GO' => @go, 'N' => N.to_s }, script: TOP_TARGET, **opts)
+  end
+
+  def top(targets, mode, *extra)
+    pids = Array(targets).flat_map { |t| ['-p', t.pid] }
+    client(*pids, '--top', mode, '--json', '--interval', '0.2', '--rows', '200', *extra)
+  end
+
+  def snapshots(c)
+    c.out.each_line.select { |l| l.end_with?("\n") }.map { |l| JSON.parse(l) }
+  end
+
+  # Waits for a JSON table for which the block is true; returns it.
+  def wait_snapshot(c, what)
+    deadline = Time.now + WAIT
+    loop do
+      snap = snapshots(c).last
+      return snap if snap && yield(snap)
+      flunk "timed out waiting for #{what}; latest table: #{JSON.pretty_generate(snap || {})}\n#{c.err}" if Time.now > deadline
+      sleep 0.01
+    end
+  end
+
+  def row(snap, label, line = nil, key: 'method')
+    snap['rows'].find { |r| r[key] == label && (line.nil? || r['line'] == line) }
+  end
+
+  def count(snap, label, line = nil, key: 'method')
+    row(snap, label, line, key: key)&.fetch('count') || 0
+  end
+
+  # The row at line of top_target.rb (arrays and strings have no label).
+  def at(snap, mark)
+    snap['rows'].find { |r| r['file'] == TOP_TARGET && r['line'] == line_of(mark) }
+  end
+
+  # Tables start only once every target counts, so the burst starts after the first one.
+  def run_burst(targets, c, what, &done)
+    wait_snapshot(c, 'the first table') { true }
+    FileUtils.touch(@go)
+    Array(targets).each { |t| t.wait_for(/^done$/) }
+    wait_snapshot(c, what, &done)
+  end
+
+  def stop(c, targets)
+    c.signal('INT')
+    status = c.finish
+    assert status.success?, "exit #{status.exitstatus}: #{c.err}"
+    Array(targets).each { |t| assert_match(/\*\*\* detached from process #{t.pid}$/, c.err) }
+  end
+
+  def assert_near(want, got, what)
+    assert_in_delta want, got, want * 0.1, "#{what}: want #{want.round(3)} ms within 10%, got #{got}"
+  end
+
+  def test_calls_counts_every_call
+    t = app('calls')
+    c = top(t, 'calls')
+    snap = run_burst(t, c, 'Burst#tick 10000') { |s| count(s, 'Burst#tick') >= 10_000 }
+    tick = row(snap, 'Burst#tick')
+    assert_equal({ 'file' => TOP_TARGET, 'line' => line_of('TICK'), 'method' => 'Burst#tick',
+                   'count' => 10_000, 'pids' => 1 }, tick)
+    assert_equal 'calls', snap['mode']
+    assert_equal [t.pid], snap['pids']
+    assert_equal [ROOT], snap['filter']
+    assert_operator snap['events'], :>=, 10_000
+    counts = snap['rows'].map { |r| r['count'] }
+    assert_equal counts.sort.reverse, counts, 'rows sorted by CALLS'
+    assert snap['rows'].all? { |r| r['file'].start_with?("#{ROOT}/") }, 'only the app dir by default'
+    stop(c, t)
+  end
+
+  def test_text_table_once_after_duration
+    t = app('calls')
+    c = client('-p', t.pid, '--top', 'calls', '--duration', '3', '--interval', '0.2')
+    c.wait_for(/\*\*\* attached to process #{t.pid}$/, stream: :err)
+    FileUtils.touch(@go)
+    status = c.finish
+    assert_equal 0, status.exitstatus, c.err
+    assert_equal 1, c.out.scan(/^tracer --top/).size, "one table only:\n#{c.out}"
+    assert_match(%r{\Atracer --top calls  pids: #{t.pid}  elapsed: \d+s  events/s: \d+  lost: 0  app dir: #{Regexp.escape(ROOT)}\n\nFILENAME +LINE  METHOD +CALLS\n}, c.out)
+    assert_match(/^#{Regexp.escape(TOP_TARGET)} +#{line_of('TICK')}  Burst#tick +10000$/, c.out)
+    assert c.out.end_with?("\n\n"), 'a blank line after the table'
+    assert_match(/\*\*\* detached from process #{t.pid}$/, c.err)
+  end
+
+  def test_objects_by_site_and_class
+    t = app('objects')
+    c = top(t, 'objects')
+    kinds = { 'Widget' => 'WIDGET', 'Array' => 'ARRAY', 'Hash' => 'HASH', 'String' => 'STRING' }
+    snap = run_burst(t, c, 'every kind N times') do |s|
+      kinds.all? { |cls, mark| count(s, cls, line_of(mark), key: 'object') >= N }
+    end
+    kinds.each do |cls, mark|
+      assert_equal({ 'file' => TOP_TARGET, 'line' => line_of(mark), 'object' => cls, 'count' => N, 'pids' => 1 },
+                   row(snap, cls, line_of(mark), key: 'object'))
+    end
+    stop(c, t)
+  end
+
+  def test_arrays_counts_arrays_and_hashes
+    t = app('arrays')
+    c = top(t, 'arrays')
+    snap = run_burst(t, c, 'arrays and hashes') do |s|
+      %w[ARRAY HASH].all? { |mark| at(s, mark)&.fetch('count').to_i >= N }
+    end
+    %w[ARRAY HASH].each do |mark|
+      assert_equal({ 'file' => TOP_TARGET, 'line' => line_of(mark), 'count' => N, 'pids' => 1 }, at(snap, mark))
+    end
+    assert_nil at(snap, 'WIDGET'), 'no Widget'
+    assert_nil at(snap, 'STRING'), 'no String'
+    stop(c, t)
+  end
+
+  def test_strings_counts_strings
+    t = app('strings')
+    c = top(t, 'strings')
+    snap = run_burst(t, c, 'strings') { |s| at(s, 'STRING')&.fetch('count').to_i >= N }
+    assert_equal({ 'file' => TOP_TARGET, 'line' => line_of('STRING'), 'count' => N, 'pids' => 1 }, at(snap, 'STRING'))
+    assert_nil at(snap, 'ARRAY'), 'no Array'
+    assert_nil at(snap, 'HASH'), 'no Hash'
+    stop(c, t)
+  end
+
+  def test_objects_total_counts_by_class
+    t = app('objects-total')
+    c = top(t, 'objects-total')
+    snap = run_burst(t, c, 'Widget N times') { |s| count(s, 'Widget', key: 'object') >= N }
+    assert_equal({ 'file' => '', 'line' => 0, 'object' => 'Widget', 'count' => N, 'pids' => 1 },
+                 row(snap, 'Widget', key: 'object'))
+    assert_operator count(snap, 'String', key: 'object'), :>=, N
+    assert_equal snap['rows'].map { |r| r['object'] }.uniq, snap['rows'].map { |r| r['object'] }, 'one row per class'
+    stop(c, t)
+  end
+
+  # outer sleeps 0.1 s then calls inner, which sleeps 0.2 s: 3 times; failing sleeps 0.1 s then
+  # raises: twice. The app reports how long each really took (sleep never wakes early, but a busy
+  # machine wakes it late), and the table must agree within 10%.
+  # The agent also times C methods: Kernel#sleep has its own rows at the lines that call it, and
+  # the exclusive time of the Ruby methods leaves it out. So self(m) + self(its sleep) is m's own.
+  def test_time_of_nested_sleeps_and_a_raise
+    t = app('time')
+    c = top(t, 'time')
+    snap = run_burst(t, c, 'outer 3 times and failing twice') do |s|
+      count(s, 'Burst#outer') >= 3 && count(s, 'Burst#failing') >= 2
+    end
+    spent = t.out[/^spent (.*)$/, 1].split.to_h { |kv| k, v = kv.split('='); [k, Float(v) * 1000] }
+    inner, outer, failing = %w[inner outer failing].map { |m| row(snap, "Burst##{m}") }
+    sleep_self = ->(mark) { row(snap, 'Kernel#sleep', line_of(mark))&.fetch('self_ms') || 0 }
+    assert_equal [3, 3, 2], [inner, outer, failing].map { |r| r['count'] }
+    { 'inner' => 600, 'outer' => 900, 'failing' => 200 }.each do |m, nominal|
+      assert_operator spent[m], :>=, nominal * 0.99, "#{m} slept at least #{nominal} ms"
+    end
+    assert_near spent['inner'], inner['total_ms'], 'inner TOTAL'
+    assert_near spent['inner'], inner['self_ms'] + sleep_self.call('INNER_SLEEP'), 'inner SELF'
+    assert_near spent['outer'], outer['total_ms'], 'outer TOTAL'
+    assert_near spent['outer'] - spent['inner'], outer['self_ms'] + sleep_self.call('OUTER_SLEEP'), 'outer SELF'
+    assert_near spent['failing'], failing['total_ms'], 'failing TOTAL (ends when the raise unwinds it)'
+    assert_near spent['inner'] / 3, inner['avg_ms'], 'inner AVG'
+    assert_near spent['outer'] / 3, outer['avg_ms'], 'outer AVG'
+    totals = snap['rows'].map { |r| r['total_ms'] }
+    assert_equal totals.sort.reverse, totals, 'rows sorted by TOTAL'
+    stop(c, t)
+  end
+
+  def test_exceptions_by_class_and_site
+    t = app('exceptions')
+    c = top(t, 'exceptions')
+    snap = run_burst(t, c, 'the raises') do |s|
+      count(s, 'KeyError', line_of('RAISE_KEY'), key: 'exception') >= 3 &&
+        count(s, 'ArgumentError', line_of('RAISE_ARGUMENT'), key: 'exception') >= 2
+    end
+    assert_equal({ 'file' => TOP_TARGET, 'line' => line_of('RAISE_KEY'), 'exception' => 'KeyError', 'count' => 3, 'pids' => 1 },
+                 row(snap, 'KeyError', line_of('RAISE_KEY'), key: 'exception'))
+    assert_equal 2, count(snap, 'ArgumentError', line_of('RAISE_ARGUMENT'), key: 'exception')
+    stop(c, t)
+  end
+
+  def test_two_processes_add_up
+    a = app('calls')
+    b = app('calls')
+    c = top([a, b], 'calls')
+    snap = run_burst([a, b], c, 'Burst#tick 20000') { |s| count(s, 'Burst#tick') >= 20_000 }
+    assert_equal 20_000, count(snap, 'Burst#tick')
+    assert_equal 2, row(snap, 'Burst#tick')['pids']
+    assert_equal [a.pid, b.pid], snap['pids']
+    stop(c, [a, b])
+  end
+
+  def test_ps_finds_the_processes_with_the_agent
+    tag = "t#{rand(1 << 40)}"
+    a = app("calls@#{tag}")
+    b = app("calls@#{tag}")
+    app("calls@#{tag}", agent: false) # matches, but has no agent
+    c = client('--ps', "top_target\\.rb calls@#{tag}$", '--top', 'calls', '--json', '--interval', '0.2')
+    snap = run_burst([a, b], c, 'Burst#tick 20000 from both') { |s| count(s, 'Burst#tick') >= 20_000 }
+    assert_equal [a.pid, b.pid].sort, snap['pids']
+    assert_equal 2, row(snap, 'Burst#tick')['pids']
+    stop(c, [a, b])
+
+    out, err, status = tracer('--ps', "calls@#{tag}", '-e', 'Process.pid')
+    assert status.success?, err
+    assert_equal [a.pid, b.pid].sort.map { |p| "[#{p}] => #{p}" }.sort, out.lines.map(&:chomp).sort
+  end
+
+  def test_ps_without_a_match
+    t = app("calls@nomatch#{rand(1 << 40)}", agent: false)
+    _, err, status = tracer('--ps', "calls@nomatch[0-9]+$", '--top', 'calls')
+    assert_equal 1, status.exitstatus
+    assert_equal "tracer: no process matches calls@nomatch[0-9]+$ with tracer_agent loaded\n", err
+    assert t.alive?
+  end
+
+  def test_a_target_that_exits_leaves_the_others
+    a = app('calls')
+    b = app('calls')
+    c = top([a, b], 'calls')
+    wait_snapshot(c, 'the first table') { true }
+    a.kill
+    c.wait_for(/\*\*\* process #{a.pid} exited$/, stream: :err)
+    wait_snapshot(c, 'a table without the dead process') { |s| s['pids'] == [b.pid] }
+    FileUtils.touch(@go)
+    snap = wait_snapshot(c, 'the survivor counting') { |s| count(s, 'Burst#tick') >= 10_000 }
+    assert_equal 1, row(snap, 'Burst#tick')['pids']
+    b.kill
+    c.wait_for(/\*\*\* process #{b.pid} exited$/, stream: :err)
+    assert_equal 3, c.finish.exitstatus
+  end
+
+  def test_filter_ignore_and_all
+    t = app('calls')
+    c = top(t, 'calls', '--filter', '/nonexistent/', '--filter', "#{ROOT}/test/apps/nothing")
+    snap = run_burst(t, c, 'the burst counted as events') { |s| s['events'] >= 10_000 }
+    assert_equal [], snap['rows']
+    assert_equal ['/nonexistent/', "#{ROOT}/test/apps/nothing"], snap['filter']
+    stop(c, t)
+
+    @go = File.join(@dir, 'go2')
+    t = app('calls')
+    c = top(t, 'calls', '--all', '--ignore', '^Kernel$', '--ignore', 'File')
+    snap = run_burst(t, c, 'the burst, less Kernel and File') { |s| count(s, 'Burst#tick') >= 10_000 }
+    assert snap['all']
+    assert_equal [], snap['filter']
+    labels = snap['rows'].map { |r| r['method'] }
+    assert_includes labels, 'IO#puts'
+    refute labels.any? { |l| l.start_with?('Kernel#', 'File.') }, labels.inspect
+    stop(c, t)
+  end
+
+  def test_usage_errors
+    [%w[-p 1 --rows 5], %w[-p 1 --json -e 1], %w[-p 1 --top nope], %w[-p 1 --top calls -f],
+     %w[-p 1 --top calls --all --filter /x], %w[-p 1 --top calls --ignore (], %w[--ps ( --top calls],
+     %w[-p 1 --top calls --interval 0]].each do |args|
+      _, err, status = tracer(*args)
+      assert_equal 2, status.exitstatus, "#{args.join(' ')}: #{err}"
+    end
+  end
+
+  # The full-screen view in a real terminal: q (or Ctrl+C) leaves it and detaches cleanly.
+  def full_screen(key)
+    flunk 'tmux is not installed: it is needed to test the full-screen view (apt-get install tmux)' unless system('tmux -V', out: File::NULL, err: File::NULL)
+    t = app('calls')
+    @tmux = "tracer-top-#{Process.pid}-#{rand(1 << 30)}"
+    err, code, stty = %w[err code stty].map { |f| File.join(@dir, f) }
+    # The shell ignores SIGINT so that only tracer hears a Ctrl+C; then it records how things ended.
+    cmd = "trap '' INT; #{[TRACER, '-p', t.pid, '--top', 'calls'].shelljoin} 2>#{err.shellescape}; " \
+          "echo $? >#{code.shellescape}; stty -a >#{stty.shellescape}; sleep 600"
+    assert system('tmux', '-L', @tmux, 'new-session', '-d', '-s', 'top', '-x', '200', '-y', '50', cmd), 'tmux new-session'
+    pane = -> { IO.popen(['tmux', '-L', @tmux, 'capture-pane', '-p', '-t', 'top'], &:read) }
+    wait_until(message: 'the header and the attach in the pane') do
+      (s = pane.call) =~ /pids: #{t.pid}  elapsed: \d+s  events\/s: \d+/ && s.include?("*** attached to process #{t.pid}")
+    end
+    FileUtils.touch(@go)
+    wait_until(message: "Burst#tick 10000 in the pane:\n#{pane.call}") { pane.call =~ /top_target\.rb +#{line_of('TICK')}  Burst#tick +10000$/ }
+    screen = pane.call
+    assert_match(/^FILENAME +LINE  METHOD +CALLS$/, screen)
+    assert screen.lines.all? { |l| l.chomp.size < 200 }, 'lines fit the terminal'
+    system('tmux', '-L', @tmux, 'send-keys', '-t', 'top', key)
+    wait_until(message: 'tracer to exit') { File.size?(code) && File.size?(stty) }
+    assert_equal "0\n", File.read(code), File.read(err)
+    assert_match(/^\*\*\* detached from process #{t.pid}$/, File.read(err))
+    settings = File.read(stty)
+    assert_match(/(?<!-)icanon/, settings, 'canonical mode restored')
+    assert_match(/(?<!-)echo /, settings, 'echo restored')
+    refute_match(/events\/s:/, pane.call, 'back from the alternate screen')
+    out, err2, status = tracer('-p', t.pid, '-e', 'TracerAgent.attached?')
+    assert status.success?, err2
+    assert_equal "=> true\n", out
+  end
+
+  def test_full_screen_quits_on_q
+    full_screen('q')
+  end
+
+  def test_full_screen_quits_on_ctrl_c
+    full_screen('C-c')
+  end
+end

@@ -1,0 +1,508 @@
+/* test_top.c: the --top table: deltas summed across pids, sorted, laid out and printed exactly. */
+#include <stdlib.h>
+
+#include "test.h"
+#include "top.h"
+
+#define MS 1000000ull
+
+static const pid_t two_pids[] = { 100, 200 };
+
+static struct trc_top_row
+R(const char *file, int32_t line, const char *label, uint64_t count)
+{
+	return (struct trc_top_row){ { file, (uint32_t)strlen(file) }, line,
+				     { label, (uint32_t)strlen(label) }, count, 0, 0 };
+}
+
+static struct trc_top_row
+T(const char *file, int32_t line, const char *label, uint64_t count, uint64_t total,
+  uint64_t self)
+{
+	struct trc_top_row r = R(file, line, label, count);
+
+	r.total_ns = total;
+	r.self_ns = self;
+	return r;
+}
+
+static void
+feed(struct trc_top *t, pid_t pid, const struct trc_top_row *rows, size_t n, uint64_t events,
+     uint64_t lost)
+{
+	struct trc_message m = { .type = TRC_MSG_TOP };
+
+	m.top.events = events;
+	m.top.lost = lost;
+	m.top.rows = rows;
+	m.top.nrows = n;
+	trc_top_feed(t, pid, &m);
+}
+
+static struct trc_top_view
+view(unsigned width, unsigned rows)
+{
+	static const char *const dirs[] = { "/srv/app" };
+
+	return (struct trc_top_view){ .pids = two_pids, .npids = 1, .elapsed = 12.2,
+				      .events_per_sec = 45678, .filter = dirs, .nfilter = 1,
+				      .app_dirs = true, .width = width, .rows = rows };
+}
+
+/* The snapshot as text (NUL-terminated; the caller frees it). */
+static char *
+text(const struct trc_top *t, const struct trc_top_view *v)
+{
+	struct trc_buf b;
+
+	trc_buf_init(&b);
+	trc_top_format_text(t, v, &b);
+	trc_buf_addc(&b, '\0');
+	return b.data;
+}
+
+static char *
+json(const struct trc_top *t, const struct trc_top_view *v)
+{
+	struct trc_buf b;
+
+	trc_buf_init(&b);
+	trc_top_format_json(t, v, &b);
+	trc_buf_addc(&b, '\0');
+	return b.data;
+}
+
+/* The table without its header line and blank line. */
+static const char *
+table_of(const char *s)
+{
+	const char *p = strstr(s, "\n\n");
+
+	return p ? p + 2 : s;
+}
+
+static void
+check_text(const char *descr, const struct trc_top *t, const struct trc_top_view *v,
+	   const char *want_table)
+{
+	char *s = text(t, v);
+
+	test_str(descr, table_of(s), want_table);
+	free(s);
+}
+
+static bool
+lines_fit(const char *s, size_t width)
+{
+	for (const char *p = s; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t cols = 0;
+
+		for (const char *q = p; q < nl; q++)
+			cols += ((unsigned char)*q & 0xc0) != 0x80;
+		if (cols > width)
+			return false;
+		p = nl + 1;
+	}
+	return true;
+}
+
+static void
+test_modes(void)
+{
+	enum trc_top_mode m;
+
+	test_cond("calls parses", trc_top_mode_parse("calls", &m) == 0 && m == TRC_TOP_CALLS);
+	test_cond("objects-total parses",
+		  trc_top_mode_parse("objects-total", &m) == 0 && m == TRC_TOP_OBJECTS_TOTAL);
+	test_cond("exceptions parses",
+		  trc_top_mode_parse("exceptions", &m) == 0 && m == TRC_TOP_EXCEPTIONS);
+	test_cond("unknown mode", trc_top_mode_parse("object", &m) < 0);
+	for (int i = TRC_TOP_CALLS; i <= TRC_TOP_EXCEPTIONS; i++)
+		test_cond("name round trip", trc_top_mode_parse(trc_top_mode_name(i), &m) == 0 &&
+			  (int)m == i);
+	test_cond("no name out of range", trc_top_mode_name((enum trc_top_mode)99) == NULL);
+}
+
+static void
+test_aggregate(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 2);
+	struct trc_top_row a[] = { R("/a.rb", 3, "A#x", 5), R("/a.rb", 9, "A#y", 3) };
+	struct trc_top_row b[] = { R("/a.rb", 3, "A#x", 7), R("/b.rb", 1, "B#z", 1) };
+	struct trc_top_row again[] = { R("/a.rb", 9, "A#y", 1), R("/a.rb", 9, "A#y", 1) };
+	struct trc_top_view v = view(80, 25);
+
+	feed(t, 100, a, 2, 50, 1);
+	feed(t, 200, b, 2, 40, 2);
+	feed(t, 100, again, 2, 10, 0);
+	v.pids_column = true;
+	test_cond("three keys", trc_top_size(t) == 3);
+	test_cond("events summed", trc_top_events(t) == 100);
+	test_cond("lost summed", trc_top_lost(t) == 3);
+	check_text("summed across pids", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x        12     2\n"
+		   "/a.rb        9  A#y         5     1\n"
+		   "/b.rb        1  B#z         1     1\n");
+	trc_top_reset(t);
+	test_cond("reset empties", trc_top_size(t) == 0);
+	test_cond("reset keeps the events", trc_top_events(t) == 100);
+	feed(t, 200, a, 1, 0, 0);
+	check_text("after reset", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x         5     1\n");
+	trc_top_free(t);
+}
+
+static void
+test_unknown_pid(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 2);
+	struct trc_top_row a[] = { R("/a.rb", 3, "A#x", 5) };
+	struct trc_top_view v = view(80, 25);
+
+	feed(t, 999, a, 1, 0, 0);
+	v.pids_column = true;
+	check_text("unknown pid counts, without a pid", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x         5     0\n");
+	trc_top_free(t);
+}
+
+static void
+test_sorting(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	struct trc_top_row rows[] = {
+		R("/b.rb", 2, "B#b", 7), R("/a.rb", 20, "A#b", 7), R("/a.rb", 3, "A#a", 7),
+		R("/z.rb", 1, "Z#z", 100), R("/a.rb", 3, "A#0", 7), R("/c.rb", 1, "C#c", 1),
+	};
+	struct trc_top_view v = view(80, 4);
+
+	feed(t, 100, rows, 6, 0, 0);
+	check_text("count desc, then file, line, label; --rows", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS\n"
+		   "/z.rb        1  Z#z       100\n"
+		   "/a.rb        3  A#0         7\n"
+		   "/a.rb        3  A#a         7\n"
+		   "/a.rb       20  A#b         7\n");
+	trc_top_free(t);
+}
+
+static void
+test_time(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_TIME, two_pids, 1);
+	struct trc_top_row rows[] = {
+		T("/a.rb", 1, "A#many", 1000, 50 * MS, 40 * MS),
+		T("/a.rb", 5, "A#slow", 3, 900 * MS, 300 * MS),
+		T("/a.rb", 9, "A#none", 0, 0, 0),
+	};
+	struct trc_top_view v = view(100, 25);
+	char *s;
+
+	feed(t, 100, rows, 3, 0, 0);
+	check_text("time: sorted by TOTAL, ms with 3 decimals, AVG = TOTAL/CALLS", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS    TOTAL     SELF      AVG\n"
+		   "/a.rb        5  A#slow      3  900.000  300.000  300.000\n"
+		   "/a.rb        1  A#many   1000   50.000   40.000    0.050\n"
+		   "/a.rb        9  A#none      0    0.000    0.000    0.000\n");
+	v.rows = 1;
+	s = json(t, &v);
+	test_str("time JSON", s,
+		 "{\"mode\":\"time\",\"pids\":[100],\"elapsed\":12.200,\"events\":0,"
+		 "\"events_per_sec\":45678.0,\"lost\":0,\"filter\":[\"/srv/app\"],\"all\":false,"
+		 "\"rows\":[{\"file\":\"/a.rb\",\"line\":5,\"method\":\"A#slow\",\"count\":3,"
+		 "\"total_ms\":900.000,\"self_ms\":300.000,\"avg_ms\":300.000,\"pids\":1}]}\n");
+	free(s);
+	trc_top_free(t);
+}
+
+/* Every mode's columns, with and without PIDS. */
+static void
+test_columns(void)
+{
+	static const struct {
+		enum trc_top_mode mode;
+		const char *titles;
+	} want[] = {
+		{ TRC_TOP_CALLS, "FILENAME  LINE  METHOD  CALLS" },
+		{ TRC_TOP_TIME, "FILENAME  LINE  METHOD  CALLS  TOTAL  SELF  AVG" },
+		{ TRC_TOP_OBJECTS_TOTAL, "OBJECT  COUNT" },
+		{ TRC_TOP_OBJECTS, "FILENAME  LINE  OBJECT  COUNT" },
+		{ TRC_TOP_ARRAYS, "FILENAME  LINE  COUNT" },
+		{ TRC_TOP_STRINGS, "FILENAME  LINE  COUNT" },
+		{ TRC_TOP_EXCEPTIONS, "FILENAME  LINE  EXCEPTION  COUNT" },
+	};
+	char wanted[128];
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct trc_top *t = trc_top_new(want[i].mode, two_pids, 2);
+		struct trc_top_view v = view(80, 25);
+
+		snprintf(wanted, sizeof(wanted), "%s\n", want[i].titles);
+		check_text(want[i].titles, t, &v, wanted);
+		v.pids_column = true;
+		snprintf(wanted, sizeof(wanted), "%s  PIDS\n", want[i].titles);
+		check_text("with PIDS", t, &v, wanted);
+		trc_top_free(t);
+	}
+}
+
+static void
+test_object_modes(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_OBJECTS_TOTAL, two_pids, 1);
+	struct trc_top_row total[] = { R("", 0, "Widget", 1000), R("", 0, "String", 20),
+				       R("", 0, "Widget", 1) };
+	struct trc_top_row arrays[] = { R("/app/x.rb", 7, "", 1000), R("/app/x.rb", 8, "", 999) };
+	struct trc_top_view v = view(80, 25);
+	char *s;
+
+	feed(t, 100, total, 3, 0, 0);
+	check_text("objects-total: one row per class", t, &v,
+		   "OBJECT  COUNT\n"
+		   "Widget   1001\n"
+		   "String     20\n");
+	trc_top_free(t);
+	t = trc_top_new(TRC_TOP_ARRAYS, two_pids, 1);
+	feed(t, 100, arrays, 2, 0, 0);
+	check_text("arrays: no label column", t, &v,
+		   "FILENAME   LINE  COUNT\n"
+		   "/app/x.rb     7   1000\n"
+		   "/app/x.rb     8    999\n");
+	v.rows = 1;
+	s = json(t, &v);
+	test_cond("arrays JSON has no label key", strstr(s, "\"rows\":[{\"file\":\"/app/x.rb\","
+		  "\"line\":7,\"count\":1000,\"pids\":1}]}") != NULL);
+	free(s);
+	trc_top_free(t);
+}
+
+static void
+test_header(void)
+{
+	static const char *const prefixes[] = { "/a", "/b" };
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 2);
+	struct trc_top_row lost[] = { R("/a.rb", 1, "X", 1) };
+	struct trc_top_view v = view(200, 25);
+	char *s;
+
+	feed(t, 100, lost, 1, 5, 7);
+	v.npids = 2;
+	s = text(t, &v);
+	test_str("header with app dir", s,
+		 "tracer --top calls  pids: 100,200  elapsed: 12s  events/s: 45678  lost: 7  "
+		 "app dir: /srv/app\n\n"
+		 "FILENAME  LINE  METHOD  CALLS\n"
+		 "/a.rb        1  X           1\n");
+	free(s);
+	v.filter = prefixes;
+	v.nfilter = 2;
+	v.app_dirs = false;
+	s = text(t, &v);
+	test_cond("header with filters", strstr(s, "lost: 7  filter: /a, /b\n") != NULL);
+	free(s);
+	v.all = true;
+	s = text(t, &v);
+	test_cond("header with all files", strstr(s, "lost: 7  all files\n") != NULL);
+	free(s);
+	v.all = false;
+	v.app_dirs = true;
+	v.nfilter = 0;
+	v.npids = 0;
+	v.width = 40;
+	s = text(t, &v);
+	test_cond("header cut to the width",
+		  strncmp(s, "tracer --top calls  pids: -  elapsed: 12\n", 41) == 0);
+	free(s);
+	trc_top_free(t);
+}
+
+/* Checks the exact layout at a width where FILENAME takes what is left. */
+static void
+test_width_fitting(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	struct trc_top_row rows[] = {
+		R("/very/long/path/to/some/deeply/nested/app/models/user.rb", 12, "User#save", 5),
+		R("/short.rb", 1, "S#s", 1),
+	};
+	struct trc_top_view v = view(50, 25);
+	char *s;
+
+	feed(t, 100, rows, 2, 0, 0);
+	s = text(t, &v);
+	/* 50 - LINE(4) - METHOD(9) - CALLS(5) - 3 gaps(6) = 26 for FILENAME. */
+	test_str("FILENAME gets the rest", table_of(s),
+		 "FILENAME                    LINE  METHOD     CALLS\n"
+		 "...sted/app/models/user.rb    12  User#save      5\n"
+		 "/short.rb                      1  S#s            1\n");
+	test_cond("every line fits", lines_fit(s, 50));
+	free(s);
+	v.width = 200;
+	s = text(t, &v);
+	test_cond("wide: nothing cut", strstr(s, "/very/long/path/to/some/deeply/nested/app/models"
+					      "/user.rb  ") != NULL);
+	test_cond("wide: no trailing padding", strstr(s, " \n") == NULL);
+	free(s);
+	trc_top_free(t);
+}
+
+static void
+test_label_cut(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	struct trc_top_row rows[] = {
+		R("/app/some/file/name.rb", 1,
+		  "Deeply::Nested::Module::With::AVeryLongClassName#and_a_long_method_name", 5),
+	};
+	struct trc_top_view v = view(46, 25);
+	char *s;
+
+	feed(t, 100, rows, 1, 0, 0);
+	s = text(t, &v);
+	/* FILENAME down to 16 first, then METHOD takes 46 - 16 - 4 - 5 - 6 = 15. */
+	test_str("METHOD cut from the left too", table_of(s),
+		 "FILENAME          LINE  METHOD           CALLS\n"
+		 ".../file/name.rb     1  ..._method_name      5\n");
+	free(s);
+	v.width = 30;
+	s = text(t, &v);
+	/* Both at their minimums would need 43: both go on shrinking, FILENAME first. */
+	test_str("a narrow terminal still fits", table_of(s),
+		 "FILE  LINE  METHOD       CALLS\n"
+		 "...b     1  ...hod_name      5\n");
+	test_cond("30 columns", lines_fit(s, 30));
+	free(s);
+	v.width = 10;
+	s = text(t, &v);
+	test_str("numbers never shrink", table_of(s),
+		 "FILE  LINE  METH  CALLS\n"
+		 "...b     1  ...e      5\n");
+	free(s);
+	trc_top_free(t);
+}
+
+static void
+test_utf8_and_controls(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_EXCEPTIONS, two_pids, 1);
+	struct trc_top_row rows[] = {
+		R("/app/\xc3\xa9t\xc3\xa9/caf\xc3\xa9/na\xc3\xafve/r\xc3\xa9sum\xc3\xa9.rb", 1, "E", 2),
+		R("/app/x\ny.rb", 2, "Bad\x1b[2J", 1),
+	};
+	struct trc_top_view v = view(40, 25);
+	char *s;
+
+	feed(t, 100, rows, 2, 0, 0);
+	s = text(t, &v);
+	test_str("cut on a character boundary, controls as '?'", table_of(s),
+		 "FILENAME          LINE  EXCEPTION  COUNT\n"
+		 "...\xc3\xafve/r\xc3\xa9sum\xc3\xa9.rb     1  E              2\n"
+		 "/app/x?y.rb          2  Bad?[2J        1\n");
+	test_cond("no escape reaches the terminal", strchr(s, '\x1b') == NULL);
+	free(s);
+	trc_top_free(t);
+}
+
+static void
+test_json_escaping(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_OBJECTS, two_pids, 2);
+	struct trc_top_row rows[] = {
+		R("/a \"q\" \\b\n\t\x01\x7f.rb", 1, "Caf\xc3\xa9", 2),
+		R("/bad\xff\xc3(\xed\xa0\x80\xf0\x9f\x98\x80.rb", 2, "X", 1),
+	};
+	struct trc_top_view v = view(80, 25);
+	static const char *const prefixes[] = { "/p\"" };
+	char *s;
+
+	feed(t, 100, rows, 2, 9, 0);
+	feed(t, 200, rows, 1, 1, 0);
+	v.npids = 2;
+	v.filter = prefixes;
+	v.app_dirs = false;
+	s = json(t, &v);
+	test_str("JSON escapes", s,
+		 "{\"mode\":\"objects\",\"pids\":[100,200],\"elapsed\":12.200,\"events\":10,"
+		 "\"events_per_sec\":45678.0,\"lost\":0,\"filter\":[\"/p\\\"\"],\"all\":false,"
+		 "\"rows\":[{\"file\":\"/a \\\"q\\\" \\\\b\\n\\t\\u0001\\u007f.rb\",\"line\":1,"
+		 "\"object\":\"Caf\xc3\xa9\",\"count\":4,\"pids\":2},"
+		 "{\"file\":\"/bad\\ufffd\\ufffd(\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80.rb\",\"line\":2,"
+		 "\"object\":\"X\",\"count\":1,\"pids\":1}]}\n");
+	free(s);
+	v.all = true;
+	s = json(t, &v);
+	test_cond("all: no filter", strstr(s, "\"filter\":[],\"all\":true") != NULL);
+	free(s);
+	trc_top_free(t);
+}
+
+static void
+test_ignore(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	struct trc_top_row rows[] = {
+		R("/a.rb", 1, "Foo#bar", 9), R("/a.rb", 2, "Foo.baz", 8), R("/a.rb", 3, "FooBar#x", 7),
+		R("/a.rb", 4, "Foo", 6), R("/a.rb", 5, "Mod::Foo#y", 5), R("/a.rb", 6, "puts", 4),
+		R("/a.rb", 7, "#<Class:0x1>#z", 3),
+	};
+	struct trc_top_view v = view(80, 25);
+	char why[128];
+
+	test_cond("bad regex", trc_top_ignore(t, "(", why, sizeof(why)) < 0 && why[0] != '\0');
+	test_cond("^Foo$", trc_top_ignore(t, "^Foo$", why, sizeof(why)) == 0);
+	test_cond("Class:", trc_top_ignore(t, "^#<Class:", why, sizeof(why)) == 0);
+	feed(t, 100, rows, 7, 0, 0);
+	feed(t, 100, rows, 1, 0, 0);
+	check_text("--ignore matches the class part", t, &v,
+		   "FILENAME  LINE  METHOD      CALLS\n"
+		   "/a.rb        3  FooBar#x        7\n"
+		   "/a.rb        5  Mod::Foo#y      5\n"
+		   "/a.rb        6  puts            4\n");
+	trc_top_free(t);
+}
+
+/* Enough keys to grow the hash table several times; every one keeps its count. */
+static void
+test_many_rows(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_STRINGS, two_pids, 2);
+	struct trc_top_row rows[500];
+	struct trc_top_view v = view(80, 1);
+	char *s;
+
+	for (int i = 0; i < 500; i++)
+		rows[i] = R("/s.rb", i + 1, "", (uint64_t)i + 1);
+	for (int k = 0; k < 4; k++)
+		feed(t, two_pids[k % 2], rows, 500, 0, 0);
+	test_cond("500 keys", trc_top_size(t) == 500);
+	v.pids_column = true;
+	s = text(t, &v);
+	test_str("largest summed", table_of(s),
+		 "FILENAME  LINE  COUNT  PIDS\n"
+		 "/s.rb      500   2000     2\n");
+	free(s);
+	trc_top_free(t);
+}
+
+void
+test_top(void)
+{
+	test_modes();
+	test_aggregate();
+	test_unknown_pid();
+	test_sorting();
+	test_time();
+	test_columns();
+	test_object_modes();
+	test_header();
+	test_width_fitting();
+	test_label_cut();
+	test_utf8_and_controls();
+	test_json_escaping();
+	test_ignore();
+	test_many_rows();
+}
