@@ -1,0 +1,71 @@
+# example_test.rb: the Sinatra example served by a Puma cluster, under load, traced for real.
+require_relative 'helper'
+require 'net/http'
+require 'socket'
+
+class ExampleTest < Minitest::Test
+  include TracerTest
+
+  APP = File.join(ROOT, 'examples', 'sinatra')
+
+  def setup
+    super
+    @port = TCPServer.open('127.0.0.1', 0) { |s| s.addr[1] }
+    @puma = Process.spawn('puma', '-w', '2', '-b', "tcp://127.0.0.1:#{@port}", File.join(APP, 'config.ru'),
+                          out: File::NULL, err: File::NULL, pgroup: true)
+    wait_until(message: 'puma up') { get('/health') == 'ok' }
+    @workers = wait_until(message: 'two workers') do
+      pids = `pgrep -P #{@puma}`.split.map(&:to_i)
+      pids if pids.size == 2 && pids.all? { |p| agent_loaded?(p) }
+    end
+    @load = Process.spawn('ruby', File.join(APP, 'load.rb'), "http://127.0.0.1:#{@port}", '120', '6', out: File::NULL)
+  end
+
+  def teardown
+    super
+    [@load].compact.each { |p| Process.kill('KILL', p) rescue nil }
+    Process.kill('-TERM', @puma) rescue nil
+    Process.wait(@puma) rescue nil
+    Process.wait(@load) rescue nil
+  end
+
+  def test_method_trace_shows_sinatra_and_app_methods
+    args = @workers.flat_map { |w| ['-p', w] }
+    out, err, status = tracer(*args, '-m', 'Inventory.find(name)', 'Sinatra::Base#call', '--duration', '1.5')
+    assert status.success?, err
+    assert_match(/Sinatra::Base#call\n.*Inventory\.find\(name="item\d+"\) <[\d.]+>/m, out)
+    @workers.each { |w| assert_match(/detached from process #{w}/, err) }
+  end
+
+  def test_slow_requests_are_found
+    out, err, status = tracer('-p', @workers.first, '-s', '20', '--duration', '2')
+    assert status.success?, err
+    assert_match(/Inventory\.find <0\.0[3-9]\d+>/, out)
+    assert_match(/Shop#GET \/price\/:name <0\.0[3-9]\d+>/, out)
+  end
+
+  def test_top_calls_across_the_cluster
+    args = @workers.flat_map { |w| ['-p', w] }
+    out, err, status = tracer(*args, '--top', 'calls', '--duration', '1.5', '--json')
+    assert status.success?, err
+    table = JSON.parse(out.lines.last)
+    find = table['rows'].find { |r| r['method'] == 'Inventory.find' }
+    assert find, "no Inventory.find row in #{table['rows'].map { |r| r['method'] }}"
+    assert_equal 2, find['pids']
+    assert_match(%r{examples/sinatra/app\.rb\z}, find['file'])
+  end
+
+  private
+
+  def get(path)
+    Net::HTTP.get(URI("http://127.0.0.1:#{@port}#{path}"))
+  rescue SystemCallError, EOFError
+    nil
+  end
+
+  def agent_loaded?(pid)
+    File.read("/proc/#{pid}/maps").include?('tracer_agent.so')
+  rescue SystemCallError
+    false
+  end
+end
