@@ -6,6 +6,7 @@
 #include "names.h"
 #include "session.h"
 #include "top.h"
+#include "wrap.h"
 
 /* Everything the agent keeps in C that the GC must not collect: classes, threads, TracePoints. */
 static void
@@ -15,6 +16,7 @@ mark_all(void *unused)
 	trc_hook_mark();
 	trc_session_mark();
 	trc_top_mark();
+	trc_wrap_mark();
 }
 
 static const rb_data_type_t roots_type = {

@@ -8,6 +8,7 @@
 
 #include "extconf.h"
 #include "names.h"
+#include "wrap.h"
 #include "tracer_protocol.h"
 
 #define EXPR_MAX 1024
@@ -186,6 +187,12 @@ method_index(rb_event_flag_t ev, VALUE klass, ID mid)
 
 /* ---- expressions shown at call time ---- */
 
+/*
+ * For wrap.c's C-method wrappers, which run outside any VM hook: expressions they show may
+ * call Ruby that is traced too, so a flag keeps them from recursing into themselves.
+ */
+static int in_wrapper_exprs;
+
 static VALUE
 expr_eval(VALUE arg)
 {
@@ -199,6 +206,8 @@ expr_eval(VALUE arg)
 		return rb_sprintf("\"%s:%d\"", rb_sourcefile() ? rb_sourcefile() : "?", rb_sourceline());
 	else if (code[0] == '@' && code[1] != '@' && rb_is_instance_id(rb_intern(code)))
 		v = rb_ivar_get(a[0], rb_intern(code));
+	else if (in_wrapper_exprs)
+		return rb_str_new_cstr("(needs a Ruby method: not shown for a wrapped C method)");
 	else
 		v = rb_funcall(rb_tracearg_binding(rb_tracearg_from_tracepoint(Qnil)), rb_intern("eval"), 1, a[1]);
 	return rb_inspect(v);
@@ -289,6 +298,28 @@ on_return(struct trc_thread *t, uint32_t m)
 		slow_pop(t, m, ts);
 	else
 		put_event(TRC_REC_RETURN, t, m, ts);
+}
+
+void
+trc_hook_enter(uint32_t m, VALUE self)
+{
+	struct trc_thread *t;
+
+	if (!H.armed || in_wrapper_exprs || (t = trc_thread_current()) == NULL)
+		return;
+	in_wrapper_exprs = 1;
+	on_call(t, m, self);
+	in_wrapper_exprs = 0;
+}
+
+void
+trc_hook_leave(uint32_t m)
+{
+	struct trc_thread *t;
+
+	if (!H.armed || in_wrapper_exprs || (t = trc_thread_current()) == NULL)
+		return;
+	on_return(t, m);
 }
 
 static void
@@ -408,8 +439,13 @@ select_one(VALUE um, int spec, int targeted, int *is_c)
 	    trc_method_intern(owner, mid, RARRAY_AREF(loc, 0), NUM2INT(RARRAY_AREF(loc, 1)), spec);
 	if (m == UINT32_MAX)
 		return 0;
-	if (*is_c || !targeted)
+	if (!targeted)
 		return 1;
+	if (*is_c) {
+		/* A wrapper around this one method; only if that fails, the global C call hook. */
+		*is_c = trc_wrap(owner, mid, m) < 0;
+		return 1;
+	}
 	{
 		VALUE tp = rb_tracepoint_new(Qnil, RUBY_EVENT_CALL | RUBY_EVENT_RETURN, tracepoint_hook, (void *)(uintptr_t)m);
 		VALUE arg[2] = { tp, um };
@@ -486,6 +522,7 @@ void
 trc_hook_stop(void)
 {
 	H.armed = 0;
+	trc_unwrap_all();
 	if (H.global)
 		rb_remove_event_hook(global_hook);
 	if (H.raise_hook)
@@ -503,7 +540,8 @@ trc_hook_stop(void)
 int
 trc_hook_installed(void)
 {
-	return (H.global != 0) + H.raise_hook + (RB_TYPE_P(H.tracepoints, T_ARRAY) ? (int)RARRAY_LEN(H.tracepoints) : 0);
+	return (H.global != 0) + H.raise_hook + trc_wrapped() +
+	    (RB_TYPE_P(H.tracepoints, T_ARRAY) ? (int)RARRAY_LEN(H.tracepoints) : 0);
 }
 
 void

@@ -35,6 +35,9 @@ int trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int w
     int *matched);
 /* GVL held. Removes every hook and TracePoint; after it no record is written. */
 void trc_hook_stop(void);
+/* GVL held, from wrap.c's wrappers: a call of method m begins, or ends. */
+void trc_hook_enter(uint32_t m, VALUE self);
+void trc_hook_leave(uint32_t m);
 /* GVL held. How many hooks and TracePoints are installed now. */
 int trc_hook_installed(void);
 /* Async-signal-safe: after fork, in the child, makes every hook a no-op at once. */
