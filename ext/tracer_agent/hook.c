@@ -213,8 +213,12 @@ expr_eval(VALUE arg)
 	return rb_inspect(v);
 }
 
+/*
+ * Evaluates spec's expressions into values[]. This runs Ruby, which may switch threads: it
+ * must happen before the CALL record, so that the CALL and its EXPR records stay adjacent.
+ */
 static void
-put_exprs(const struct trc_thread *t, int spec, VALUE self)
+eval_exprs(int spec, VALUE self, VALUE *values)
 {
 	const struct trc_spec *sp = &H.cfg->specs[spec];
 
@@ -222,17 +226,23 @@ put_exprs(const struct trc_thread *t, int spec, VALUE self)
 		VALUE arg[2] = { self, sp->exprs[i] };
 		int state = 0;
 		VALUE v = rb_protect(expr_eval, (VALUE)arg, &state);
-		struct trc_rec head = { .type = TRC_REC_EXPR, .thread = t->idx, .method = (uint32_t)spec, .aux = (uint32_t)i };
-		const char *s;
-		long len;
 
 		if (state) {
 			v = rb_errinfo();
 			rb_set_errinfo(Qnil);
 			v = rb_sprintf("#<%"PRIsVALUE": %"PRIsVALUE">", rb_obj_class(v), rb_funcall(v, rb_intern("message"), 0));
 		}
-		s = RSTRING_PTR(v);
-		len = RSTRING_LEN(v) > EXPR_MAX ? EXPR_MAX : RSTRING_LEN(v);
+		values[i] = v;
+	}
+}
+
+static void
+put_exprs(const struct trc_thread *t, int spec, const VALUE *values)
+{
+	for (int i = 0; i < H.cfg->specs[spec].nexpr; i++) {
+		struct trc_rec head = { .type = TRC_REC_EXPR, .thread = t->idx, .method = (uint32_t)spec, .aux = (uint32_t)i };
+		const char *s = RSTRING_PTR(values[i]);
+		long len = RSTRING_LEN(values[i]) > EXPR_MAX ? EXPR_MAX : RSTRING_LEN(values[i]);
 		put_strings(&head, 1, &s, &len);
 	}
 }
@@ -272,15 +282,21 @@ slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 static inline void
 on_call(struct trc_thread *t, uint32_t m, VALUE self)
 {
-	uint64_t ts = now_ns();
 	const struct trc_method *me = trc_method_at(m);
+	int spec = me->spec;
+	VALUE values[TRC_MAX_EXPRS];
+	uint64_t ts;
 
 	if (H.cfg->flags & TRC_TRACE_SLOW) {
-		slow_push(t, ts);
-	} else {
+		slow_push(t, now_ns());
+	} else if (spec >= 0 && H.cfg->specs[spec].nexpr > 0) {
+		eval_exprs(spec, self, values);
+		ts = now_ns();
 		put_event(TRC_REC_CALL, t, m, ts);
-		if (me->spec >= 0 && H.cfg->specs[me->spec].nexpr > 0)
-			put_exprs(t, me->spec, self);
+		put_exprs(t, spec, values);
+		RB_GC_GUARD(values[0]);
+	} else {
+		put_event(TRC_REC_CALL, t, m, now_ns());
 	}
 	t->depth++;
 }
