@@ -14,6 +14,7 @@
 
 #include <ev.h>
 
+#include "export.h"
 #include "output.h"
 #include "proc.h"
 #include "live.h"
@@ -56,6 +57,10 @@ struct opts {
 	double interval, reset;         /* reset 0: not given */
 	const char *ps;
 	const char *top_option;         /* the last option given that only --top takes, or NULL */
+	/* trace output */
+	enum trc_format format;
+	bool format_given;
+	const char *text_option;        /* the last option given that only --format text takes */
 };
 
 enum arg_kind {
@@ -155,6 +160,7 @@ set_start_time(struct opts *o, const char *v)
 {
 	(void)v;
 	o->start_time = true;
+	o->text_option = "--start-time";
 }
 
 static void
@@ -162,12 +168,22 @@ set_no_duration(struct opts *o, const char *v)
 {
 	(void)v;
 	o->no_duration = true;
+	o->text_option = "--no-duration";
 }
 
 static void
 set_prefix(struct opts *o, const char *v)
 {
 	o->prefix = (unsigned)parse_uint("--prefix", v, 0, 100);
+	o->text_option = "--prefix";
+}
+
+static void
+set_format(struct opts *o, const char *v)
+{
+	if (trc_format_parse(v, &o->format) < 0)
+		die(TRC_EXIT_USAGE, "invalid --format '%s': expected " TRC_FORMAT_LIST, v);
+	o->format_given = true;
 }
 
 static void
@@ -341,6 +357,8 @@ static const struct option_def options[] = {
 	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout",
 	  set_output },
 	{ "append", 'a', ARG_NONE, NULL, "append to the --output FILE", set_append },
+	{ "format", 0, ARG_REQUIRED, "FORMAT", "write the trace as FORMAT (text; see below)",
+	  set_format },
 	{ "eval", 'e', ARG_REQUIRED, "CODE", "evaluate Ruby CODE in the process, print the result",
 	  set_eval },
 	{ "heapdump", 0, ARG_OPTIONAL, "[FILE]",
@@ -385,6 +403,14 @@ static const char spec_text[] =
 	"  Class#              all instance methods    Class.         all singleton methods\n"
 	"  Kernel#sleep(self, __source__, @ivar, any_ruby_expr)\n"
 	"                      also print these values at each call\n"
+	"\n"
+	"Trace formats (--format, for -m, -f and -s):\n"
+	"  text        the call tree, as it happens (the default)\n"
+	"  chrome      Trace Event Format JSON for Perfetto and chrome://tracing\n"
+	"  speedscope  speedscope's JSON, one profile per thread (held in memory)\n"
+	"  collapsed   folded stacks weighted by self time in microseconds, for\n"
+	"              flamegraph.pl, inferno or speedscope (written at the end)\n"
+	"  jsonl       one JSON object per call, return, raise or slow call\n"
 	"\n"
 	"Live tables (--top MODE), counted inside the processes:\n"
 	"  calls          FILENAME LINE METHOD CALLS: method calls\n"
@@ -513,6 +539,18 @@ parse_args(struct opts *o, int argc, char **argv)
 	}
 }
 
+static void
+check_format(const struct opts *o, bool tracing)
+{
+	if (o->format_given && !tracing)
+		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -f, -s)");
+	if (o->format != TRC_FORMAT_TEXT && o->text_option != NULL)
+		die(TRC_EXIT_USAGE, "%s goes with --format text", o->text_option);
+	if (o->append && trc_format_is_document(o->format))
+		die(TRC_EXIT_USAGE, "--append would put a second JSON document after the first: "
+		    "--format %s makes one document per file", trc_format_name(o->format));
+}
+
 /* Exactly one thing to do, and no option that cannot apply to it. */
 static enum trc_mode
 check_mode(const struct opts *o)
@@ -536,6 +574,7 @@ check_mode(const struct opts *o)
 		die(TRC_EXIT_USAGE, "%s goes with --top", o->top_option);
 	if (o->all && o->nfilters > 0)
 		die(TRC_EXIT_USAGE, "--all counts every file: it excludes --filter");
+	check_format(o, tracing);
 	if (o->top)
 		return TRC_MODE_TOP;
 	if (tracing)
@@ -651,6 +690,7 @@ struct cli {
 	ev_prepare flush_w;
 	struct trc_top *top;            /* --top: the table, and its live view */
 	struct trc_live *live;
+	struct trc_export *export;      /* --format other than text */
 };
 
 static void
@@ -738,6 +778,7 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	j->trace.prefix = o->prefix;
 	j->trace.start_time = o->start_time;
 	j->trace.no_duration = o->no_duration;
+	j->export = c->export;
 	j->top.mode = o->top_mode;
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
 	j->top.all = o->all;
@@ -800,6 +841,17 @@ start_live(struct cli *c, const struct opts *o, bool full_screen)
 				 on_quit, c);
 }
 
+static struct trc_export *
+new_export(struct trc_output *out, const struct opts *o, const struct trc_spec *specs)
+{
+	struct trc_export_opts eo = {
+		.format = o->format, .tool = "tracer " TRC_CLIENT_VERSION, .specs = specs,
+		.nspecs = o->nspecs, .label_pids = o->npids > 1,
+	};
+
+	return trc_export_new(out, &eo);
+}
+
 static enum trc_exit
 run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
 {
@@ -809,8 +861,10 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
 
 	if (mode == TRC_MODE_TOP)
 		c.top = new_top(o);
-	make_job(&c, o, mode, specs);
 	trc_output_init(&c.out, fd, STDERR_FILENO);
+	if (mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
+		c.export = new_export(&c.out, o, specs);
+	make_job(&c, o, mode, specs);
 	c.loop = ev_default_loop(0);
 	if (c.loop == NULL)
 		die(TRC_EXIT_ERROR, "cannot start the event loop");
@@ -822,6 +876,9 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
 		ev_run(c.loop, 0);
 	if (c.live != NULL)
 		trc_live_stop(c.live);
+	/* Every session has ended its part: the file can be completed. */
+	if (c.export != NULL)
+		trc_export_finish(c.export);
 	if (trc_output_flush(&c.out) < 0 && c.out.error != EPIPE) {
 		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(c.out.error));
 		if (c.code < TRC_EXIT_ERROR)
@@ -830,6 +887,8 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
 	for (size_t i = 0; i < c.nsessions; i++)
 		trc_session_free(c.sessions[i]);
 	free(c.sessions);
+	if (c.export != NULL)
+		trc_export_free(c.export);
 	if (c.out.fd != STDOUT_FILENO)
 		close(c.out.fd);
 	trc_output_release(&c.out);

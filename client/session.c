@@ -46,7 +46,7 @@ struct trc_session {
 	enum state state;
 	struct trc_attach attach;
 	struct trc_conn conn;
-	struct trc_trace *trace;        /* trace mode only, until the session ends */
+	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
 	char *cwd;                      /* from WELCOME, or NULL */
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
 	int gone_checks;
@@ -112,9 +112,7 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	s->state = S_DONE;
 	stop_timers(s);
 	trc_conn_close(&s->conn);
-	if (s->trace != NULL)
-		trc_trace_free(s->trace);
-	s->trace = NULL;
+	trc_sink_close(&s->sink);
 	s->done(s, s->ctx);
 }
 
@@ -210,7 +208,7 @@ static const struct eval_mode {
 static void
 ask_trace(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
 {
-	trc_trace_set_clock(s->trace, m->welcome.mono_ns, m->welcome.real_ns);
+	trc_sink_set_clock(&s->sink, m->welcome.mono_ns, m->welcome.real_ns);
 	trc_encode_trace(b, s->job->trace_flags, s->job->slow_ms, s->job->specs, s->job->nspecs);
 	s->state = S_STARTING;
 }
@@ -325,11 +323,10 @@ on_detached(struct trc_session *s, const struct trc_message *m)
 		finish(s, TRC_EXIT_ERROR, "process %d detached without answering", (int)s->pid);
 		return;
 	}
-	if (s->trace != NULL) {
-		uint64_t reported = trc_trace_lost(s->trace);
+	if (trc_sink_active(&s->sink)) {
+		uint64_t reported = trc_sink_lost(&s->sink);
 
-		trc_trace_free(s->trace);       /* ends its open line before the notes */
-		s->trace = NULL;
+		trc_sink_close(&s->sink);       /* ends its open line before the notes */
 		if (lost > reported)
 			trc_output_note(s->job->out, "%s%" PRIu64 " events lost", s->tag, lost - reported);
 		trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
@@ -353,12 +350,12 @@ on_top(struct trc_session *s, const struct trc_message *m)
 static void
 on_event(struct trc_session *s, const struct trc_message *m)
 {
-	if (s->trace == NULL)
+	if (!trc_sink_active(&s->sink))
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: trace event while not "
 		       "tracing", (int)s->pid);
-	else if (trc_trace_feed(s->trace, m) < 0)
+	else if (trc_sink_feed(&s->sink, m) < 0)
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: %s", (int)s->pid,
-		       trc_trace_error(s->trace));
+		       trc_sink_error(&s->sink));
 }
 
 /* Which message may come in which state, and what it does. */
@@ -433,9 +430,7 @@ on_gone_check(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop, (void)revents;
 	if (trc_proc_check(s->pid) == TRC_PROC_GONE) {
-		if (s->trace != NULL)
-			trc_trace_free(s->trace);
-		s->trace = NULL;
+		trc_sink_close(&s->sink);
 		trc_output_note(s->job->out, "process %d exited", (int)s->pid);
 		finish(s, TRC_EXIT_EXITED, NULL);
 	} else if (--s->gone_checks <= 0 && s->truncated) {
@@ -542,9 +537,11 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	init_timer(s, &s->detach_w, on_detach_wait, 0, 0);
 	init_timer(s, &s->alive_w, on_alive_check, ALIVE_EVERY, ALIVE_EVERY);
 	init_timer(s, &s->gone_w, on_gone_check, GONE_EVERY, GONE_EVERY);
-	if (job->mode == TRC_MODE_TRACE) {
+	if (job->mode == TRC_MODE_TRACE && job->export != NULL) {
+		s->sink = trc_export_sink(job->export, pid);
+	} else if (job->mode == TRC_MODE_TRACE) {
 		topts.pid = job->label_pids ? (int)pid : 0;
-		s->trace = trc_trace_new(job->out, &topts, job->specs, job->nspecs);
+		s->sink = trc_trace_sink(trc_trace_new(job->out, &topts, job->specs, job->nspecs));
 	}
 	return s;
 }
@@ -599,8 +596,7 @@ trc_session_free(struct trc_session *s)
 		trc_attach_stop(&s->attach);
 	trc_conn_close(&s->conn);
 	stop_timers(s);
-	if (s->trace != NULL)
-		trc_trace_free(s->trace);
+	trc_sink_close(&s->sink);
 	free(s->text);
 	free(s->cwd);
 	free(s->error);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "export.h"
 #include "output.h"
 #include "spec.h"
 #include "top.h"
@@ -42,6 +43,8 @@ struct trc_job {
 	const struct trc_spec *specs;
 	size_t nspecs;
 	struct trc_trace_opts trace;
+	struct trc_export *export;      /* --format other than text: the exporter every target
+					 * feeds; NULL: each target has a call-tree printer */
 	struct {
 		enum trc_top_mode mode;
 		uint32_t interval_ms;

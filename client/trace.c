@@ -561,3 +561,47 @@ trc_trace_lost(const struct trc_trace *t)
 {
 	return t->lost;
 }
+
+static int
+sink_feed(void *impl, const struct trc_message *m)
+{
+	return trc_trace_feed(impl, m);
+}
+
+static void
+sink_set_clock(void *impl, uint64_t mono_ns, uint64_t real_ns)
+{
+	trc_trace_set_clock(impl, mono_ns, real_ns);
+}
+
+static const char *
+sink_error(const void *impl)
+{
+	return trc_trace_error(impl);
+}
+
+static uint64_t
+sink_lost(const void *impl)
+{
+	return trc_trace_lost(impl);
+}
+
+static void
+sink_close(void *impl)
+{
+	trc_trace_free(impl);
+}
+
+static const struct trc_sink_ops sink_ops = {
+	.feed = sink_feed,
+	.set_clock = sink_set_clock,
+	.error = sink_error,
+	.lost = sink_lost,
+	.close = sink_close,
+};
+
+struct trc_sink
+trc_trace_sink(struct trc_trace *t)
+{
+	return (struct trc_sink){ &sink_ops, t };
+}

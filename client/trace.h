@@ -8,6 +8,7 @@
 
 #include "decode.h"
 #include "output.h"
+#include "sink.h"
 #include "spec.h"
 
 /* Bounds on what an agent may make the printer hold; beyond them an event is a protocol error. */
@@ -48,5 +49,8 @@ const char *trc_trace_error(const struct trc_trace *t);
 
 /* Events reported lost by TRC_EV_LOST so far. */
 uint64_t trc_trace_lost(const struct trc_trace *t);
+
+/* The printer as a session's sink (sink.h): the functions above; closing it frees t. */
+struct trc_sink trc_trace_sink(struct trc_trace *t);
 
 #endif

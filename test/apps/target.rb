@@ -79,9 +79,10 @@ when 'fork'
   w = Worker.new(1)
   ready
   loop do
+    parent = Process.pid
     pid = fork do
       puts "child #{Process.pid}"
-      loop { w.helper(1); sleep 0.01 }
+      loop { w.helper(1); sleep 0.01; exit!(0) if Process.ppid != parent }
     end
     Process.detach(pid)
     loop { w.work(1); sleep 0.01 }

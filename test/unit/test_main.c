@@ -11,6 +11,7 @@ static const struct suite {
 } suites[] = {
 	{ "decode", test_decode },
 	{ "encode", test_encode },
+	{ "export", test_export },
 	{ "spec", test_spec },
 	{ "top", test_top },
 	{ "trace", test_trace },

@@ -1,0 +1,55 @@
+/* export.h: trace exporters for other tools: Chrome trace events, speedscope, collapsed stacks, JSON lines. */
+#ifndef TRC_EXPORT_H
+#define TRC_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "output.h"
+#include "sink.h"
+#include "spec.h"
+
+/* --format: text is the call-tree printer (trace.h); the others are exporters. */
+enum trc_format {
+	TRC_FORMAT_TEXT = 0,
+	TRC_FORMAT_CHROME = 1,          /* Trace Event Format JSON (Perfetto, chrome://tracing), streamed */
+	TRC_FORMAT_SPEEDSCOPE = 2,      /* speedscope's evented profiles, written at the end */
+	TRC_FORMAT_COLLAPSED = 3,       /* folded stacks weighted by self time, written at the end */
+	TRC_FORMAT_JSONL = 4,           /* one JSON object per event, streamed */
+};
+#define TRC_FORMAT_LIST "text, chrome, speedscope, collapsed or jsonl"
+
+/* Parses a --format name. Returns 0, or -1 if there is no such format. */
+int trc_format_parse(const char *name, enum trc_format *f);
+const char *trc_format_name(enum trc_format f);
+/* True for formats that make one JSON document, which --append would break. */
+bool trc_format_is_document(enum trc_format f);
+
+struct trc_export_opts {
+	enum trc_format format;         /* any but TRC_FORMAT_TEXT */
+	const char *tool;               /* "tracer VERSION", recorded in the file where it has a place */
+	const struct trc_spec *specs;   /* the -m specs, in order: they name the expressions */
+	size_t nspecs;
+	bool label_pids;                /* several targets: collapsed stacks start with the process */
+};
+
+struct trc_export;
+
+/*
+ * One exporter for the whole run, shared by every target's session; writes to out (the
+ * caller keeps out, opts->tool and opts->specs alive longer). Streaming formats write their
+ * header now. Main thread, as are all the functions below.
+ */
+struct trc_export *trc_export_new(struct trc_output *out, const struct trc_export_opts *opts);
+/*
+ * A sink for target pid's events (see sink.h). Closing it ends the target's part: calls still
+ * open are closed at the last timestamp seen from that target. The exporter owns what the
+ * sink points to: it stays valid until trc_export_free().
+ */
+struct trc_sink trc_export_sink(struct trc_export *e, pid_t pid);
+/* Ends every target's part still open, then writes the end of the file (or all of it). */
+void trc_export_finish(struct trc_export *e);
+void trc_export_free(struct trc_export *e);
+
+#endif

@@ -1,0 +1,139 @@
+/* export_format.h: what the exporter core (export.c) shares with its formats (export_*.c). */
+#ifndef TRC_EXPORT_FORMAT_H
+#define TRC_EXPORT_FORMAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "decode.h"
+#include "export.h"
+#include "intern.h"
+
+/*
+ * The core turns one target's decoded events into calls and returns on per-thread stacks and
+ * tells the format through the hooks of struct trc_xp_format:
+ *  - every call gets exactly one ret, innermost first, so the formats see proper nesting
+ *    whatever the agent lost: a return whose call is not on top closes the calls above it at
+ *    its own time, a return without a call is ignored, calls still open when the target ends
+ *    close at its last timestamp;
+ *  - call comes after the call's TRC_EV_EXPR values (collected in its args), before anything
+ *    else happens in that target;
+ *  - slow calls go to the slow hook, or, for formats without one, are replayed as calls and
+ *    returns in time order once their outermost call (depth 0) or the target ends.
+ * Timestamps stay the agent's (CLOCK_MONOTONIC ns); trc_xp_rel() makes them relative to the
+ * first event of the run.
+ */
+
+/* A method as the formats name it: one per distinct (name, file, line), shared by all targets. */
+struct trc_xp_frame {
+	uint32_t name, file;            /* ids in trc_export.strings */
+	int32_t line;
+};
+
+/* A call on a thread's stack. */
+struct trc_xp_call {
+	uint32_t frame;
+	uint64_t start;
+	uint64_t end;                   /* while a slow replay runs: when it returns */
+	uint64_t child_ns;              /* time in the calls it made, for its self time */
+	struct trc_buf args;            /* its expressions: JSON members "expr":"value",... */
+};
+
+/* A slow call waiting to be replayed. */
+struct trc_xp_slow {
+	uint32_t frame, depth;
+	uint64_t start, end;
+};
+
+struct trc_xp_thread {
+	uint32_t idx;
+	uint32_t name;                  /* id in trc_export.strings */
+	bool named, used;               /* used: has had an event, the format was told */
+	struct trc_xp_call *stack;
+	uint32_t depth, cap;
+	struct trc_xp_slow *slow;
+	size_t nslow, slow_cap;
+	void *fmt;                      /* the format's per-thread state, freed by free_thread */
+};
+
+/* One target. */
+struct trc_xp_source {
+	struct trc_export *e;
+	pid_t pid;
+	uint32_t *methods;              /* method index -> frame id + 1; 0: never defined */
+	uint32_t nmethods;
+	struct trc_xp_thread *threads;  /* by thread index */
+	uint32_t nthreads;
+	bool started, ended;            /* started: has had an event, the format was told */
+	bool pending;                   /* a call whose hook waits for its expressions */
+	uint32_t pending_thread;
+	uint64_t last_ts;
+	uint64_t lost;
+	char error[96];
+};
+
+/* A call that ends, as ret sees it (its frame is still on top of the stack then). */
+struct trc_xp_span {
+	uint32_t frame, depth;          /* depth: calls under it on the stack */
+	uint64_t start, end, self_ns;
+	bool returned;                  /* false: closed without its return (lost, or open at the end) */
+	const struct trc_buf *args;
+};
+
+/* A format: hooks may be NULL except ret; each writes through trc_xp_emit(). */
+struct trc_xp_format {
+	void (*begin)(struct trc_export *e);                            /* sets e->fs */
+	void (*process)(struct trc_export *e, struct trc_xp_source *s); /* its first event */
+	void (*thread)(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th);
+	void (*call)(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th);
+	void (*ret)(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+		    const struct trc_xp_span *sp);
+	void (*raise)(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+		      const struct trc_message *m);
+	void (*slow)(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+		     const struct trc_message *m);
+	void (*end)(struct trc_export *e);                              /* after every target */
+	void (*free_thread)(void *fmt);
+	void (*free)(struct trc_export *e);                             /* frees e->fs */
+};
+
+struct trc_export {
+	struct trc_output *out;
+	const struct trc_xp_format *fmt;
+	void *fs;                       /* the format's state */
+	struct trc_export_opts opts;
+	struct trc_xp_source **sources;
+	size_t nsources;
+	struct trc_intern strings;      /* frame names, file names, thread names */
+	struct trc_intern frame_keys;   /* (name, file, line) -> frame id */
+	struct trc_xp_frame *frames;
+	uint32_t nframes, frames_cap;
+	bool have_t0;
+	uint64_t t0;                    /* the first event's timestamp */
+	struct trc_buf line;            /* what the format is writing; trc_xp_emit() sends it */
+	bool finished;
+};
+
+extern const struct trc_xp_format trc_xp_chrome, trc_xp_speedscope, trc_xp_collapsed,
+	trc_xp_jsonl;
+
+/* ts relative to the first event of the run; negative for a slow call that began before it. */
+static inline int64_t
+trc_xp_rel(const struct trc_export *e, uint64_t ts)
+{
+	return (int64_t)(ts - e->t0);
+}
+
+/* Writes e->line to the output and empties it. */
+void trc_xp_emit(struct trc_export *e);
+/* The bytes of string id (see struct trc_export.strings). */
+const char *trc_xp_str(const struct trc_export *e, uint32_t id, size_t *len);
+/* Appends string id to e->line as a JSON string. */
+void trc_xp_json(struct trc_export *e, uint32_t id);
+/* The frame of s's method index idx ("(unknown)" if never defined). */
+uint32_t trc_xp_method_frame(struct trc_xp_source *s, uint32_t idx);
+/* The id of a string, added if new. */
+uint32_t trc_xp_intern(struct trc_export *e, const char *p, size_t n);
+
+#endif

@@ -1,0 +1,145 @@
+# docs_test.rb: the man page and the bash completion say what `tracer --help` says, and install.
+require_relative 'helper'
+require 'fileutils'
+require 'set'
+
+MAN_PAGE = File.join(ROOT, 'client', 'tracer.1')
+COMPLETION = File.join(ROOT, 'client', 'tracer.bash-completion')
+
+class DocsTest < Minitest::Test
+  include TracerTest
+
+  def help
+    @help ||= begin
+      out, _, status = tracer('--help')
+      assert status.success?
+      out
+    end
+  end
+
+  # The lines of one section of the help: from its title to the next blank line.
+  def help_section(title)
+    help[/^#{Regexp.escape(title)}\n(.*?)(?:\n\n|\z)/m, 1] or flunk("no #{title} in --help")
+  end
+
+  # {"--pid" => "-p", "--ps" => nil, ...} from the Options section of --help.
+  def help_options
+    help_section('Options:').lines.to_h do |l|
+      m = l.match(/\A  (?:(-\w), )?\s*(--[\w-]+)/) or flunk("odd option line: #{l}")
+      [m[2], m[1]]
+    end
+  end
+
+  # The same from the OPTIONS section of the man page's source: each .TP tag names an option.
+  def man_options
+    roff = File.read(MAN_PAGE)
+    section = roff[/^\.SH OPTIONS\n(.*?)^\.SH /m, 1] or flunk('no OPTIONS section in tracer.1')
+    tags = section.scan(/^\.TP\n(.*)$/).flatten.map { |t| t.gsub('\\-', '-') }
+    tags.select { |t| t =~ /\A\.B[IR]? -/ }.to_h do |t|
+      long = t[/--[\w-]+/] or flunk("no long option in #{t}")
+      [long, t[/(?<![\w-])-\w\b/]]
+    end
+  end
+
+  def test_every_option_of_the_help_is_in_the_man_page_and_back
+    help_opts = help_options
+    man_opts = man_options
+    assert_operator help_opts.size, :>=, 26
+    assert_equal help_opts.keys.sort, man_opts.keys.sort, 'options in --help vs tracer.1'
+    assert_equal help_opts.sort, man_opts.sort, 'short forms in --help vs tracer.1'
+  end
+
+  def test_man_page_has_its_sections
+    roff = File.read(MAN_PAGE)
+    ['NAME', 'SYNOPSIS', 'DESCRIPTION', 'OPTIONS', '"METHOD SPECS"', 'OUTPUT', '"EXIT STATUS"',
+     'ENVIRONMENT', 'FILES', 'SECURITY', 'EXAMPLES', '"SEE ALSO"'].each do |s|
+      assert_match(/^\.SH #{s}$/, roff)
+    end
+    help_section('Exit codes:').scan(/^  (\d)  /).flatten.each do |code|
+      assert_match(/^\.TP\n\.B #{code}\n/, roff, "exit code #{code}")
+    end
+    %w[TMPDIR COLUMNS TRACER_AGENT_EVAL].each { |v| assert_match(/^\.BR? #{v}\b/, roff) }
+    help_section('Trace formats (--format, for -m, -f and -s):').scan(/^  (\w+)/).flatten.each do |f|
+      assert_match(/^\.TP\n\.B #{f}\n/, roff, "format #{f} in OUTPUT")
+    end
+  end
+
+  def test_man_page_renders_without_warnings
+    skip 'man is not installed (apt-get install man-db groff-base)' unless system('command -v man >/dev/null')
+    out, err, status = Open3.capture3({ 'MANWIDTH' => '80' }, 'man', '--warnings', '-l', MAN_PAGE)
+    assert status.success?, err
+    assert_empty err
+    assert_match(/^SYNOPSIS/, out)
+    assert_match(/--format FORMAT/, out)
+  end
+
+  # Runs the completion function as bash would for the words given (the last one being
+  # completed) and returns the candidates.
+  def complete(*words, script: COMPLETION)
+    cmd = <<~SH
+      source "$1"; shift
+      COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+      _tracer
+      printf '%s\\n' "${COMPREPLY[@]}"
+    SH
+    out, err, status = Open3.capture3('bash', '-c', cmd, 'bash', script, *words)
+    assert status.success?, err
+    out.lines(chomp: true).reject(&:empty?)
+  end
+
+  def test_completion_is_registered
+    out, err, status = Open3.capture3('bash', '-c', 'source "$1" && complete -p tracer', 'bash', COMPLETION)
+    assert status.success?, err
+    assert_equal "complete -F _tracer tracer\n", out
+  end
+
+  def test_completion_offers_every_option_of_the_help
+    expected = help_options.flat_map { |long, short| [long, short].compact }.sort
+    assert_equal expected, complete('tracer', '-').sort
+    assert_equal ['--format'], complete('tracer', '--fo')
+  end
+
+  def test_completion_of_top_modes_and_formats
+    modes = help_section('Live tables (--top MODE), counted inside the processes:').scan(/^  ([\w-]+) /).flatten
+    assert_equal %w[calls time objects-total objects arrays strings exceptions], modes
+    assert_equal modes, complete('tracer', '-p', '1', '--top', '')
+    assert_equal %w[objects-total objects], complete('tracer', '--top', 'ob')
+    formats = help_section('Trace formats (--format, for -m, -f and -s):').scan(/^  (\w+) /).flatten
+    assert_equal formats, complete('tracer', '--format', '')
+    assert_equal ['chrome'], complete('tracer', '--format', '=', 'ch')
+    assert_equal formats, complete('tracer', '--format', '=')
+  end
+
+  def test_completion_of_pids_and_files
+    ruby = spawn('ruby', '-e', 'sleep')
+    begin
+      assert_includes complete('tracer', '-p', ''), ruby.to_s
+      assert_includes complete('tracer', '--pid', ruby.to_s[0]), ruby.to_s
+    ensure
+      Process.kill('KILL', ruby)
+      Process.wait(ruby)
+    end
+    Dir.mktmpdir do |dir|
+      FileUtils.touch(File.join(dir, 'trace one.json'))
+      FileUtils.touch(File.join(dir, 'heap.json'))
+      assert_equal ["#{dir}/heap.json", "#{dir}/trace one.json"], complete('tracer', '-o', "#{dir}/").sort
+      assert_equal ["#{dir}/heap.json"], complete('tracer', '--heapdump', "#{dir}/h")
+    end
+    assert_empty complete('tracer', '-e', '')
+  end
+
+  def test_make_install
+    Dir.mktmpdir do |prefix|
+      out, status = Open3.capture2e('make', '-s', '-C', File.join(ROOT, 'client'), 'install', "PREFIX=#{prefix}")
+      assert status.success?, out
+      bin = File.join(prefix, 'bin', 'tracer')
+      man = File.join(prefix, 'share', 'man', 'man1', 'tracer.1')
+      comp = File.join(prefix, 'share', 'bash-completion', 'completions', 'tracer')
+      assert File.executable?(bin)
+      assert_equal File.read(MAN_PAGE), File.read(man)
+      assert_equal File.read(COMPLETION), File.read(comp)
+      assert_match(/\Atracer \d+\.\d+\.\d+/, `#{bin} --version`)
+      assert_equal %w[chrome], complete('tracer', '--format', 'ch', script: comp)
+    end
+  end
+end

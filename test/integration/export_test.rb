@@ -1,0 +1,293 @@
+# export_test.rb: --format chrome, speedscope, collapsed and jsonl, each file read by a real consumer.
+#
+# Consumers:
+#   speedscope    its own importer (the code its web page runs, from the speedscope npm package)
+#                 loads speedscope, chrome and collapsed files: test/export/check.js; speedscope
+#                 files are also validated against its published JSON schema (shipped in the same
+#                 package) with ajv. Both come from test/export/package.json, installed once by
+#                 `npm ci` into test/export/node_modules.
+#   flamegraph.pl Brendan Gregg's renderer turns collapsed stacks into an SVG flame graph; Debian
+#                 ships it in libdevel-nytprof-perl (.ci/run installs it).
+#   chrome        no Perfetto or chrome://tracing runs here: besides speedscope's Trace Event
+#                 importer, the file's structure is checked in Ruby (check_chrome below).
+#   jsonl         plain JSON, parsed line by line.
+require_relative 'helper'
+require 'bigdecimal'
+require 'rexml/document'
+
+EXPORT_DIR = File.join(ROOT, 'test', 'export')
+FLAMEGRAPH = ENV['FLAMEGRAPH'] || '/usr/share/perl5/Devel/NYTProf/flamegraph.pl'
+
+module ExportConsumers
+  @mutex = Mutex.new
+
+  # npm ci once per checkout; later runs reuse node_modules while package-lock.json is unchanged.
+  def self.install!
+    @mutex.synchronize do
+      return if @installed
+
+      stamp = File.join(EXPORT_DIR, 'node_modules', '.package-lock.json')
+      lock = File.join(EXPORT_DIR, 'package-lock.json')
+      unless File.exist?(stamp) && File.mtime(stamp) >= File.mtime(lock)
+        system('node', '--version', out: File::NULL) or raise 'export tests need node and npm (see .ci/run)'
+        out, status = Open3.capture2e('npm', 'ci', '--prefix', EXPORT_DIR, '--ignore-scripts',
+                                      '--no-audit', '--no-fund')
+        raise "npm ci in test/export failed:\n#{out}" unless status.success?
+      end
+      @installed = true
+    end
+  end
+end
+
+class ExportTest < Minitest::Test
+  include TracerTest
+
+  def setup
+    super
+    ExportConsumers.install!
+    @dir = Dir.mktmpdir('tracer-export')
+  end
+
+  def teardown
+    super
+    FileUtils.rm_rf(@dir)
+  end
+
+  # Traces t for 1 s into a file; returns the path.
+  def export(t, format, *specs, more: [])
+    path = File.join(@dir, "trace.#{format}")
+    specs = ['Worker#work', 'Worker#helper'] if specs.empty?
+    _, err, status = tracer('-p', t.pid, '-m', *specs, '--format', format, '-o', path, '--duration', 1, *more)
+    assert status.success?, "exit #{status.exitstatus}: #{err}"
+    assert_match(/detached from process #{t.pid}/, err)
+    path
+  end
+
+  # speedscope's view of a file: see test/export/check.js.
+  def speedscope(path, *flags)
+    out, err, status = Open3.capture3('node', File.join(EXPORT_DIR, 'check.js'), path, *flags)
+    assert status.success?, "speedscope refused #{File.basename(path)}:\n#{err}"
+    JSON.parse(out)
+  end
+
+  # The calls of a speedscope profile named child (or those of them not at the root, with
+  # anywhere: true), each inside a call named parent one level up.
+  def assert_nested(calls, parent, child, anywhere: false)
+    kids = calls.select { |c| c['name'] == child && !(anywhere && c['depth'].zero?) }
+    refute_empty kids, "no #{child} in #{calls.map { |c| c['name'] }.uniq}"
+    kids.each do |k|
+      assert calls.any? { |p|
+        p['name'] == parent && p['depth'] == k['depth'] - 1 && p['start'] <= k['start'] && k['end'] <= p['end']
+      }, "#{child} at #{k['start']} is not inside a #{parent}"
+    end
+  end
+
+  # The Trace Event Format, as Perfetto and chrome://tracing read it, checked by hand: no viewer
+  # of those runs here. Numbers are read exactly (BigDecimal) so nesting compares exactly.
+  def check_chrome(text, pid)
+    doc = JSON.parse(text, decimal_class: BigDecimal)
+    assert_equal 'ms', doc['displayTimeUnit']
+    events = doc.fetch('traceEvents')
+    meta = events.select { |e| e['ph'] == 'M' }
+    assert_includes meta, { 'name' => 'process_name', 'ph' => 'M', 'pid' => pid, 'args' => { 'name' => "ruby #{pid}" } }
+    names = meta.select { |e| e['name'] == 'thread_name' }.to_h { |e| [e['tid'], e['args']['name']] }
+    spans = events.select { |e| e['ph'] == 'X' }
+    refute_empty spans
+    spans.each do |e|
+      %w[name cat ph ts dur pid tid].each { |k| assert e.key?(k), "X event without #{k}: #{e}" }
+      assert_kind_of String, e['name']
+      assert_equal 'ruby', e['cat']
+      assert_equal pid, e['pid']
+      assert_kind_of Integer, e['tid']
+      assert_operator e['tid'], :>, 0
+      assert_kind_of Numeric, e['ts']
+      assert_kind_of Numeric, e['dur']
+      assert_operator e['ts'], :>=, 0
+      assert_operator e['dur'], :>=, 0
+      assert names.key?(e['tid']), "no thread_name for tid #{e['tid']}"
+    end
+    spans.group_by { |e| e['tid'] }.each_value do |list|
+      stack = []
+      list.sort_by { |e| [e['ts'], -e['dur']] }.each do |e|
+        stack.pop while stack.any? && stack.last['ts'] + stack.last['dur'] <= e['ts']
+        if stack.any?
+          assert_operator e['ts'] + e['dur'], :<=, stack.last['ts'] + stack.last['dur'],
+                          "#{e['name']} overlaps #{stack.last['name']} without nesting"
+        end
+        stack << e
+      end
+    end
+    [events, names]
+  end
+
+  def test_chrome_is_well_formed_and_speedscope_reads_it
+    t = target('work')
+    path = export(t, 'chrome', 'Worker#work', 'Worker#helper', 'Worker#fail_once')
+    events, names = check_chrome(File.read(path), t.pid)
+    assert_equal ['main'], names.values
+    spans = events.select { |e| e['ph'] == 'X' }
+    assert_equal %w[Worker#fail_once Worker#helper Worker#work], spans.map { |e| e['name'] }.uniq.sort
+    spans.select { |e| e['name'] == 'Worker#helper' }.each do |h|
+      assert spans.any? { |w| w['name'] == 'Worker#work' && w['ts'] <= h['ts'] && h['ts'] + h['dur'] <= w['ts'] + w['dur'] }
+    end
+    raises = events.select { |e| e['ph'] == 'i' }
+    refute_empty raises
+    raises.each do |e|
+      assert_equal 'EXCEPTION ArgumentError: worker failed', e['name']
+      assert_equal 't', e['s']
+      assert_match(/target\.rb\z/, e['args']['file'])
+      assert_kind_of Integer, e['args']['line']
+    end
+
+    view = speedscope(path)
+    assert_equal 'Trace Event Format profile', view['format']
+    assert_empty view['warnings']
+    assert_equal 1, view['profiles'].size
+    assert_match(/main/, view['profiles'][0]['name'])
+    assert_nested(view['profiles'][0]['calls'], 'Worker#work', 'Worker#helper')
+  end
+
+  # SIGINT is how a trace usually ends: the file must still be one complete JSON document.
+  def test_chrome_is_complete_after_sigint
+    t = target('work')
+    path = File.join(@dir, 'trace.json')
+    c = client('-p', t.pid, '-m', 'Worker#work', 'Worker#helper', '--format', 'chrome', '-o', path)
+    wait_until(message: 'events in the file') { File.exist?(path) && File.read(path).scan('"Worker#helper"').size >= 3 }
+    c.signal('INT')
+    status = c.finish
+    assert status.success?, c.err
+    assert_match(/detached from process #{t.pid}/, c.err)
+    text = File.read(path)
+    assert text.end_with?("}}\n"), text[-200..]
+    check_chrome(text, t.pid)
+    assert_nested(speedscope(path)['profiles'][0]['calls'], 'Worker#work', 'Worker#helper')
+  end
+
+  def test_chrome_threads_are_named_tracks
+    t = target('threads')
+    path = export(t, 'chrome')
+    _, names = check_chrome(File.read(path), t.pid)
+    assert_operator names.values.grep(/\Aworker-\d\z/).size, :>=, 2, names.inspect
+    assert_equal names.size, names.values.uniq.size
+  end
+
+  def test_speedscope_matches_the_schema_and_imports
+    t = target('work')
+    path = export(t, 'speedscope')
+    doc = JSON.parse(File.read(path))
+    assert_equal 'https://www.speedscope.app/file-format-schema.json', doc['$schema']
+    assert_equal 'tracer 0.1.0', doc['exporter']
+    frames = doc['shared']['frames']
+    assert_equal %w[Worker#helper Worker#work], frames.map { |f| f['name'] }.sort
+    frames.each do |f|
+      assert_match(/target\.rb\z/, f['file'])
+      assert_kind_of Integer, f['line']
+    end
+
+    view = speedscope(path, '--schema')
+    assert_empty view['schema_errors']
+    assert_equal 'speedscope json file', view['format']
+    assert_equal "tracer #{t.pid}", view['name']
+    assert_equal ["main (pid #{t.pid})"], view['profiles'].map { |p| p['name'] }
+    assert_nested(view['profiles'][0]['calls'], 'Worker#work', 'Worker#helper')
+    assert_operator view['profiles'][0]['total'], :>, 0
+  end
+
+  # Slow calls arrive innermost first; the file must still nest them.
+  def test_speedscope_of_slow_calls
+    t = target('work')
+    path = export(t, 'speedscope', 'Worker#outer', 'Worker#inner', 'Kernel#sleep', more: ['-s', '1'])
+    view = speedscope(path, '--schema')
+    assert_empty view['schema_errors']
+    calls = view['profiles'][0]['calls']
+    # Calls at the root began outside a traced call: the loop's own sleep, or an inner call of
+    # the Worker#outer that ran when tracing began. Every other one is nested.
+    assert_nested(calls, 'Worker#outer', 'Worker#inner', anywhere: true)
+    assert_nested(calls, 'Worker#inner', 'Kernel#sleep', anywhere: true)
+  end
+
+  def test_collapsed_renders_as_a_flame_graph
+    t = target('work')
+    path = export(t, 'collapsed', 'Worker#work', 'Worker#helper', 'Worker#fail_once')
+    lines = File.readlines(path, chomp: true)
+    refute_empty lines
+    lines.each { |l| assert_match(/\Amain(;[^; ]+)+ [1-9]\d*\z/, l) }
+    assert_equal lines.map { |l| l[/\A\S+/] }.uniq.size, lines.size, 'one line per stack'
+    assert lines.any? { |l| l.start_with?('main;Worker#work;Worker#helper ') }, lines.inspect
+
+    # flamegraph.pl draws a box per frame: helper's sits on work's, within its width.
+    svg, err, status = Open3.capture3('perl', FLAMEGRAPH, '--countname=us', path)
+    assert status.success?, err
+    boxes = REXML::XPath.match(REXML::Document.new(svg), '//g[title]').map do |g|
+      r = g.elements['rect']
+      { name: g.elements['title'].text[/\A(.*) \([\d,]+ us/, 1], x: r['x'].to_f, y: r['y'].to_f, w: r['width'].to_f }
+    end
+    box = ->(name) { boxes.find { |b| b[:name] == name } || flunk("no box for #{name} in #{boxes}") }
+    main, work, helper = box.call('main'), box.call('Worker#work'), box.call('Worker#helper')
+    assert_operator work[:y], :<, main[:y]
+    assert_operator helper[:y], :<, work[:y]
+    assert_operator helper[:x], :>=, work[:x]
+    assert_operator helper[:x] + helper[:w], :<=, work[:x] + work[:w] + 0.1
+    box.call('Worker#fail_once')
+
+    view = speedscope(path)
+    assert_equal 'collapsed stack format', view['format']
+    assert_nested(view['profiles'][0]['calls'], 'Worker#work', 'Worker#helper')
+  end
+
+  def test_collapsed_with_several_processes
+    a = target('work')
+    b = target('work')
+    path = File.join(@dir, 'both.folded')
+    _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#work', '--format', 'collapsed', '-o', path,
+                            '--duration', 1)
+    assert status.success?, err
+    lines = File.readlines(path, chomp: true)
+    assert_includes lines.map { |l| l[/\A[^;]+/] }.uniq.sort, "ruby #{a.pid}"
+    assert_includes lines.map { |l| l[/\A[^;]+/] }.uniq.sort, "ruby #{b.pid}"
+    lines.each { |l| assert_match(/\Aruby \d+;main;Worker#work \d+\z/, l) }
+  end
+
+  def test_jsonl_has_one_object_per_event
+    t = target('work')
+    path = export(t, 'jsonl', 'Worker#work(self, x)', 'Worker#helper', 'Worker#fail_once')
+    events = File.readlines(path).map { |l| JSON.parse(l) }
+    refute_empty events
+    events.each do |e|
+      assert_equal t.pid, e['pid']
+      assert_equal 'main', e['thread']
+      assert_includes %w[call return raise], e['event']
+      assert_kind_of Integer, e['ts']
+      assert_kind_of Integer, e['depth']
+    end
+    assert_equal events.map { |e| e['ts'] }.sort, events.map { |e| e['ts'] }, 'one thread: times in order'
+    work = events.find { |e| e['event'] == 'call' && e['method'] == 'Worker#work' }
+    assert_match(/\A#<Worker:0x\h+ @n=1>\z/, work['expr']['self'])
+    assert_equal '3', work['expr']['x']
+    helper = events.find { |e| e['event'] == 'return' && e['method'] == 'Worker#helper' }
+    assert_equal 1, helper['depth']
+    assert_operator helper['duration_ns'], :>, 0
+    raise_ev = events.find { |e| e['event'] == 'raise' }
+    assert_equal 'ArgumentError', raise_ev['exception']
+    assert_equal 'worker failed', raise_ev['message']
+    assert_match(/target\.rb\z/, raise_ev['file'])
+    assert_equal 1, raise_ev['depth']
+  end
+
+  def test_format_usage_errors
+    pid = Process.pid
+    [
+      [['-e', '1', '--format', 'chrome'], /--format goes with tracing/],
+      [['--top', 'calls', '--format', 'jsonl'], /--format goes with tracing/],
+      [['--backtraces', '--format', 'jsonl'], /--format goes with tracing/],
+      [['--heapdump', '--format', 'jsonl'], /--format goes with tracing/],
+      [['-m', 'A#b', '--format', 'json'], /invalid --format 'json': expected text, chrome, speedscope, collapsed or jsonl/],
+      [['-m', 'A#b', '--format', 'chrome', '-o', '/dev/null', '-a'], /--append/],
+      [['-m', 'A#b', '--format', 'jsonl', '-t'], /--start-time goes with --format text/],
+    ].each do |args, message|
+      _, err, status = tracer('-p', pid, *args)
+      assert_equal 2, status.exitstatus, "#{args.join(' ')}: #{err}"
+      assert_match message, err
+    end
+  end
+end

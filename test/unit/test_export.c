@@ -1,0 +1,577 @@
+/* test_export.c: the exporters and their JSON escaping: event sequences in, exact files out. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "export.h"
+#include "intern.h"
+#include "json.h"
+#include "output.h"
+#include "spec.h"
+#include "test.h"
+
+#define BASE 1000000000ull      /* the agent's clock at the first event, in ns */
+#define PID 42
+
+static struct trc_output out;
+static struct trc_spec spec;
+
+static struct trc_str
+S(const char *s)
+{
+	return (struct trc_str){ s, (uint32_t)strlen(s) };
+}
+
+static void
+feed(struct trc_sink *k, struct trc_message m)
+{
+	test_cond("event accepted", trc_sink_feed(k, &m) == 0);
+}
+
+static void
+method(struct trc_sink *k, uint32_t idx, const char *name, int32_t line)
+{
+	struct trc_message m = { .type = TRC_EV_METHOD };
+
+	m.method.idx = idx;
+	m.method.cls = S("Worker");
+	m.method.sep = S("#");
+	m.method.name = S(name);
+	m.method.path = S("app.rb");
+	m.method.line = line;
+	feed(k, m);
+}
+
+static void
+thread(struct trc_sink *k, uint32_t idx, const char *name)
+{
+	struct trc_message m = { .type = TRC_EV_THREAD };
+
+	m.thread.idx = idx;
+	m.thread.name = S(name);
+	feed(k, m);
+}
+
+static void
+event(struct trc_sink *k, uint32_t type, uint32_t meth, uint64_t ts)
+{
+	struct trc_message m = { .type = type };
+
+	m.call.thread = 0;
+	m.call.method = meth;
+	m.call.ts = BASE + ts;
+	feed(k, m);
+}
+
+static void
+call(struct trc_sink *k, uint32_t meth, uint64_t ts)
+{
+	event(k, TRC_EV_CALL, meth, ts);
+}
+
+static void
+ret(struct trc_sink *k, uint32_t meth, uint64_t ts)
+{
+	event(k, TRC_EV_RETURN, meth, ts);
+}
+
+static void
+expr(struct trc_sink *k, const char *text)
+{
+	struct trc_message m = { .type = TRC_EV_EXPR };
+
+	m.expr.thread = 0;
+	m.expr.spec = 0;
+	m.expr.expr = 0;
+	m.expr.text = S(text);
+	feed(k, m);
+}
+
+static void
+raise_ev(struct trc_sink *k, uint64_t ts)
+{
+	struct trc_message m = { .type = TRC_EV_RAISE };
+
+	m.raise.thread = 0;
+	m.raise.ts = BASE + ts;
+	m.raise.cls = S("ArgumentError");
+	m.raise.message = S("bad \"x\"");
+	m.raise.path = S("app.rb");
+	m.raise.line = 9;
+	feed(k, m);
+}
+
+static void
+slow(struct trc_sink *k, uint32_t meth, uint64_t start, uint64_t dur, uint32_t depth)
+{
+	struct trc_message m = { .type = TRC_EV_SLOW };
+
+	m.slow.thread = 0;
+	m.slow.method = meth;
+	m.slow.start_ts = BASE + start;
+	m.slow.duration_ns = dur;
+	m.slow.depth = depth;
+	feed(k, m);
+}
+
+static struct trc_export *
+start(enum trc_format f, bool label_pids)
+{
+	struct trc_export_opts o = { .format = f, .tool = "tracer test", .specs = &spec,
+				     .nspecs = 1, .label_pids = label_pids };
+
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	return trc_export_new(&out, &o);
+}
+
+/* The file so far, NUL-terminated in place. */
+static const char *
+sofar(void)
+{
+	trc_buf_addc(&out.out, '\0');
+	out.out.len--;
+	return out.out.data;
+}
+
+/* Finishes e and returns the whole file, NUL-terminated in place. */
+static const char *
+finish(struct trc_export *e)
+{
+	trc_export_finish(e);
+	trc_buf_addc(&out.out, '\0');
+	out.out.len--;
+	return out.out.data;
+}
+
+/* Worker#work (with self=#<Worker>) calls Worker#helper, then raises; times in ns from BASE. */
+static void
+play_basic(struct trc_export *e, pid_t pid)
+{
+	struct trc_sink k = trc_export_sink(e, pid);
+
+	method(&k, 0, "work", 7);
+	method(&k, 1, "helper", 8);
+	thread(&k, 0, "main");
+	call(&k, 0, 0);
+	expr(&k, "#<Worker>");
+	call(&k, 1, 2000);
+	ret(&k, 1, 3500);
+	raise_ev(&k, 4000);
+	ret(&k, 0, 10000);
+	trc_sink_close(&k);
+}
+
+static void
+test_chrome(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_CHROME, false);
+
+	test_str("chrome header is out before any event", sofar(), "{\"traceEvents\":[");
+	play_basic(e, PID);
+	test_str("chrome: metadata, X events as calls return, the exception as an instant",
+		 finish(e),
+		 "{\"traceEvents\":[\n"
+		 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":42,\"args\":{\"name\":\"ruby 42\"}},\n"
+		 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":42,\"tid\":1,\"args\":{\"name\":\"main\"}},\n"
+		 "{\"name\":\"Worker#helper\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,\"tid\":1,"
+		 "\"ts\":2.000,\"dur\":1.500},\n"
+		 "{\"name\":\"EXCEPTION ArgumentError: bad \\\"x\\\"\",\"cat\":\"ruby\",\"ph\":\"i\","
+		 "\"s\":\"t\",\"pid\":42,\"tid\":1,\"ts\":4.000,\"args\":{\"file\":\"app.rb\",\"line\":9}},\n"
+		 "{\"name\":\"Worker#work\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,\"tid\":1,"
+		 "\"ts\":0.000,\"dur\":10.000,\"args\":{\"self\":\"#<Worker>\"}}\n"
+		 "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":\"tracer test\"}}\n");
+	trc_export_free(e);
+}
+
+static void
+test_chrome_empty(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_CHROME, false);
+	struct trc_sink k = trc_export_sink(e, PID);
+
+	trc_sink_close(&k);
+	test_str("chrome without events is still a document", finish(e),
+		 "{\"traceEvents\":[\n"
+		 "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":\"tracer test\"}}\n");
+	trc_export_free(e);
+}
+
+static void
+test_speedscope(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_SPEEDSCOPE, false);
+
+	play_basic(e, PID);
+	test_str("speedscope: frames, then one evented profile per thread", finish(e),
+		 "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":"
+		 "{\"frames\":[{\"name\":\"Worker#work\",\"file\":\"app.rb\",\"line\":7},"
+		 "{\"name\":\"Worker#helper\",\"file\":\"app.rb\",\"line\":8}]},\"profiles\":[\n"
+		 "{\"type\":\"evented\",\"name\":\"main (pid 42)\",\"unit\":\"nanoseconds\","
+		 "\"startValue\":0,\"endValue\":10000,\"events\":["
+		 "{\"type\":\"O\",\"frame\":0,\"at\":0},{\"type\":\"O\",\"frame\":1,\"at\":2000},"
+		 "{\"type\":\"C\",\"frame\":1,\"at\":3500},{\"type\":\"C\",\"frame\":0,\"at\":10000}]}],"
+		 "\"name\":\"tracer 42\",\"activeProfileIndex\":0,\"exporter\":\"tracer test\"}\n");
+	trc_export_free(e);
+}
+
+static void
+test_collapsed(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_COLLAPSED, false);
+
+	play_basic(e, PID);
+	/* work: 10 us in all, 1.5 of them in helper: 8.5 rounds to 9; helper 1.5 to 2. */
+	test_str("collapsed: self time in us, thread as the root, sorted", finish(e),
+		 "main;Worker#work 9\n"
+		 "main;Worker#work;Worker#helper 2\n");
+	trc_export_free(e);
+}
+
+static void
+test_collapsed_pids(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_COLLAPSED, true);
+
+	play_basic(e, 43);
+	play_basic(e, PID);
+	test_str("collapsed with several targets: the process above the thread", finish(e),
+		 "ruby 42;main;Worker#work 9\n"
+		 "ruby 42;main;Worker#work;Worker#helper 2\n"
+		 "ruby 43;main;Worker#work 9\n"
+		 "ruby 43;main;Worker#work;Worker#helper 2\n");
+	trc_export_free(e);
+}
+
+static void
+test_jsonl(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_JSONL, false);
+
+	play_basic(e, PID);
+	test_str("jsonl: one object per event", finish(e),
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"call\",\"method\":\"Worker#work\","
+		 "\"ts\":0,\"depth\":0,\"expr\":{\"self\":\"#<Worker>\"}}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"call\",\"method\":\"Worker#helper\","
+		 "\"ts\":2000,\"depth\":1}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"return\",\"method\":\"Worker#helper\","
+		 "\"ts\":3500,\"depth\":1,\"duration_ns\":1500}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"raise\",\"ts\":4000,\"depth\":1,"
+		 "\"exception\":\"ArgumentError\",\"message\":\"bad \\\"x\\\"\",\"file\":\"app.rb\","
+		 "\"line\":9}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"return\",\"method\":\"Worker#work\","
+		 "\"ts\":10000,\"depth\":0,\"duration_ns\":10000}\n");
+	trc_export_free(e);
+}
+
+/*
+ * work calls helper, whose return is lost; work's return closes both. A return without its
+ * call is ignored. work and helper are called again and still run at the end: they close at
+ * the last timestamp seen (the raise).
+ */
+static void
+play_broken(struct trc_export *e)
+{
+	struct trc_sink k = trc_export_sink(e, PID);
+
+	method(&k, 0, "work", 7);
+	method(&k, 1, "helper", 8);
+	thread(&k, 0, "main");
+	call(&k, 0, 0);
+	call(&k, 1, 1000);
+	ret(&k, 0, 5000);
+	ret(&k, 1, 6000);
+	call(&k, 0, 7000);
+	call(&k, 1, 8000);
+	raise_ev(&k, 9000);
+	trc_sink_close(&k);
+}
+
+static void
+test_repair(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_SPEEDSCOPE, false);
+	const char *s;
+
+	play_broken(e);
+	s = finish(e);
+	test_cond("speedscope: nested events despite lost returns", strstr(s,
+		"\"startValue\":0,\"endValue\":9000,\"events\":["
+		"{\"type\":\"O\",\"frame\":0,\"at\":0},{\"type\":\"O\",\"frame\":1,\"at\":1000},"
+		"{\"type\":\"C\",\"frame\":1,\"at\":5000},{\"type\":\"C\",\"frame\":0,\"at\":5000},"
+		"{\"type\":\"O\",\"frame\":0,\"at\":7000},{\"type\":\"O\",\"frame\":1,\"at\":8000},"
+		"{\"type\":\"C\",\"frame\":1,\"at\":9000},{\"type\":\"C\",\"frame\":0,\"at\":9000}]}")
+		  != NULL);
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_JSONL, false);
+	play_broken(e);
+	test_str("jsonl: only the returns that were seen", finish(e),
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"call\",\"method\":\"Worker#work\","
+		 "\"ts\":0,\"depth\":0}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"call\",\"method\":\"Worker#helper\","
+		 "\"ts\":1000,\"depth\":1}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"return\",\"method\":\"Worker#work\","
+		 "\"ts\":5000,\"depth\":0,\"duration_ns\":5000}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"call\",\"method\":\"Worker#work\","
+		 "\"ts\":7000,\"depth\":0}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"call\",\"method\":\"Worker#helper\","
+		 "\"ts\":8000,\"depth\":1}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"raise\",\"ts\":9000,\"depth\":2,"
+		 "\"exception\":\"ArgumentError\",\"message\":\"bad \\\"x\\\"\",\"file\":\"app.rb\","
+		 "\"line\":9}\n");
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_CHROME, false);
+	play_broken(e);
+	s = finish(e);
+	test_cond("chrome: the lost return's call ends with its caller",
+		  strstr(s, "\"name\":\"Worker#helper\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,"
+			 "\"tid\":1,\"ts\":1.000,\"dur\":4.000}") != NULL);
+	test_cond("chrome: calls open at the end close at the last timestamp",
+		  strstr(s, "\"name\":\"Worker#work\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,"
+			 "\"tid\":1,\"ts\":7.000,\"dur\":2.000}\n]") != NULL);
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_COLLAPSED, false);
+	play_broken(e);
+	/* work: 5 us - 4 in helper, then 2 - 1: 2 us; helper: 4 + 1. */
+	test_str("collapsed: repaired calls count", finish(e),
+		 "main;Worker#work 2\n"
+		 "main;Worker#work;Worker#helper 5\n");
+	trc_export_free(e);
+}
+
+/* -s: helper (depth 1) arrives before work (depth 0), which began 1 us before the first event. */
+static void
+play_slow(struct trc_export *e)
+{
+	struct trc_sink k = trc_export_sink(e, PID);
+
+	method(&k, 0, "work", 7);
+	method(&k, 1, "helper", 8);
+	thread(&k, 0, "main");
+	slow(&k, 1, 2000, 1000, 1);
+	slow(&k, 0, 1000, 5000, 0);
+	trc_sink_close(&k);
+}
+
+static void
+test_slow(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_SPEEDSCOPE, false);
+	const char *s;
+
+	play_slow(e);
+	s = finish(e);
+	test_cond("speedscope: slow calls replayed in order and nested", strstr(s,
+		"\"startValue\":-1000,\"endValue\":4000,\"events\":["
+		"{\"type\":\"O\",\"frame\":0,\"at\":-1000},{\"type\":\"O\",\"frame\":1,\"at\":0},"
+		"{\"type\":\"C\",\"frame\":1,\"at\":1000},{\"type\":\"C\",\"frame\":0,\"at\":4000}]}")
+		  != NULL);
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_COLLAPSED, false);
+	play_slow(e);
+	test_str("collapsed: slow calls nested", finish(e),
+		 "main;Worker#work 4\n"
+		 "main;Worker#work;Worker#helper 1\n");
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_CHROME, false);
+	play_slow(e);
+	s = finish(e);
+	test_cond("chrome: slow call as it comes", strstr(s, "\"name\":\"Worker#helper\",\"cat\":"
+		  "\"ruby\",\"ph\":\"X\",\"pid\":42,\"tid\":1,\"ts\":0.000,\"dur\":1.000}") != NULL);
+	test_cond("chrome: no negative timestamp: cut at the first event", strstr(s,
+		  "\"name\":\"Worker#work\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,\"tid\":1,"
+		  "\"ts\":0.000,\"dur\":4.000}") != NULL);
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_JSONL, false);
+	play_slow(e);
+	test_str("jsonl: slow calls as they come", finish(e),
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"slow\",\"method\":\"Worker#helper\","
+		 "\"ts\":0,\"depth\":1,\"duration_ns\":1000}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"slow\",\"method\":\"Worker#work\","
+		 "\"ts\":-1000,\"depth\":0,\"duration_ns\":5000}\n");
+	trc_export_free(e);
+}
+
+/* Names from the agent are bytes: they must come out as valid JSON and valid folded lines. */
+static void
+test_odd_names(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_COLLAPSED, false);
+	struct trc_sink k = trc_export_sink(e, PID);
+
+	method(&k, 0, "a;b\nc", 1);
+	thread(&k, 0, "w\xff");
+	call(&k, 0, 0);
+	call(&k, 7, 10);        /* never defined */
+	ret(&k, 7, 1010);
+	ret(&k, 0, 3000);
+	trc_sink_close(&k);
+	test_str("collapsed: ';' and newlines replaced", finish(e),
+		 "w\xff;Worker#a,b c 2\n"
+		 "w\xff;Worker#a,b c;(unknown) 1\n");
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_JSONL, false);
+	k = trc_export_sink(e, PID);
+	method(&k, 0, "a;b\nc", 1);
+	thread(&k, 0, "w\xff");
+	call(&k, 0, 0);
+	trc_sink_close(&k);
+	test_str("jsonl: escaped, invalid UTF-8 replaced", finish(e),
+		 "{\"pid\":42,\"thread\":\"w\\ufffd\",\"event\":\"call\",\"method\":\"Worker#a;b\\nc\","
+		 "\"ts\":0,\"depth\":0}\n");
+	trc_export_free(e);
+}
+
+static void
+test_bounds(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_JSONL, false);
+	struct trc_sink k = trc_export_sink(e, PID);
+	struct trc_message m = { .type = TRC_EV_CALL };
+
+	m.call.thread = 1u << 20;
+	test_cond("absurd thread index refused", trc_sink_feed(&k, &m) < 0);
+	test_str("and named", trc_sink_error(&k), "thread index 1048576 is out of range");
+	m = (struct trc_message){ .type = TRC_EV_LOST };
+	m.lost.count = 5;
+	test_cond("lost events counted", trc_sink_feed(&k, &m) == 0 && trc_sink_lost(&k) == 5);
+	trc_buf_addc(&out.err, '\0');
+	test_str("and noted", out.err.data, "*** 5 events lost\n");
+	trc_sink_close(&k);
+	trc_export_finish(e);
+	trc_export_free(e);
+}
+
+static const char *
+json(const char *s, size_t n)
+{
+	static struct trc_buf b;
+
+	trc_buf_release(&b);
+	trc_json_str(&b, s, n);
+	trc_buf_addc(&b, '\0');
+	return b.data;
+}
+#define JSON(lit) json((lit), sizeof(lit) - 1)
+
+static void
+test_json_escaping(void)
+{
+	test_str("plain", JSON("Worker#work"), "\"Worker#work\"");
+	test_str("empty", JSON(""), "\"\"");
+	test_str("quotes, backslash, controls", JSON("a\"b\\c\n\t\r\b\f\x01\x1f\x7f"),
+		 "\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f\x7f\"");
+	test_str("NUL inside", JSON("a\0b"), "\"a\\u0000b\"");
+	test_str("valid UTF-8 kept", JSON("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
+		 "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+	test_str("stray bytes", JSON("a\xff" "b\x80"), "\"a\\ufffdb\\ufffd\"");
+	test_str("truncated at the end", JSON("x\xe2\x82"), "\"x\\ufffd\"");
+	test_str("truncated in the middle: one U+FFFD", JSON("\xe2\x82x"), "\"\\ufffdx\"");
+	test_str("overlong", JSON("\xc0\xaf"), "\"\\ufffd\\ufffd\"");
+	test_str("overlong 3-byte", JSON("\xe0\x80\xaf"), "\"\\ufffd\\ufffd\\ufffd\"");
+	test_str("surrogate", JSON("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
+	test_str("past U+10FFFF", JSON("\xf4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
+	test_str("last code point", JSON("\xf4\x8f\xbf\xbf"), "\"\xf4\x8f\xbf\xbf\"");
+	test_str("4-byte lead then ASCII", JSON("\xf0\x9f\x98Z"), "\"\\ufffdZ\"");
+}
+
+static const char *
+micros(int64_t ns)
+{
+	static struct trc_buf b;
+
+	trc_buf_release(&b);
+	trc_json_micros(&b, ns);
+	trc_buf_addc(&b, '\0');
+	return b.data;
+}
+
+static void
+test_json_numbers(void)
+{
+	struct trc_buf b;
+
+	test_str("0 us", micros(0), "0.000");
+	test_str("1 ns", micros(1), "0.001");
+	test_str("1.5 us", micros(1500), "1.500");
+	test_str("negative", micros(-1500), "-1.500");
+	test_str("big", micros(123456789012), "123456789.012");
+	trc_buf_init(&b);
+	trc_json_int(&b, INT64_MIN);
+	trc_buf_addc(&b, ' ');
+	trc_json_uint(&b, UINT64_MAX);
+	trc_buf_addc(&b, '\0');
+	test_str("extremes", b.data, "-9223372036854775808 18446744073709551615");
+	trc_buf_release(&b);
+}
+
+static void
+test_intern(void)
+{
+	struct trc_intern t = { 0 };
+	char key[16];
+	size_t len;
+	int ok = 1;
+
+	test_cond("first id 0", trc_intern_id(&t, "a", 1) == 0);
+	test_cond("new string, next id", trc_intern_id(&t, "b", 1) == 1);
+	test_cond("same bytes, same id", trc_intern_id(&t, "a", 1) == 0);
+	test_cond("empty string", trc_intern_id(&t, "", 0) == 2 && trc_intern_id(&t, NULL, 0) == 2);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		ok &= trc_intern_id(&t, key, strlen(key)) == (uint32_t)i + 3;
+	}
+	for (int i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		ok &= trc_intern_id(&t, key, strlen(key)) == (uint32_t)i + 3;
+		ok &= strcmp(trc_intern_str(&t, (uint32_t)i + 3, &len), key) == 0 && len == strlen(key);
+	}
+	test_cond("1000 strings through the rehashes", ok);
+	trc_intern_release(&t);
+}
+
+static void
+test_format_names(void)
+{
+	enum trc_format f;
+
+	test_cond("chrome", trc_format_parse("chrome", &f) == 0 && f == TRC_FORMAT_CHROME);
+	test_cond("jsonl", trc_format_parse("jsonl", &f) == 0 && f == TRC_FORMAT_JSONL);
+	test_cond("text", trc_format_parse("text", &f) == 0 && f == TRC_FORMAT_TEXT);
+	test_cond("unknown", trc_format_parse("json", &f) < 0);
+	test_cond("documents", trc_format_is_document(TRC_FORMAT_SPEEDSCOPE) &&
+		  !trc_format_is_document(TRC_FORMAT_COLLAPSED));
+	test_str("name", trc_format_name(TRC_FORMAT_COLLAPSED), "collapsed");
+}
+
+void
+test_export(void)
+{
+	const char *why;
+
+	trc_output_init(&out, -1, -1);
+	if (trc_spec_parse(&spec, "Worker#work(self)", &why) < 0)
+		test_cond("spec parses", 0);
+	test_chrome();
+	test_chrome_empty();
+	test_speedscope();
+	test_collapsed();
+	test_collapsed_pids();
+	test_jsonl();
+	test_repair();
+	test_slow();
+	test_odd_names();
+	test_bounds();
+	test_json_escaping();
+	test_json_numbers();
+	test_intern();
+	test_format_names();
+	trc_spec_release(&spec);
+	trc_output_release(&out);
+}
