@@ -111,20 +111,6 @@ trc_xp_method_frame(struct trc_xp_source *s, uint32_t idx)
 	return frame_id(s->e, trc_xp_intern(s->e, "(unknown)", 9), trc_xp_intern(s->e, "", 0), 0);
 }
 
-/* Grows an array of elements of size sz to hold index idx, zero-filling the new part. */
-static void *
-grow(void *arr, uint32_t *n, uint32_t idx, size_t sz)
-{
-	uint32_t cap = *n ? *n : 16;
-
-	while (cap <= idx)
-		cap *= 2;
-	arr = xreallocarray(arr, cap, sz);
-	memset((char *)arr + (size_t)*n * sz, 0, (size_t)(cap - *n) * sz);
-	*n = cap;
-	return arr;
-}
-
 static void
 name_thread(struct trc_export *e, struct trc_xp_thread *th, uint32_t idx, struct trc_str name)
 {
@@ -151,7 +137,7 @@ thread_get(struct trc_xp_source *s, uint32_t idx)
 		return NULL;
 	}
 	if (idx >= s->nthreads)
-		s->threads = grow(s->threads, &s->nthreads, idx, sizeof(*s->threads));
+		s->threads = xgrowzero(s->threads, &s->nthreads, idx, sizeof(*s->threads));
 	th = &s->threads[idx];
 	if (!th->named)
 		name_thread(e, th, idx, (struct trc_str){ "", 0 });
@@ -292,7 +278,7 @@ on_method(struct trc_xp_source *s, const struct trc_message *m)
 	if (idx >= TRC_TRACE_MAX_METHODS)
 		return fail(s, "method index", idx);
 	if (idx >= s->nmethods)
-		s->methods = grow(s->methods, &s->nmethods, idx, sizeof(*s->methods));
+		s->methods = xgrowzero(s->methods, &s->nmethods, idx, sizeof(*s->methods));
 	trc_buf_init(&b);
 	if (m->method.cls.len > 0) {
 		trc_buf_add(&b, m->method.cls.ptr, m->method.cls.len);
@@ -315,7 +301,7 @@ on_thread(struct trc_xp_source *s, const struct trc_message *m)
 	if (idx >= TRC_TRACE_MAX_THREADS)
 		return fail(s, "thread index", idx);
 	if (idx >= s->nthreads)
-		s->threads = grow(s->threads, &s->nthreads, idx, sizeof(*s->threads));
+		s->threads = xgrowzero(s->threads, &s->nthreads, idx, sizeof(*s->threads));
 	th = &s->threads[idx];
 	name_thread(s->e, th, idx, m->thread.name);
 	if (th->used && s->e->fmt->thread)     /* renamed after its first event */

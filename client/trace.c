@@ -216,20 +216,6 @@ fail(struct trc_trace *t, const char *what, uint64_t value)
 	return -1;
 }
 
-/* Grows an array of elements of size sz to hold index idx, zero-filling the new part. */
-static void *
-grow(void *arr, uint32_t *n, uint32_t idx, size_t sz)
-{
-	uint32_t cap = *n ? *n : 16;
-
-	while (cap <= idx)
-		cap *= 2;
-	arr = xreallocarray(arr, cap, sz);
-	memset((char *)arr + (size_t)*n * sz, 0, (size_t)(cap - *n) * sz);
-	*n = cap;
-	return arr;
-}
-
 static void
 set_thread_label(struct thread *th, uint32_t idx, struct trc_str name)
 {
@@ -252,7 +238,7 @@ thread_get(struct trc_trace *t, uint32_t idx)
 		return NULL;
 	}
 	if (idx >= t->nthreads)
-		t->threads = grow(t->threads, &t->nthreads, idx, sizeof(*t->threads));
+		t->threads = xgrowzero(t->threads, &t->nthreads, idx, sizeof(*t->threads));
 	th = &t->threads[idx];
 	if (th->label == NULL)
 		set_thread_label(th, idx, (struct trc_str){ "", 0 });
@@ -272,7 +258,7 @@ on_method(struct trc_trace *t, const struct trc_message *m)
 	if (idx >= TRC_TRACE_MAX_METHODS)
 		return fail(t, "method index", idx);
 	if (idx >= t->nmethods)
-		t->methods = grow(t->methods, &t->nmethods, idx, sizeof(*t->methods));
+		t->methods = xgrowzero(t->methods, &t->nmethods, idx, sizeof(*t->methods));
 	n = &t->methods[idx];
 	free(n->text);
 	if (m->method.cls.len == 0)
@@ -293,7 +279,7 @@ on_thread(struct trc_trace *t, const struct trc_message *m)
 	if (idx >= TRC_TRACE_MAX_THREADS)
 		return fail(t, "thread index", idx);
 	if (idx >= t->nthreads)
-		t->threads = grow(t->threads, &t->nthreads, idx, sizeof(*t->threads));
+		t->threads = xgrowzero(t->threads, &t->nthreads, idx, sizeof(*t->threads));
 	set_thread_label(&t->threads[idx], idx, m->thread.name);
 	return 0;
 }

@@ -87,3 +87,16 @@ xasprintf(const char *fmt, ...)
 	va_end(ap);
 	return p;
 }
+
+void *
+xgrowzero(void *arr, uint32_t *n, uint32_t idx, size_t sz)
+{
+	uint32_t cap = *n ? *n : 16;
+
+	while (cap <= idx)
+		cap *= 2;
+	arr = xreallocarray(arr, cap, sz);
+	memset((char *)arr + (size_t)*n * sz, 0, (size_t)(cap - *n) * sz);
+	*n = cap;
+	return arr;
+}
