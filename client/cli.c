@@ -42,7 +42,7 @@ struct opts {
 	size_t npids;
 	const char **specs;
 	size_t nspecs;
-	bool firehose, slow, start_time, no_duration, append, heapdump, backtraces;
+	bool firehose, slow, start_time, no_duration, append, heapdump, backtraces, stats;
 	bool help, version;
 	uint32_t slow_ms;
 	unsigned prefix;
@@ -161,6 +161,13 @@ set_start_time(struct opts *o, const char *v)
 	(void)v;
 	o->start_time = true;
 	o->text_option = "--start-time";
+}
+
+static void
+set_stats(struct opts *o, const char *v)
+{
+	(void)v;
+	o->stats = true;
 }
 
 static void
@@ -353,6 +360,7 @@ static const struct option_def options[] = {
 	{ "start-time", 't', ARG_NONE, NULL, "show the wall-clock start time of each call",
 	  set_start_time },
 	{ "no-duration", 'n', ARG_NONE, NULL, "hide the time spent in each call", set_no_duration },
+	{ "stats", 0, ARG_NONE, NULL, "at detach, print the events the agent sent, received and lost", set_stats },
 	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2)", set_prefix },
 	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout",
 	  set_output },
@@ -778,6 +786,7 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	j->trace.prefix = o->prefix;
 	j->trace.start_time = o->start_time;
 	j->trace.no_duration = o->no_duration;
+	j->stats = o->stats;
 	j->export = c->export;
 	j->top.mode = o->top_mode;
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);

@@ -51,6 +51,7 @@ struct trc_session {
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
 	int gone_checks;
 	bool truncated;                 /* the connection ended inside a message */
+	uint64_t received;              /* trace events (calls, returns, raises, values, slow calls) */
 	char tag[24];		/* "[PID] " with several targets, else "" */
 	enum trc_exit code;
 	char *error;
@@ -329,6 +330,11 @@ on_detached(struct trc_session *s, const struct trc_message *m)
 		trc_sink_close(&s->sink);       /* ends its open line before the notes */
 		if (lost > reported)
 			trc_output_note(s->job->out, "%s%" PRIu64 " events lost", s->tag, lost - reported);
+		/* sent + lost is what the agent saw; sent must equal received on a working link. */
+		if (s->job->stats)
+			trc_output_note(s->job->out, "%sprocess %d: %" PRIu64 " events sent, %" PRIu64
+			    " received, %" PRIu64 " lost", s->tag, (int)s->pid, m->detached.events,
+			    s->received, lost);
 		trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
 	} else if (s->job->mode == TRC_MODE_TOP) {
 		trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
@@ -350,6 +356,8 @@ on_top(struct trc_session *s, const struct trc_message *m)
 static void
 on_event(struct trc_session *s, const struct trc_message *m)
 {
+	if (m->type >= TRC_EV_CALL && m->type <= TRC_EV_SLOW)
+		s->received++;
 	if (!trc_sink_active(&s->sink))
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: trace event while not "
 		       "tracing", (int)s->pid);

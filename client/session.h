@@ -54,6 +54,7 @@ struct trc_job {
 		struct trc_top *table;          /* where every target's TRC_MSG_TOP rows go */
 	} top;
 	bool label_pids;        /* several targets: "[PID] " before each of their lines */
+	bool stats;             /* --stats: event counts of both sides at detach */
 	double timeout;         /* seconds for the agent to answer the attach */
 	double duration;        /* seconds of tracing before detaching; 0: until stopped */
 	struct trc_output *out;

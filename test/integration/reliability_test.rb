@@ -104,6 +104,12 @@ class ReliabilityTest < Minitest::Test
     end
   end
 
+  def test_firehose_at_full_speed_accounts_for_every_event
+    out, err, status = Open3.capture3('ruby', File.join(ROOT, 'test', 'soak', 'soak.rb'), '3')
+    assert status.success?, out + err
+    assert_match(/soak: ok/, out)
+  end
+
   def test_daemon_can_be_attached
     Dir.mktmpdir do |dir|
       file = File.join(dir, 'daemon.pid')
