@@ -5,7 +5,7 @@ EXT = ext/tracer_agent
 AGENT = lib/tracer_agent/tracer_agent.so
 AGENT_SRC = $(wildcard $(EXT)/*.c $(EXT)/*.h) $(EXT)/extconf.rb include/tracer_protocol.h
 
-.PHONY: all deps agent client test test-unit test-integration demo bench install clean \
+.PHONY: all deps agent client test test-unit test-integration demo bench soak install clean \
 	fuzz fuzz-ci lint check-memory
 
 all: agent client
@@ -34,6 +34,9 @@ test-integration: all
 demo: all
 	@script/demo
 
+soak: all
+	$(RUBY) test/soak/soak.rb $(SOAK_SECS)
+
 bench: all
 	$(RUBY) -Ilib test/bench/bench.rb
 
@@ -58,8 +61,8 @@ fuzz-ci:
 RUBY_HDRDIR = $(shell $(RUBY) -e 'print RbConfig::CONFIG["rubyhdrdir"]')
 RUBY_ARCHHDRDIR = $(shell $(RUBY) -e 'print RbConfig::CONFIG["rubyarchhdrdir"]')
 LINT_JOBS = $(shell nproc 2>/dev/null || echo 2)
-LINT_AGENT = -std=gnu11 -Iinclude -I$(EXT) -I$(RUBY_ARCHHDRDIR) -I$(RUBY_HDRDIR)
-LINT_CLIENT = -std=gnu11 -Iinclude -Iclient
+LINT_AGENT = -Iinclude -I$(EXT) -I$(RUBY_ARCHHDRDIR) -I$(RUBY_HDRDIR)
+LINT_CLIENT = -Iinclude -Iclient
 # readdirCalled: posix.cfg's advice to use readdir_r, which glibc deprecates (readdir is safe
 # on a stream of one's own). Findings inside Ruby's headers are not ours: suppressed.
 CPPCHECK = cppcheck --enable=warning,performance,portability --error-exitcode=1 --inline-suppr \
@@ -67,20 +70,27 @@ CPPCHECK = cppcheck --enable=warning,performance,portability --error-exitcode=1 
 TIDY = clang-tidy --quiet
 
 # clang-tidy (.clang-tidy) and cppcheck over the agent and the client; exits 1 on any finding.
-# The agent needs extconf.h, hence `agent` first.
+# The agent needs extconf.h, hence `agent` first; test/lint/cppcheck-ruby.h lets cppcheck parse
+# Ruby's headers.
 lint: agent
 	@command -v clang-tidy >/dev/null && command -v cppcheck >/dev/null || \
 		{ echo "lint: needs clang-tidy and cppcheck: apt-get install clang-tidy cppcheck" >&2; exit 1; }
-	@mkdir -p build/lint
-	@# cppcheck cannot parse RBIMPL_ATTR_NORETURN() before a function typedef (ruby/internal/
-	@# variable.h): this prelude makes it _Noreturn, which it can.
-	@printf '#define RBIMPL_ATTR_NORETURN_H\n#define RBIMPL_ATTR_NORETURN() _Noreturn\n' >build/lint/ruby.h
-	$(CPPCHECK) --include=build/lint/ruby.h --suppress='*:$(RUBY_HDRDIR)/*' \
-		--suppress='*:$(RUBY_ARCHHDRDIR)/*' $(LINT_AGENT) $(EXT)/*.c
-	$(CPPCHECK) $(LINT_CLIENT) client/*.c
-	ls $(EXT)/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- $(LINT_AGENT)
-	ls client/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- $(LINT_CLIENT)
-	@echo "lint: no findings"
+	@mkdir -p build/lint; rc=0; \
+	echo "lint: cppcheck agent"; \
+	$(CPPCHECK) --include=test/lint/cppcheck-ruby.h --suppress='*:$(RUBY_HDRDIR)/*' \
+		--suppress='*:$(RUBY_ARCHHDRDIR)/*' $(LINT_AGENT) $(EXT)/*.c || rc=1; \
+	echo "lint: cppcheck client"; \
+	$(CPPCHECK) $(LINT_CLIENT) client/*.c || rc=1; \
+	echo "lint: clang-tidy agent"; \
+	ls $(EXT)/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_AGENT) \
+		>build/lint/tidy.log 2>&1 || rc=1; \
+	grep -v '^[0-9]* warnings* generated\.$$' build/lint/tidy.log; \
+	echo "lint: clang-tidy client"; \
+	ls client/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_CLIENT) \
+		>build/lint/tidy.log 2>&1 || rc=1; \
+	grep -v '^[0-9]* warnings* generated\.$$' build/lint/tidy.log; \
+	if [ $$rc = 0 ]; then echo "lint: no findings"; else echo "lint: FAILED"; fi; \
+	exit $$rc
 
 # The integration tests once, with targets loading an ASan build of the agent (build/asan);
 # exits 1 on an ASan report in our code or a failed test.

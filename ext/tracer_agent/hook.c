@@ -15,6 +15,7 @@
 
 static struct {
 	volatile int armed;     /* hooks may write; cleared at stop and in a forked child */
+	uint64_t started;       /* counts trc_hook_start: see still_tracing() */
 	const struct trc_trace_cfg *cfg;
 	struct trc_ring *ring;
 	int wake_fd;
@@ -214,32 +215,59 @@ expr_eval(VALUE arg)
 }
 
 /*
- * Evaluates spec's expressions into values[]. This runs Ruby, which may switch threads: it
- * must happen before the CALL record, so that the CALL and its EXPR records stay adjacent.
+ * After a hook ran Ruby (which may switch threads), whether the tracing it began under still
+ * runs. Another thread may have detached the client meanwhile: hooks off, and the cfg, the ring
+ * and the thread table freed; or even attached a new one. Then the hook must touch none of them.
  */
-static void
+static inline int
+still_tracing(uint64_t started)
+{
+	return H.armed && H.started == started;
+}
+
+static VALUE
+expr_error(VALUE exc)
+{
+	return rb_sprintf("#<%"PRIsVALUE": %"PRIsVALUE">", rb_obj_class(exc), rb_funcall(exc, rb_intern("message"), 0));
+}
+
+/*
+ * Evaluates spec's expressions into values[]: returns how many, or -1 when tracing stopped
+ * meanwhile (still_tracing). This runs Ruby, which may switch threads: it must happen before
+ * the CALL record, so that the CALL and its EXPR records stay adjacent.
+ */
+static int
 eval_exprs(int spec, VALUE self, VALUE *values)
 {
-	const struct trc_spec *sp = &H.cfg->specs[spec];
+	uint64_t started = H.started;
+	int n = H.cfg->specs[spec].nexpr;
 
-	for (int i = 0; i < sp->nexpr; i++) {
-		VALUE arg[2] = { self, sp->exprs[i] };
+	for (int i = 0; i < n; i++) {
+		VALUE arg[2] = { self, H.cfg->specs[spec].exprs[i] };
 		int state = 0;
 		VALUE v = rb_protect(expr_eval, (VALUE)arg, &state);
 
 		if (state) {
 			v = rb_errinfo();
 			rb_set_errinfo(Qnil);
-			v = rb_sprintf("#<%"PRIsVALUE": %"PRIsVALUE">", rb_obj_class(v), rb_funcall(v, rb_intern("message"), 0));
+			/* #message is Ruby too, and may raise: nothing may escape into the app. */
+			v = rb_protect(expr_error, v, &state);
+			if (state) {
+				rb_set_errinfo(Qnil);
+				v = rb_str_new_cstr("#<exception (its message raised too)>");
+			}
 		}
+		if (!still_tracing(started))
+			return -1;
 		values[i] = v;
 	}
+	return n;
 }
 
 static void
-put_exprs(const struct trc_thread *t, int spec, const VALUE *values)
+put_exprs(const struct trc_thread *t, int spec, const VALUE *values, int n)
 {
-	for (int i = 0; i < H.cfg->specs[spec].nexpr; i++) {
+	for (int i = 0; i < n; i++) {
 		struct trc_rec head = { .type = TRC_REC_EXPR, .thread = t->idx, .method = (uint32_t)spec, .aux = (uint32_t)i };
 		const char *s = RSTRING_PTR(values[i]);
 		long len = RSTRING_LEN(values[i]) > EXPR_MAX ? EXPR_MAX : RSTRING_LEN(values[i]);
@@ -290,10 +318,13 @@ on_call(struct trc_thread *t, uint32_t m, VALUE self)
 	if (H.cfg->flags & TRC_TRACE_SLOW) {
 		slow_push(t, now_ns());
 	} else if (spec >= 0 && H.cfg->specs[spec].nexpr > 0) {
-		eval_exprs(spec, self, values);
+		int n = eval_exprs(spec, self, values);
+
+		if (n < 0)
+			return;         /* detached meanwhile: t may be gone with the rest */
 		ts = now_ns();
 		put_event(TRC_REC_CALL, t, m, ts);
-		put_exprs(t, spec, values);
+		put_exprs(t, spec, values, n);
 		RB_GC_GUARD(values[0]);
 	} else {
 		put_event(TRC_REC_CALL, t, m, now_ns());
@@ -387,6 +418,7 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	rb_trace_arg_t *ta;
 	VALUE exc, cname, msg, path;
 	int state = 0;
+	uint64_t started = H.started;
 
 	if (!H.armed || (t = trc_thread_current()) == NULL)
 		return;
@@ -401,6 +433,8 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 		rb_set_errinfo(Qnil);
 		msg = rb_str_new_cstr("(message raised)");
 	}
+	if (!still_tracing(started))
+		return;         /* #message ran Ruby: see still_tracing() */
 	path = rb_tracearg_path(ta);
 	if (!RB_TYPE_P(path, T_STRING))
 		path = rb_str_new_cstr("?");
@@ -514,6 +548,7 @@ trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_
 	for (int i = 0; i < cfg->nspecs; i++)
 		global |= cfg->specs[i].kind == TRC_SPEC_ANY;
 	H.cfg = cfg;
+	H.started++;
 	H.ring = ring;
 	H.wake_fd = wake_fd;
 	H.wake_at = (ring->mask + 1) / 4;

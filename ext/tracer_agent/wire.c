@@ -21,14 +21,21 @@ is_str_or_nil(const msgpack_object *o)
 	return is_str(o) || o->type == MSGPACK_OBJECT_NIL;
 }
 
-/* An array of at most max strings. */
+/* A string that command.c may take as a C string: StringValueCStr() raises on a NUL in it. */
 static int
-is_str_list(const msgpack_object *o, uint32_t max)
+is_cstr(const msgpack_object *o)
+{
+	return is_str(o) && (o->via.str.size == 0 || memchr(o->via.str.ptr, 0, o->via.str.size) == NULL);
+}
+
+/* An array of at most max elements that all pass is. */
+static int
+is_list(const msgpack_object *o, uint32_t max, int (*is)(const msgpack_object *))
 {
 	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > max)
 		return 0;
 	for (uint32_t i = 0; i < o->via.array.size; i++)
-		if (!is_str(&o->via.array.ptr[i]))
+		if (!is(&o->via.array.ptr[i]))
 			return 0;
 	return 1;
 }
@@ -43,7 +50,7 @@ is_spec(const msgpack_object *o)
 		return 0;
 	f = o->via.array.ptr;
 	if (!is_str_or_nil(&f[0]) || !is_uint(&f[1], TRC_SPEC_ANY) || !is_str_or_nil(&f[2]) ||
-	    !is_str_list(&f[3], TRC_MAX_EXPRS))
+	    !is_list(&f[3], TRC_MAX_EXPRS, is_str))
 		return 0;
 	if (f[1].via.u64 == TRC_SPEC_ANY)
 		return f[0].type == MSGPACK_OBJECT_NIL && is_str(&f[2]) && f[2].via.str.size > 0;
@@ -86,7 +93,7 @@ check_top(const msgpack_object *a)
 {
 	return is_uint(&a[1], TRC_TOP_EXCEPTIONS) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && a[3].type == MSGPACK_OBJECT_BOOLEAN &&
-	    is_str_list(&a[4], TRC_MAX_PREFIXES);
+	    is_list(&a[4], TRC_MAX_PREFIXES, is_cstr);
 }
 
 static const struct {

@@ -9,13 +9,15 @@ ROOT = File.expand_path('../..', __dir__)
 TRACER = File.join(ROOT, 'client', 'tracer')
 TARGET = File.join(ROOT, 'test', 'apps', 'target.rb')
 WAIT = Float(ENV['TEST_WAIT'] || 30) # generous: a loaded 2-core machine is slow, never flaky
+# Where targets load the agent from: `make check-memory` points it at an ASan build.
+AGENT_LIB = ENV['TRACER_AGENT_LIB'] || File.join(ROOT, 'lib')
 
 # A Ruby process running test/apps/target.rb MODE with the agent loaded.
 class Target
   attr_reader :pid, :out
 
   def initialize(mode, env: {}, agent: true, script: TARGET)
-    args = ['ruby', "-I#{ROOT}/lib"]
+    args = ['ruby', "-I#{AGENT_LIB}"]
     args << '-rtracer_agent' if agent
     @out, @err = +'', +''
     @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode)
@@ -38,6 +40,9 @@ class Target
 
   def kill(sig = 'KILL')
     Process.kill(sig, @pid) if alive?
+  rescue Errno::ESRCH
+    nil # it exited (and was reaped) between alive? and kill
+  ensure
     @wait.join(WAIT)
   end
 

@@ -1,0 +1,65 @@
+# fake_agent.rb MODE: a Ruby process WITHOUT tracer_agent that plays the agent's side of the attach
+# (SIGURG, hello from the SysV queue, connect) and then breaks the protocol, for
+# test/integration/protocol_test.rb. It prints "ready PID", then "sent MODE" once it has.
+#   truncated  a WELCOME, then the first bytes of an EVAL reply, then closes the connection
+#   huge       a WELCOME, then an EVAL reply whose string claims 4 GiB, and stays connected
+#   garbage    bytes that are no message at all, then closes the connection
+require 'fiddle'
+require 'socket'
+$stdout.sync = true
+
+# Just enough msgpack for these messages.
+def mp(v)
+  case v
+  when Integer then v < 128 ? [v].pack('C') : "\xcf".b + [v].pack('Q>')
+  when String then (v.bytesize < 32 ? [0xa0 | v.bytesize].pack('C') : "\xdb".b + [v.bytesize].pack('N')) + v.b
+  when true then "\xc3".b
+  when Array then [0x90 | v.size].pack('C') + v.map { |e| mp(e) }.join.b
+  end
+end
+
+libc = Fiddle.dlopen(nil)
+msgget = Fiddle::Function.new(libc['msgget'], [Fiddle::TYPE_INT, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+msgrcv = Fiddle::Function.new(libc['msgrcv'], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T,
+                                                Fiddle::TYPE_LONG, Fiddle::TYPE_INT], Fiddle::TYPE_SSIZE_T)
+IPC_NOWAIT = 0o4000
+MSG_NOERROR = 0o10000
+HELLO_SIZE = 120 # struct trc_hello without its long mtype
+key = 0x74000000 | (Process.pid & 0xffffff)
+
+mode = ARGV.fetch(0)
+rang = false
+Signal.trap('URG') { rang = true }
+puts "ready #{Process.pid}"
+
+sock = nil
+until sock
+  sleep 0.01 until rang
+  rang = false
+  q = msgget.call(key, 0)
+  next if q.negative?
+
+  buf = Fiddle::Pointer.malloc(8 + HELLO_SIZE, Fiddle::RUBY_FREE)
+  next if msgrcv.call(q, buf, HELLO_SIZE, 0, IPC_NOWAIT | MSG_NOERROR).negative?
+
+  _mtype, magic, _version, _client_pid, path = buf.to_str(8 + HELLO_SIZE).unpack('q<L<L<l<Z108')
+  sock = UNIXSocket.new(path) if magic == 0x54524331
+end
+
+mono = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+real = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+welcome = mp([64, 1, Process.pid, RUBY_VERSION, Dir.pwd, mono, real])
+case mode
+when 'truncated'
+  sock.write(welcome + mp([68, 1, true, 'x' * 100])[0, 20])
+  sock.close
+when 'huge'
+  sock.write(welcome + [0x94, 68, 1, 0xc3, 0xdb, 0xff, 0xff, 0xff, 0xff].pack('C*') + 'only a few bytes')
+when 'garbage'
+  sock.write("\xc1\xff\x00garbage".b + Random.new(42).bytes(1000))
+  sock.close
+else
+  abort "fake_agent: unknown mode #{mode}"
+end
+puts "sent #{mode}"
+sleep

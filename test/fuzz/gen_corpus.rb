@@ -1,0 +1,106 @@
+# gen_corpus.rb: writes the fuzzers' seed corpora (test/fuzz/corpus/TARGET/NAME), a few valid
+# messages of every type. Run it again after a protocol change: ruby test/fuzz/gen_corpus.rb
+require 'fileutils'
+
+# Just enough msgpack for the protocol, so the script needs no gem.
+module Pack
+  module_function
+
+  def pack(v)
+    case v
+    when nil then "\xc0".b
+    when true then "\xc3".b
+    when false then "\xc2".b
+    when Integer then int(v)
+    when String then str(v)
+    when Array then array(v.size) + v.map { |e| pack(e) }.join.b
+    else raise ArgumentError, v.inspect
+    end
+  end
+
+  def int(v)
+    return [v].pack('C') if v >= 0 && v < 128
+    return [v & 0xff].pack('C') if v < 0 && v >= -32
+    return "\xcc".b + [v].pack('C') if v >= 0 && v < 1 << 8
+    return "\xcd".b + [v].pack('n') if v >= 0 && v < 1 << 16
+    return "\xce".b + [v].pack('N') if v >= 0 && v < 1 << 32
+    return "\xcf".b + [v].pack('Q>') if v >= 0
+    "\xd3".b + [v].pack('q>')
+  end
+
+  def str(s)
+    s = s.b
+    head = if s.size < 32 then [0xa0 | s.size].pack('C')
+           elsif s.size < 256 then "\xd9".b + [s.size].pack('C')
+           elsif s.size < 65_536 then "\xda".b + [s.size].pack('n')
+           else "\xdb".b + [s.size].pack('N')
+           end
+    head + s
+  end
+
+  def array(n)
+    return [0x90 | n].pack('C') if n < 16
+    return "\xdc".b + [n].pack('n') if n < 65_536
+
+    "\xdd".b + [n].pack('N')
+  end
+end
+
+def msgs(*list) = list.map { |m| Pack.pack(m) }.join.b
+
+DIR = File.join(__dir__, 'corpus')
+
+def write(target, name, bytes)
+  FileUtils.mkdir_p(File.join(DIR, target))
+  File.binwrite(File.join(DIR, target, name), bytes)
+end
+
+# ---- client -> agent (fuzz_agent_command): first byte = read size (0: whole reads) ----
+a = 'fuzz_agent_command'
+hello = [1, 1, 4242]
+write(a, 'hello', "\0".b + msgs(hello))
+write(a, 'trace_firehose', "\0".b + msgs(hello, [2, 1, 0, []]))
+write(a, 'trace_specs', "\0".b + msgs(hello, [2, 6, 10, [['Foo::Bar', 0, 'baz', ['self', '@x']],
+                                                      ['Foo', 1, nil, []],
+                                                      [nil, 2, 'each', ['a.b']]]]))
+write(a, 'eval', "\0".b + msgs(hello, [3, 1, 0, '6 * 7'], [4]))
+write(a, 'heapdump', "\0".b + msgs(hello, [3, 2, 1, '/tmp/heap.json'], [4]))
+write(a, 'backtraces', "\x07".b + msgs(hello, [3, 3, 2, ''], [4]))
+write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, false, ['/app/', '/lib/']], [4]))
+write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, true, []]))
+write(a, 'detach', "\x01".b + msgs(hello, [4]))
+# A queue message body (struct trc_hello without mtype), also checked by trc_wire_hello.
+path = '/tmp/tracer-100-200/sock'
+write(a, 'queue_hello', [0x54524331, 1, 100].pack('LLl') + path.b + "\0".b * (108 - path.size))
+
+# ---- agent -> client (fuzz_client_decode): byte 0 printer options, byte 1 read sizes ----
+c = 'fuzz_client_decode'
+welcome = [64, 1, 200, '3.1.2', '/app', 1_000_000_000, 1_700_000_000_000_000_000]
+write(c, 'welcome', "\x02\x00".b + msgs(welcome))
+write(c, 'error', "\x02\x00".b + msgs([65, 2, 'process 200 is already traced by pid 99']))
+write(c, 'eval', "\x02\x05".b + msgs(welcome, [68, 1, true, '42'], [68, 1, false, 'NameError: x'],
+                                     [69, 0, 0]))
+write(c, 'top', "\x02\x00".b + msgs(welcome, [67],
+                                    [70, 1_000_000_000, 1234, 5,
+                                     [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000],
+                                      ['', 0, 'String', 7, 0, 0]]]))
+methods = [[128, 0, 'Worker', '#', 'work', '/app/w.rb', 3],
+           [128, 1, 'Worker', '#', 'helper', '/app/w.rb', 4],
+           [128, 2, 'Worker', '.', 'build', '/app/w.rb', 5],
+           [128, 3, '', '', 'sleep', '', 0]]
+threads = [[129, 0, 'main'], [129, 1, 'worker-1']]
+tree = [[130, 0, 2, 1_000_000_010], [131, 0, 2, 1_000_000_020],
+        [130, 0, 0, 1_000_001_000], [133, 0, 0, 0, '#<Worker>'], [133, 0, 0, 1, '1'],
+        [130, 0, 1, 1_000_001_100], [131, 0, 1, 1_000_001_200],
+        [130, 1, 3, 1_000_001_150],
+        [132, 0, 1_000_001_300, 'ArgumentError', 'worker failed', '/app/w.rb', 7],
+        [131, 1, 3, 1_000_002_000], [131, 0, 0, 1_000_003_000]]
+write(c, 'trace', "\x02\x00".b + msgs(welcome, [66, 0, 3, ''], [67], *methods, *threads, *tree,
+                                      [69, 11, 0]))
+write(c, 'trace_chunked', "\x3a\x07".b + msgs(welcome, [67], *methods, *threads, *tree,
+                                              [135, 12], [69, 11, 12]))
+write(c, 'slow', "\x12\x00".b + msgs(welcome, [67], *methods,
+                                     [134, 0, 1, 1_000_000_000, 150_000_000, 1],
+                                     [134, 0, 0, 1_000_000_000, 300_000_000, 0]))
+write(c, 'unknown_ids', "\x0a\x00".b + msgs([130, 7, 99, 5], [133, 7, 9, 9, 'x'], [131, 7, 99, 6],
+                                            [131, 8, 1, 0]))

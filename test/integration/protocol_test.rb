@@ -1,0 +1,184 @@
+# protocol_test.rb: hostile bytes on every channel: a broken agent (test/apps/fake_agent.rb) must
+# get a protocol error from the client, never a crash; garbage in a target's queue and a
+# malformed command must leave the real agent and its application unharmed.
+require 'fiddle'
+require 'socket'
+require_relative 'helper'
+
+# The SysV message queue calls, from libc.
+module SysV
+  LIBC = Fiddle.dlopen(nil)
+  INT = Fiddle::TYPE_INT
+  MSGGET = Fiddle::Function.new(LIBC['msgget'], [INT, INT], INT)
+  MSGSND = Fiddle::Function.new(LIBC['msgsnd'], [INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, INT], INT)
+  MSGCTL = Fiddle::Function.new(LIBC['msgctl'], [INT, INT, Fiddle::TYPE_VOIDP], INT)
+  IPC_CREAT = 0o1000
+  IPC_NOWAIT = 0o4000
+  IPC_RMID = 0
+  HELLO_MAGIC = 0x54524331
+  HELLO_SIZE = 120 # struct trc_hello without its long mtype
+
+  module_function
+
+  def key(pid) = 0x74000000 | (pid & 0xffffff)
+
+  def create(pid)
+    q = MSGGET.call(key(pid), IPC_CREAT | 0o600)
+    raise "msgget: #{Fiddle.last_error}" if q.negative?
+
+    q
+  end
+
+  # Queues body with mtype; false when the queue is full.
+  def send(q, mtype, body)
+    msg = [mtype].pack('q<') + body.b
+    return true if MSGSND.call(q, msg, body.bytesize, IPC_NOWAIT).zero?
+    return false if Fiddle.last_error == Errno::EAGAIN::Errno
+
+    raise "msgsnd: #{Fiddle.last_error}"
+  end
+
+  def remove(q) = MSGCTL.call(q, IPC_RMID, nil)
+end
+
+# Just enough msgpack to speak to an agent.
+module MiniPack
+  module_function
+
+  def pack(v)
+    case v
+    when Integer then v < 128 ? [v].pack('C') : "\xcf".b + [v].pack('Q>')
+    when String then [0xdb, v.bytesize].pack('CN') + v.b
+    when false then "\xc2".b
+    when true then "\xc3".b
+    when Array then [0x90 | v.size].pack('C') + v.map { |e| pack(e) }.join.b
+    end
+  end
+end
+
+class ProtocolTest < Minitest::Test
+  include TracerTest
+
+  FAKE_AGENT = File.join(ROOT, 'test', 'apps', 'fake_agent.rb')
+
+  # (a) WELCOME, half a message, close; (b) a string of 4 GiB announced; (c) no message at all.
+  %w[truncated huge garbage].each do |mode|
+    define_method("test_client_reports_#{mode}_message_as_protocol_error") do
+      t = target(mode, agent: false, script: FAKE_AGENT)
+      out, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '10')
+      assert status.exited?, "client killed by a signal: #{status.inspect}\n#{err}"
+      assert_equal 1, status.exitstatus, err
+      assert_match(/^tracer: protocol error from process #{t.pid}: /, err)
+      assert_empty out
+      t.wait_for(/sent #{mode}/)
+      assert_empty leftovers_for(t.pid)
+    end
+  end
+
+  def test_garbage_in_the_queue_is_counted_and_ignored
+    t = target('sleep')
+    q = SysV.create(t.pid)
+    rng = Random.new(7)
+    # Sizes around the hello's, empty, the largest allowed; hello's mtype or not.
+    sizes = [0, 1, SysV::HELLO_SIZE - 1, SysV::HELLO_SIZE, SysV::HELLO_SIZE + 1, 8192]
+    100.times do |i|
+      body = rng.bytes(sizes.fetch(i) { rng.rand(0..300) })
+      body[0, 4] = [SysV::HELLO_MAGIC].pack('L<') if i.odd? && body.bytesize >= 4
+      mtype = i.even? ? 1 : rng.rand(2..1_000_000)
+      wait_until(message: 'room in the queue') { SysV.send(q, mtype, body) || (Process.kill('URG', t.pid) && false) }
+    end
+    5.times do
+      Process.kill('URG', t.pid)
+      sleep 0.02
+    end
+    assert t.alive?
+
+    out, err, status = tracer('-p', t.pid, '-e', 'TracerAgent.ignored_messages')
+    assert status.success?, err
+    assert_match(/\A=> \d+\n\z/, out)
+    assert_includes 1..100, out[/\d+/].to_i
+    out, err, status = tracer('-p', t.pid, '-e', '1')
+    assert status.success?, err
+    assert_equal "=> 1\n", out
+    assert t.alive?
+    assert_empty leftovers_for(t.pid)
+  ensure
+    SysV.remove(q) if q
+  end
+
+  # A client whose command passes for a TOP but holds a prefix Ruby cannot take as a C string:
+  # the agent must answer a protocol error, not let StringValueCStr raise in its thread.
+  def test_agent_answers_malformed_command_with_protocol_error
+    t = target('sleep')
+    reply = fake_client(t.pid) do |sock|
+      sock.write(MiniPack.pack([1, 1, Process.pid]))
+      sock.write(MiniPack.pack([5, 0, 1000, false, ["/app\0/x"]]))
+      read_all(sock)
+    end
+    assert_includes reply, "\x93\x41\x05".b, 'no ERROR/TRC_ERR_PROTOCOL reply'
+    out, err, status = tracer('-p', t.pid, '-e', '1')
+    assert status.success?, err
+    assert_equal "=> 1\n", out
+    assert t.alive?
+    refute_match(/terminated with exception|ArgumentError/, t.err)
+  end
+
+  # The hook evaluates -m expressions in the app's thread; one that waits lets the agent thread
+  # detach meanwhile (hooks off, ring and config freed): the hook must notice, not write into them.
+  def test_detach_while_an_expression_waits
+    t = target('work')
+    out, err, status = tracer('-p', t.pid, '-m', 'Worker#work(sleep(1))', '--duration', '0.3')
+    assert status.success?, err
+    assert_match(/detached from process #{t.pid}/, err)
+    assert_empty out
+    sleep 1.5 # the hook wakes up after the detach
+    assert t.alive?, t.err
+    refute_match(/\[BUG\]/, t.err)
+    assert_equal "=> 1\n", tracer('-p', t.pid, '-e', '1').first
+  end
+
+  # An expression's exception is shown; one whose #message raises too must not reach the app.
+  def test_expression_whose_exception_message_raises
+    t = target('work')
+    code = 'Worker#work(raise(Class.new(StandardError) { def message = raise("no") }))'
+    out, err, status = tracer('-p', t.pid, '-m', code, '--duration', '0.3')
+    assert status.success?, err
+    assert_match(/^Worker#work\(.*=#<exception \(its message raised too\)>\)/, out)
+    sleep 0.2
+    assert t.alive?, t.err
+    refute_match(/RuntimeError/, t.err)
+  end
+
+  private
+
+  # The client's side of the attach, by hand: socket, hello in the queue, SIGURG.
+  def fake_client(pid)
+    dir = Dir.mktmpdir('tracer-fake-')
+    server = UNIXServer.new(File.join(dir, 'sock'))
+    q = SysV.create(pid)
+    hello = [SysV::HELLO_MAGIC, 1, Process.pid, File.join(dir, 'sock')].pack('L<L<l<a108')
+    assert SysV.send(q, 1, hello)
+    sock = wait_until(message: 'the agent to connect') do
+      Process.kill('URG', pid)
+      IO.select([server], nil, nil, 0.02) && server.accept
+    end
+    SysV.remove(q)
+    q = nil
+    yield sock
+  ensure
+    sock&.close
+    server&.close
+    SysV.remove(q) if q
+    FileUtils.rm_rf(dir) if dir
+  end
+
+  def read_all(sock)
+    data = +''.b
+    Timeout.timeout(WAIT) do
+      loop { data << sock.readpartial(65_536) }
+    rescue EOFError, Errno::ECONNRESET
+      nil
+    end
+    data
+  end
+end
