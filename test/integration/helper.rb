@@ -17,8 +17,9 @@ class Target
   attr_reader :pid, :out
 
   def initialize(mode, env: {}, agent: true, script: TARGET)
-    args = ['ruby', "-I#{AGENT_LIB}"]
-    args << '-rtracer_agent' if agent
+    # agent: false is a process without our lib/ at all (it may load an installed gem itself).
+    args = ['ruby']
+    args += ["-I#{AGENT_LIB}", '-rtracer_agent'] if agent
     @out, @err = +'', +''
     @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode)
     @pid = @wait.pid

@@ -1,0 +1,39 @@
+# gem_test.rb: the gem builds, its install compiles the agent, and an app loads it from a Gemfile
+# (through bundler/setup, which Ruby ships; Debian keeps the `bundle` command in another package).
+require_relative 'helper'
+
+class GemTest < Minitest::Test
+  include TracerTest
+
+  def test_gem_from_a_gemfile_in_a_sinatra_app
+    Dir.mktmpdir do |dir|
+      sh(dir, 'gem', 'build', File.join(ROOT, 'tracer_agent.gemspec'), '--output', File.join(dir, 'tracer_agent.gem'),
+         chdir: ROOT)
+      gem = File.join(dir, 'tracer_agent.gem')
+      gems = File.join(dir, 'gems')
+      # Installing compiles the agent from the gem's own sources.
+      sh(dir, 'gem', 'install', '--local', '--no-document', '--install-dir', gems, gem)
+      File.write(File.join(dir, 'Gemfile'), "source 'https://rubygems.org'\ngem 'tracer_agent'\ngem 'sinatra', require: 'sinatra/base'\n")
+      File.write(File.join(dir, 'app.rb'), <<~RUBY)
+        require 'bundler/setup'
+        Bundler.require
+        $stdout.sync = true
+        puts "ready \#{Process.pid}"
+        sleep
+      RUBY
+      env = { 'GEM_HOME' => gems, 'GEM_PATH' => "#{gems}:#{Gem.path.join(':')}", 'BUNDLE_GEMFILE' => File.join(dir, 'Gemfile'),
+              'RUBYLIB' => nil, 'RUBYOPT' => nil }
+      t = target('gemapp', env: env, agent: false, script: File.join(dir, 'app.rb'))
+      out, err, status = tracer('-p', t.pid, '-e', '[TracerAgent::VERSION, $LOADED_FEATURES.grep(/tracer_agent\.so/), defined?(Sinatra::Base)]')
+      assert status.success?, err
+      assert_match(/\A=> \["\d+\.\d+\.\d+", \["#{Regexp.escape(gems)}[^"]*tracer_agent\.so"\], "constant"\]/, out)
+    end
+  end
+
+  private
+
+  def sh(dir, *cmd, chdir: dir, out: File.join(dir, 'sh.log'))
+    ok = system(*cmd, chdir: chdir, out: out, err: [:child, :out])
+    assert ok, "#{cmd.grep(String).join(' ')} failed:\n#{File.read(out)}"
+  end
+end
