@@ -96,6 +96,16 @@ when 'trap'
     sleep 0.01
     File.write(ENV['TRAP_FILE'], got.to_s) if ENV['TRAP_FILE']
   end
+when 'trap_first'
+  # The app traps URG before it loads the agent (started without -rtracer_agent).
+  got = 0
+  Signal.trap('URG') { got += 1 }
+  require 'tracer_agent'
+  ready
+  loop do
+    sleep 0.01
+    File.write(ENV['TRAP_FILE'], got.to_s) if ENV['TRAP_FILE']
+  end
 when 'blockread'
   # Blocking reads on a blocking pipe while the agent is signalled.
   require 'io/nonblock'
