@@ -399,8 +399,7 @@ tracepoint_hook(VALUE tpval, void *data)
 		return;
 	ta = rb_tracearg_from_tracepoint(tpval);
 	if (rb_tracearg_event_flag(ta) == RUBY_EVENT_CALL)
-		on_call(t, m, trc_method_at(m)->spec >= 0 && H.cfg->specs[trc_method_at(m)->spec].nexpr > 0 ?
-		    rb_tracearg_self(ta) : Qnil);
+		on_call(t, m, rb_tracearg_self(ta));
 	else
 		on_return(t, m);
 }
