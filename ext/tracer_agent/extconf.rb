@@ -1,7 +1,12 @@
 # extconf.rb: configures the tracer_agent extension with feature checks, never version numbers.
 require 'mkmf'
 
-abort 'msgpack-c is missing: apt-get install libmsgpack-dev' unless have_header('msgpack.h') && have_library('msgpackc', 'msgpack_unpacker_init')
+# msgpack-c 6 renamed its pkg-config module and library (msgpack -> msgpack-c, -lmsgpackc ->
+# -lmsgpack-c); ask pkg-config for whichever this system has, and fall back to the old name.
+pkg_config('msgpack-c') || pkg_config('msgpack')
+have_header('msgpack.h') or abort 'msgpack.h is missing: install msgpack-c (script/deps names the package)'
+have_func('msgpack_unpacker_init', 'msgpack.h') || have_library('msgpackc', 'msgpack_unpacker_init', 'msgpack.h') ||
+  abort('the msgpack-c library is missing: install msgpack-c (script/deps names the package)')
 have_header('ruby/debug.h') or abort 'ruby/debug.h is missing'
 
 # Ruby 3.3+ deprecates register_one in favour of preregister/trigger.
@@ -10,9 +15,16 @@ have_func('rb_postponed_job_preregister', 'ruby/debug.h') ||
   abort('no postponed job API in this Ruby')
 have_func('rb_class_attached_object', 'ruby.h')
 have_func('rb_ext_ractor_safe', 'ruby.h')
+have_header('ruby/ractor.h') && have_func('rb_ractor_main_p', 'ruby/ractor.h')
 
 $INCFLAGS << " -I#{File.expand_path('../../include', __dir__)}"
 $CFLAGS << ' -std=gnu11 -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter'
-$CFLAGS << ' -Werror' if ENV['TRACER_WERROR']
+if ENV['TRACER_WERROR']
+  # Our own warnings are errors, deprecations included. The warning flags this Ruby was built
+  # with (a Ruby built from source brings -Wsuggest-attribute=format and more) are its own
+  # choice, not ours: they are dropped here, so that -Werror means the same on every Ruby.
+  $warnflags = ''
+  $CFLAGS << ' -Werror'
+end
 create_header
 create_makefile('tracer_agent/tracer_agent')

@@ -1,0 +1,8 @@
+# libs.mk: compiler and linker flags of the client's libraries, found through pkg-config.
+# msgpack-c 6 renamed its library and pkg-config module (msgpack -> msgpack-c, -lmsgpackc ->
+# -lmsgpack-c); libev ships no .pc file on Debian, hence the plain -lev fallback.
+MSGPACK_PC := $(shell pkg-config --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
+MSGPACK_CFLAGS := $(shell pkg-config --cflags $(MSGPACK_PC) 2>/dev/null)
+MSGPACK_LIBS := $(or $(shell pkg-config --libs $(MSGPACK_PC) 2>/dev/null),-lmsgpackc)
+LIBEV_CFLAGS := $(shell pkg-config --cflags libev 2>/dev/null)
+LIBEV_LIBS := $(or $(shell pkg-config --libs libev 2>/dev/null),-lev)
