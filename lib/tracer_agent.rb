@@ -6,7 +6,7 @@ require_relative 'tracer_agent/version'
 require_relative 'tracer_agent/tracer_agent'
 
 module TracerAgent
-  AGENT_THREADS = %w[tracer-agent tracer-eval].freeze
+  AGENT_THREADS = %w[tracer-agent tracer-eval tracer-listener].freeze
 
   class << self
     # Set to false to refuse -e, --heapdump and --backtraces (or TRACER_AGENT_EVAL=0).

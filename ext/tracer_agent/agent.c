@@ -14,7 +14,6 @@ mark_all(void *unused)
 {
 	trc_names_mark();
 	trc_hook_mark();
-	trc_session_mark();
 	trc_top_mark();
 	trc_wrap_mark();
 }
@@ -44,17 +43,46 @@ attached_p(VALUE self)
 	return trc_session_current() != NULL ? Qtrue : Qfalse;
 }
 
-/* What the agent is doing now, for operators and tests: {attached:, client_pid:, hooks:, ignored_messages:}. */
+static void
+set(VALUE h, const char *key, VALUE v)
+{
+	rb_hash_aset(h, ID2SYM(rb_intern(key)), v);
+}
+
+static VALUE
+last_session(void)
+{
+	static const char *const how[] = { "open", "detached", "gone", "exit" };
+	const struct trc_session_record *r = trc_session_last();
+	VALUE h;
+
+	if (r->client_pid == 0)
+		return Qnil;
+	h = rb_hash_new();
+	set(h, "client_pid", INT2NUM(r->client_pid));
+	set(h, "ended", ID2SYM(rb_intern(how[r->how])));
+	set(h, "events", ULL2NUM(r->events));
+	set(h, "lost", ULL2NUM(r->lost));
+	set(h, "hooks_left", INT2NUM(r->hooks_left));
+	return h;
+}
+
+/*
+ * What the agent is doing now, for operators and tests: {attached:, client_pid:, hooks:,
+ * ignored_messages:, sessions:, last_session: {client_pid:, ended:, events:, lost:, hooks_left:}}.
+ */
 static VALUE
 stats(VALUE self)
 {
 	struct trc_session *s = trc_session_current();
 	VALUE h = rb_hash_new();
 
-	rb_hash_aset(h, ID2SYM(rb_intern("attached")), s != NULL ? Qtrue : Qfalse);
-	rb_hash_aset(h, ID2SYM(rb_intern("client_pid")), s != NULL ? INT2NUM(s->client_pid) : Qnil);
-	rb_hash_aset(h, ID2SYM(rb_intern("hooks")), INT2NUM(trc_hook_installed() + trc_top_installed()));
-	rb_hash_aset(h, ID2SYM(rb_intern("ignored_messages")), ULONG2NUM(trc_control_ignored()));
+	set(h, "attached", s != NULL ? Qtrue : Qfalse);
+	set(h, "client_pid", s != NULL ? INT2NUM(s->client_pid) : Qnil);
+	set(h, "hooks", INT2NUM(trc_hook_installed() + trc_top_installed()));
+	set(h, "ignored_messages", ULONG2NUM(trc_control_ignored()));
+	set(h, "sessions", ULL2NUM(trc_session_count()));
+	set(h, "last_session", last_session());
 	return h;
 }
 

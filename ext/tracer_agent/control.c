@@ -5,10 +5,12 @@
 #include "control.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <sys/eventfd.h>
 #include <sys/msg.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -16,9 +18,14 @@
 
 #include <ruby.h>
 #include <ruby/debug.h>
+#include <ruby/thread.h>
 
 #include "extconf.h"
+#ifdef HAVE_RUBY_RACTOR_H
+#include <ruby/ractor.h>
+#endif
 #include "hook.h"
+#include "names.h"
 #include "session.h"
 #include "tracer_protocol.h"
 #include "wire.h"
@@ -31,7 +38,24 @@ static volatile sig_atomic_t forked;    /* a child that still has its parent's s
 static volatile sig_atomic_t vm_gone;
 static unsigned long ignored_messages;
 
+/*
+ * The listener: a Ruby thread, parked without the GVL on an eventfd that the signal handler
+ * writes. Why it exists: a postponed job runs only when the thread it was given to checks its
+ * interrupts, and nothing wakes a thread that sleeps. Ruby 3.1 happened to (its sleeping thread
+ * waited in ppoll, which the signal interrupted); 3.3 sleeps in a condition variable, and a
+ * process idle in sleep, Queue#pop or Thread#join never ran the job. Ruby's own trap machinery
+ * would wake it, but by interrupting the thread's system call: a blocking IO#sysread in the app
+ * then raises Errno::EINTR. The listener wakes nobody: it takes the GVL when it is free (an idle
+ * process) and reads the queue itself. The job stays as the fast path for a busy process, where
+ * the GVL would reach the listener only at the end of a time slice (100 ms).
+ */
+static int listen_fd = -1;              /* eventfd: the signal handler writes, the listener reads */
+static volatile int listener_stop;
+static VALUE listener = Qnil;
+
 static void control_job(void *arg);
+static void listener_start(void);
+static void read_queue(void);
 
 #ifdef HAVE_RB_POSTPONED_JOB_PREREGISTER
 static rb_postponed_job_handle_t job = POSTPONED_JOB_HANDLE_INVALID;
@@ -73,13 +97,27 @@ chain(int sig, siginfo_t *info, void *uc)
 	}
 }
 
-/* Async-signal-safe: only a postponed-job trigger and the chained handler. */
+void
+trc_control_poke(void)
+{
+	uint64_t one = 1;
+	int saved = errno;
+
+	if (vm_gone)
+		return;
+	job_fire();
+	if (listen_fd >= 0 && write(listen_fd, &one, sizeof(one)) < 0)
+		(void)0;        /* a full counter already says "look" */
+	errno = saved;
+}
+
+/* Async-signal-safe: only a postponed-job trigger, an eventfd write and the chained handler. */
 static void
 on_sigurg(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
-	if (!vm_gone)
-		job_fire();
+
+	trc_control_poke();
 	chain(sig, info, uc);
 	errno = saved;
 }
@@ -174,15 +212,91 @@ read_queue(void)
 	}
 }
 
+/* GVL held: hellos first, then what the current session asked for. */
+static void
+service(void)
+{
+	if (forked && !trc_hook_defer()) {
+		forked = 0;
+		trc_session_forget();
+		/* Only the forking thread lives on in a child: the listener must be made again. */
+		trc_thread_ignore(listener, 0);
+		listener_start();
+	}
+	read_queue();
+	trc_session_service();
+}
+
+/* Without the GVL: waits for a signal (or for Ruby to want the thread back). */
+static void *
+listener_wait(void *unused)
+{
+	uint64_t n;
+	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, -1) > 0 && read(listen_fd, &n, sizeof(n)) < 0)
+		(void)0;        /* EAGAIN: the job or another wake-up took it first */
+	return NULL;
+}
+
+static void
+listener_unblock(void *unused)
+{
+	uint64_t one = 1;
+
+	listener_stop = 1;
+	if (write(listen_fd, &one, sizeof(one)) < 0)
+		(void)0;
+}
+
+static VALUE
+listener_main(void *unused)
+{
+	while (!vm_gone) {
+		listener_stop = 0;
+		rb_thread_call_without_gvl(listener_wait, NULL, listener_unblock, NULL);
+		if (!listener_stop)
+			service();
+		/* listener_stop: Ruby wants the thread (exit, Thread#kill): its interrupt check decides. */
+		rb_thread_check_ints();
+	}
+	return Qnil;
+}
+
+static VALUE
+mark_fork_safe(VALUE th)
+{
+	/* Puma and Rails warn about threads made before a fork unless they carry this. */
+	return rb_funcall(th, rb_intern("thread_variable_set"), 2, ID2SYM(rb_intern("fork_safe")), Qtrue);
+}
+
+/* GVL held. Starts the listener; without one the agent still answers busy processes (the job). */
+static void
+listener_start(void)
+{
+	int state = 0;
+
+	listen_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (listen_fd < 0)
+		return;
+	listener = rb_thread_create(listener_main, NULL);
+	trc_thread_ignore(listener, 1);
+	rb_funcall(listener, rb_intern("name="), 1, rb_str_new_cstr("tracer-listener"));
+	rb_protect(mark_fork_safe, listener, &state);
+	if (state)
+		rb_set_errinfo(Qnil);
+}
+
 /* At a safe point, GVL held. Exceptions raised here would be swallowed by the VM: raise none. */
 static void
 control_job(void *arg)
 {
-	if (forked) {
-		forked = 0;
-		trc_session_forget();
-	}
-	read_queue();
+#ifdef HAVE_RB_RACTOR_MAIN_P
+	/* A job can land on a thread of another Ractor: the listener serves the main one. */
+	if (!rb_ractor_main_p())
+		return;
+#endif
+	service();
 }
 
 static void
@@ -191,6 +305,10 @@ after_fork_child(void)
 	self_pid = getpid();
 	trc_hook_disarm();
 	trc_session_forked();
+	/* The parent's eventfd: a signal to the child must not wake the parent's listener. */
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
 	forked = 1;
 	job_fire();
 }
@@ -210,4 +328,6 @@ trc_control_init(void)
 	install_handler();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	rb_set_end_proc(at_vm_exit, Qnil);
+	rb_gc_register_address(&listener);
+	listener_start();
 }

@@ -6,6 +6,11 @@
 void trc_control_init(void);
 /* GVL held: puts our SIGURG handler back in front after the app trapped URG itself. */
 void trc_control_rearm(void);
+/*
+ * Any thread, async-signal-safe: asks for control.c's service (hellos in the queue, then the
+ * session's work) to run with the GVL soon, on whichever thread gets it first.
+ */
+void trc_control_poke(void);
 /* Queue messages ignored because they were not a well-formed hello. */
 unsigned long trc_control_ignored(void);
 

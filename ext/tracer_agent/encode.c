@@ -21,13 +21,41 @@ trc_pack_cstr(msgpack_packer *pk, const char *s)
 	trc_pack_str(pk, s, strlen(s));
 }
 
+/*
+ * Memory for the output may run out: a record whose bytes do not all fit is taken back whole
+ * (the stream stays well-formed) and counted as lost, like an event the ring had no room for.
+ */
+static int write_failed;
+static uint64_t dropped;
+
+int
+trc_encode_write(void *data, const char *buf, size_t len)
+{
+	if (msgpack_sbuffer_write(data, buf, len) == 0)
+		return 0;
+	write_failed = 1;
+	return -1;
+}
+
+uint64_t
+trc_encode_lost(void)
+{
+	return dropped;
+}
+
+void
+trc_encode_reset(void)
+{
+	dropped = 0;
+}
+
+/* Definitions are marked sent only once the record that needed them is out whole. */
 static void
 define_method_now(msgpack_packer *pk, uint32_t idx)
 {
 	struct trc_method *m = trc_method_at(idx);
 	char sep[2] = { m->sep, 0 };
 
-	m->sent = 1;
 	msgpack_pack_array(pk, 7);
 	msgpack_pack_uint8(pk, TRC_EV_METHOD);
 	msgpack_pack_uint32(pk, idx);
@@ -50,7 +78,6 @@ define_thread_now(msgpack_packer *pk, uint32_t idx)
 {
 	struct trc_thread *t = trc_thread_at(idx);
 
-	t->sent = 1;
 	msgpack_pack_array(pk, 3);
 	msgpack_pack_uint8(pk, TRC_EV_THREAD);
 	msgpack_pack_uint32(pk, idx);
@@ -130,8 +157,10 @@ encode_event(msgpack_packer *pk, const struct trc_rec *r)
 
 	define_thread(pk, r->thread);
 	define_method(pk, r->method);
-	if (!reserve(pk, 1 + 2 + 5 + 5 + 9))
+	if (!reserve(pk, 1 + 2 + 5 + 5 + 9)) {
+		write_failed = 1;
 		return;
+	}
 	p = start = (unsigned char *)sb->data + sb->size;
 	*p++ = 0x94;    /* fixarray of 4 */
 	p = put_uint(p, r->type == TRC_REC_CALL ? TRC_EV_CALL : TRC_EV_RETURN);
@@ -197,13 +226,35 @@ encode_lost(msgpack_packer *pk, const struct trc_rec *r)
 	msgpack_pack_uint64(pk, r->ts);
 }
 
+/* After a record went out whole: the definitions it carried need not be sent again. */
+static void
+mark_sent(const struct trc_rec *r)
+{
+	switch (r->type) {
+	case TRC_REC_CALL:
+	case TRC_REC_RETURN:
+	case TRC_REC_SLOW:
+		trc_method_at(r->method)->sent = 1;
+		/* fall through */
+	case TRC_REC_RAISE:
+		trc_thread_at(r->thread)->sent = 1;
+		break;
+	default:
+		break;
+	}
+}
+
 size_t
 trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n)
 {
+	msgpack_sbuffer *sb = pk->data;
 	size_t off = 0;
 
 	while (off < n) {
 		const struct trc_rec *r = (const struct trc_rec *)(p + off);
+		size_t mark = sb->size;
+
+		write_failed = 0;
 		switch (r->type) {
 		case TRC_REC_CALL:
 		case TRC_REC_RETURN:
@@ -223,6 +274,12 @@ trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n)
 			break;
 		default:        /* TRC_REC_PAD */
 			break;
+		}
+		if (write_failed) {
+			sb->size = mark;
+			dropped += r->type == TRC_REC_LOST ? r->ts : r->type != TRC_REC_PAD;
+		} else {
+			mark_sent(r);
 		}
 		off += r->size;
 	}

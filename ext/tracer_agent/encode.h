@@ -11,6 +11,14 @@
  * Returns how many bytes of records it consumed (whole records only).
  */
 size_t trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n);
+/*
+ * The packer's write callback for trc_encode_records (its data: a msgpack_sbuffer). A record
+ * that does not fit in memory is taken back whole and counted: trc_encode_lost() tells how
+ * many since trc_encode_reset() (I/O thread only).
+ */
+int trc_encode_write(void *data, const char *buf, size_t len);
+uint64_t trc_encode_lost(void);
+void trc_encode_reset(void);
 
 /* Helpers for the replies. */
 void trc_pack_str(msgpack_packer *pk, const char *s, size_t len);

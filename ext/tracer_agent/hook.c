@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "extconf.h"
+#include "control.h"
 #include "names.h"
 #include "wrap.h"
 #include "tracer_protocol.h"
@@ -25,6 +26,58 @@ static struct {
 	VALUE tracepoints;      /* Array of the targeted TracePoints */
 	uint64_t events, lost, lost_pending;
 } H;
+
+static int hook_depth;          /* hooks running now, all threads together */
+static int hook_yielding;       /* of those, hooks running the app's code (an -m expression) */
+static int service_waits;       /* trc_session_service was put off by a running hook */
+
+static void
+service_may_run(void)
+{
+	if (hook_depth == hook_yielding && service_waits) {
+		service_waits = 0;
+		trc_control_poke();
+	}
+}
+
+void
+trc_hook_in(void)
+{
+	hook_depth++;
+}
+
+void
+trc_hook_out(void)
+{
+	hook_depth--;
+	service_may_run();
+}
+
+int
+trc_hook_defer(void)
+{
+	if (hook_depth == hook_yielding)
+		return 0;
+	service_waits = 1;
+	return 1;
+}
+
+/*
+ * Around the app's own code run from a hook (an expression, an exception's #message), which may
+ * take as long as it likes: service runs meanwhile, and the hook checks still_tracing() after.
+ */
+static void
+yield_begin(void)
+{
+	hook_yielding++;
+	service_may_run();
+}
+
+static void
+yield_end(void)
+{
+	hook_yielding--;
+}
 
 static inline uint64_t
 now_ns(void)
@@ -245,7 +298,11 @@ eval_exprs(int spec, VALUE self, VALUE *values)
 	for (int i = 0; i < n; i++) {
 		VALUE arg[2] = { self, H.cfg->specs[spec].exprs[i] };
 		int state = 0;
-		VALUE v = rb_protect(expr_eval, (VALUE)arg, &state);
+		VALUE v;
+
+		yield_begin();
+		v = rb_protect(expr_eval, (VALUE)arg, &state);
+		yield_end();
 
 		if (state) {
 			v = rb_errinfo();
@@ -347,8 +404,8 @@ on_return(struct trc_thread *t, uint32_t m)
 		put_event(TRC_REC_RETURN, t, m, ts);
 }
 
-void
-trc_hook_enter(uint32_t m, VALUE self)
+static void
+wrapper_enter(uint32_t m, VALUE self)
 {
 	struct trc_thread *t;
 
@@ -360,17 +417,26 @@ trc_hook_enter(uint32_t m, VALUE self)
 }
 
 void
+trc_hook_enter(uint32_t m, VALUE self)
+{
+	trc_hook_in();
+	wrapper_enter(m, self);
+	trc_hook_out();
+}
+
+void
 trc_hook_leave(uint32_t m)
 {
 	struct trc_thread *t;
 
-	if (!H.armed || in_wrapper_exprs || (t = trc_thread_current()) == NULL)
-		return;
-	on_return(t, m);
+	trc_hook_in();
+	if (H.armed && !in_wrapper_exprs && (t = trc_thread_current()) != NULL)
+		on_return(t, m);
+	trc_hook_out();
 }
 
 static void
-global_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+global_event(rb_event_flag_t ev, VALUE self, ID mid, VALUE klass)
 {
 	struct trc_thread *t;
 	uint32_t m;
@@ -389,11 +455,18 @@ global_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 }
 
 static void
-tracepoint_hook(VALUE tpval, void *data)
+global_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	trc_hook_in();
+	global_event(ev, self, mid, klass);
+	trc_hook_out();
+}
+
+static void
+tracepoint_event(VALUE tpval, uint32_t m)
 {
 	rb_trace_arg_t *ta;
 	struct trc_thread *t;
-	uint32_t m = (uint32_t)(uintptr_t)data;
 
 	if (!H.armed || (t = trc_thread_current()) == NULL)
 		return;
@@ -404,6 +477,14 @@ tracepoint_hook(VALUE tpval, void *data)
 		on_return(t, m);
 }
 
+static void
+tracepoint_hook(VALUE tpval, void *data)
+{
+	trc_hook_in();
+	tracepoint_event(tpval, (uint32_t)(uintptr_t)data);
+	trc_hook_out();
+}
+
 static VALUE
 exception_message(VALUE exc)
 {
@@ -411,7 +492,7 @@ exception_message(VALUE exc)
 }
 
 static void
-raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+raise_event(void)
 {
 	struct trc_thread *t;
 	rb_trace_arg_t *ta;
@@ -427,7 +508,9 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	ta = rb_tracearg_from_tracepoint(Qnil);
 	exc = rb_tracearg_raised_exception(ta);
 	cname = rb_class_name(rb_obj_class(exc));
+	yield_begin();
 	msg = rb_protect(exception_message, exc, &state);
+	yield_end();
 	if (state || !RB_TYPE_P(msg, T_STRING)) {
 		rb_set_errinfo(Qnil);
 		msg = rb_str_new_cstr("(message raised)");
@@ -444,6 +527,14 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 		long len[3] = { RSTRING_LEN(cname), RSTRING_LEN(msg), RSTRING_LEN(path) };
 		put_strings(&head, 3, s, len);
 	}
+}
+
+static void
+raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	trc_hook_in();
+	raise_event();
+	trc_hook_out();
 }
 
 /* ---- installing ---- */

@@ -1,39 +1,57 @@
-/* session.h: one attached client: its socket, the agent thread that serves it, its buffers. */
+/* session.h: one attached client: its socket, the I/O thread that serves it, its buffers. */
 #ifndef TRC_SESSION_H
 #define TRC_SESSION_H
 
 #include <msgpack.h>
 #include <pthread.h>
 #include <ruby.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "hook.h"
 #include "ring.h"
 
+/*
+ * Two sides serve a session. The I/O thread is a plain native thread, never a Ruby one: it
+ * moves events and replies to the client and the client's bytes in, and never needs the GVL,
+ * so a process that holds the GVL for long (a long C call, a busy loop) cannot starve it.
+ * Everything that needs Ruby (commands, --top snapshots, hooks on and off, the end of the
+ * session) is asked for in `want` and done by trc_session_service(), which runs with the GVL
+ * wherever control.c gets it first: a postponed job on the thread that runs (a busy process),
+ * or the listener thread (an idle one).
+ */
 struct trc_session {
 	int fd;                 /* the client's socket, non-blocking */
-	int wake_fd;            /* eventfd that wakes the agent thread's poll */
+	int wake_fd;            /* eventfd that wakes the I/O thread */
 	pid_t client_pid;
 	uint64_t id;            /* tells late eval replies of an earlier session apart */
-	VALUE thread;           /* the agent thread */
+	pthread_t io;
 
-	/* Agent thread only. */
-	msgpack_unpacker in;
+	/* I/O thread only. */
 	msgpack_sbuffer out;
 	size_t out_off;
+	uint64_t top_next_ms;
+
+	/* GVL side only. */
+	msgpack_unpacker in;
 	int hello;              /* the client's hello was accepted */
-	int tracing;
-	int counting;           /* --top: snapshots every top_every_ms */
-	uint64_t top_every_ms, top_next_ms;
+	int stopped;            /* hooks removed: nothing more reaches the ring */
 	struct trc_ring ring;
 	struct trc_trace_cfg cfg;
 
-	/* Replies, from any thread holding the GVL; the agent thread sends them without it. */
+	/* Shared, under lock: replies (GVL side -> I/O), the client's bytes (I/O -> GVL side). */
 	pthread_mutex_t lock;
 	msgpack_sbuffer ctl;
+	msgpack_sbuffer inbox;
+	int tracing;            /* set with STARTED queued: from then on the ring is sent */
 
-	volatile int stop_io;   /* set by the unblocking function */
-	volatile int closing;   /* TRC_CLOSE_* */
+	/* Atomics. */
+	unsigned want;          /* enum trc_want: work for the GVL side */
+	int counting;           /* --top: snapshots every top_every_ms */
+	uint64_t top_every_ms;
+	int closing;            /* enum trc_close */
+	int ending;             /* the GVL side is done: the I/O thread delivers the rest and ends */
+	int io_done;            /* the I/O thread has ended */
 };
 
 enum trc_close {
@@ -43,15 +61,26 @@ enum trc_close {
 	TRC_CLOSE_EXIT,         /* the process is exiting: flush, then close */
 };
 
-/* GVL held (postponed job). Serves the client connected on fd; closes fd when busy. */
+enum trc_want {
+	TRC_WANT_COMMANDS = 1 << 0,     /* the inbox has bytes */
+	TRC_WANT_TOP = 1 << 1,          /* a --top interval is over */
+	TRC_WANT_CLOSE = 1 << 2,        /* closing was set */
+	TRC_WANT_END = 1 << 3,          /* the I/O thread has ended: free the session */
+};
+
+/* GVL held. Serves the client connected on fd (or queues it behind a session that is ending). */
 void trc_session_open(int fd, pid_t client_pid);
+/* GVL held (control.c's job or listener). Does the work the I/O thread asked for. */
+void trc_session_service(void);
 /* The current session, or NULL. GVL held. */
 struct trc_session *trc_session_current(void);
-/* GVL held. Asks the agent thread to close the session (enum trc_close). */
+/* GVL held. Asks for the session to close (enum trc_close). */
 void trc_session_close(struct trc_session *s, int how);
 
 /* GVL held. Sends the --top counts every ms milliseconds from now on. */
 void trc_session_count_every(struct trc_session *s, uint64_t ms);
+/* GVL held. STARTED is queued: events may go to the client from now on. */
+void trc_session_started(struct trc_session *s);
 
 /* GVL held. A reply message: begin locks the control buffer, end unlocks and wakes. */
 msgpack_packer *trc_reply_begin(struct trc_session *s);
@@ -59,12 +88,23 @@ void trc_reply_end(struct trc_session *s);
 void trc_reply_error(struct trc_session *s, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* What the agent knows of its last session, for TracerAgent.stats. */
+struct trc_session_record {
+	pid_t client_pid;
+	int how;                /* enum trc_close */
+	uint64_t events, lost;
+	int hooks_left;         /* hooks still installed after it ended: 0 */
+};
+/* GVL held. The last session that ended; client_pid 0 when none has. */
+const struct trc_session_record *trc_session_last(void);
+/* GVL held. Sessions served since the process started (or forked). */
+uint64_t trc_session_count(void);
+
 /* In a forked child, async-signal-safe: drops the inherited session's file descriptors. */
 void trc_session_forked(void);
 /* GVL held, in a forked child: frees what the inherited session held. */
 void trc_session_forget(void);
 /* GVL held, at process exit: flushes the events so far and closes. */
 void trc_session_at_exit(void);
-void trc_session_mark(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "encode.h"
+#include "hook.h"
 #include "names.h"
 #include "tracer_protocol.h"
 
@@ -149,7 +150,7 @@ call_site(rb_event_flag_t ev, VALUE klass, ID mid, struct site *s)
 }
 
 static void
-calls_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+count_call(rb_event_flag_t ev, VALUE klass, ID mid)
 {
 	struct site s;
 	struct row *r;
@@ -159,6 +160,14 @@ calls_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	T.events++;
 	if ((r = row_get(s.method + 1, s.file, s.line, s.path)) != NULL)
 		r->count++;
+}
+
+static void
+calls_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	trc_hook_in();
+	count_call(ev, klass, mid);
+	trc_hook_out();
 }
 
 static int
@@ -213,7 +222,7 @@ time_return(struct trc_thread *t, const struct site *s)
 }
 
 static void
-time_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+time_event(rb_event_flag_t ev, VALUE klass, ID mid)
 {
 	struct trc_thread *t;
 	struct site s;
@@ -225,6 +234,14 @@ time_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 		time_call(t, &s);
 	else
 		time_return(t, &s);
+}
+
+static void
+time_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	trc_hook_in();
+	time_event(ev, klass, mid);
+	trc_hook_out();
 }
 
 /* ---- allocations: internal event, so no Ruby calls and no Ruby allocation in here ---- */
@@ -280,7 +297,7 @@ newobj_hook(VALUE tpval, void *data)
 /* ---- exceptions ---- */
 
 static void
-raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+count_raise(void)
 {
 	rb_trace_arg_t *ta;
 	VALUE path;
@@ -297,6 +314,14 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	    FIX2INT(rb_tracearg_lineno(ta)), RSTRING_PTR(path));
 	if (r != NULL)
 		r->count++;
+}
+
+static void
+raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	trc_hook_in();
+	count_raise();
+	trc_hook_out();
 }
 
 /* ---- start, stop, snapshot ---- */
