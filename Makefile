@@ -5,13 +5,18 @@ EXT = ext/tracer_agent
 AGENT = lib/tracer_agent/tracer_agent.so
 AGENT_SRC = $(wildcard $(EXT)/*.c $(EXT)/*.h) $(EXT)/extconf.rb include/tracer_protocol.h
 
-.PHONY: all deps agent client test test-unit test-integration demo bench soak install clean \
-	fuzz fuzz-ci lint check-memory
+.PHONY: all deps test-deps agent client test test-unit test-integration test-rubies demo bench \
+	soak install clean fuzz fuzz-ci lint check-memory
 
 all: agent client
 
+# script/deps holds the one list of Debian packages each purpose needs; it installs them as
+# root and otherwise prints the apt-get line to run.
 deps:
-	@script/deps
+	@script/deps build
+
+test-deps:
+	@script/deps test
 
 agent: $(AGENT)
 
@@ -23,21 +28,27 @@ $(AGENT): $(AGENT_SRC) | deps
 client: | deps
 	$(MAKE) -s -C client
 
-test: all test-unit test-integration fuzz-ci
+test: test-deps all test-unit test-integration fuzz-ci
 
-test-unit: client
+test-unit: test-deps client
 	$(MAKE) -s -C client test
 
-test-integration: all
+test-integration: test-deps all
 	$(RUBY) -Ilib -Itest test/integration/all.rb
 
+# The unit and integration tests on Ruby 3.1, 3.3, 3.4 and 3.4 with YJIT (RUBIES="3.3 3.4"
+# picks some), each in a Debian root built once and cached: see script/rubies.
+test-rubies:
+	@script/rubies $(RUBIES)
+
 demo: all
-	@script/demo
+	@RUBY=$(RUBY) script/demo
 
 soak: all
 	$(RUBY) test/soak/soak.rb $(SOAK_SECS)
 
 bench: all
+	@script/deps bench
 	$(RUBY) -Ilib test/bench/bench.rb
 
 install: client

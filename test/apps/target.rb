@@ -9,6 +9,7 @@ class Worker
   def self.build(n) = new(n)
   def fail_once = raise(ArgumentError, 'worker failed')
   def nap(s) = sleep(s)
+  def self.nap(s) = sleep(s)
   def outer = (inner; inner)
   def inner = sleep(0.001)
 end
@@ -46,10 +47,14 @@ when 'join'
   ready
   t.join
 when 'work'
-  # A steady trace: every 5 ms a call tree, an exception, and a nested sleep.
+  # A steady trace: every 5 ms a call tree, an exception, nested sleeps, a class method, and
+  # `nap` on two receivers (an instance and the class).
   w = Worker.build(1)
   ready
   loop do
+    Worker.build(2)
+    w.nap(0)
+    Worker.nap(0)
     w.work(3)
     begin
       w.fail_once

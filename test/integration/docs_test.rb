@@ -111,7 +111,7 @@ class DocsTest < Minitest::Test
   end
 
   def test_completion_of_pids_and_files
-    ruby = spawn('ruby', '-e', 'sleep')
+    ruby = spawn(RUBY, '-e', 'sleep')
     begin
       assert_includes complete('tracer', '-p', ''), ruby.to_s
       assert_includes complete('tracer', '--pid', ruby.to_s[0]), ruby.to_s

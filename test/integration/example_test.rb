@@ -11,14 +11,14 @@ class ExampleTest < Minitest::Test
   def setup
     super
     @port = TCPServer.open('127.0.0.1', 0) { |s| s.addr[1] }
-    @puma = Process.spawn('puma', '-w', '2', '-b', "tcp://127.0.0.1:#{@port}", File.join(APP, 'config.ru'),
+    @puma = Process.spawn(*puma, '-w', '2', '-b', "tcp://127.0.0.1:#{@port}", File.join(APP, 'config.ru'),
                           out: File::NULL, err: File::NULL, pgroup: true)
     wait_until(message: 'puma up') { get('/health') == 'ok' }
     @workers = wait_until(message: 'two workers') do
       pids = `pgrep -P #{@puma}`.split.map(&:to_i)
       pids if pids.size == 2 && pids.all? { |p| agent_loaded?(p) }
     end
-    @load = Process.spawn('ruby', File.join(APP, 'load.rb'), "http://127.0.0.1:#{@port}", '120', '6', out: File::NULL)
+    @load = Process.spawn(RUBY, File.join(APP, 'load.rb'), "http://127.0.0.1:#{@port}", '120', '6', out: File::NULL)
   end
 
   def teardown
@@ -56,6 +56,14 @@ class ExampleTest < Minitest::Test
   end
 
   private
+
+  # Puma run by the Ruby under test. TRACER_PUMA names its script where the Ruby's own gems lack
+  # it (make test-rubies builds Puma from Debian's source for a Ruby Debian built none for).
+  def puma
+    [RUBY, ENV['TRACER_PUMA'] || Gem.bin_path('puma', 'puma')]
+  rescue Gem::Exception => e
+    flunk "Puma is missing for #{RUBY} (#{e.message}): apt-get install puma, or make test-rubies"
+  end
 
   def get(path)
     Net::HTTP.get(URI("http://127.0.0.1:#{@port}#{path}"))

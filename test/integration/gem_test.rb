@@ -7,12 +7,12 @@ class GemTest < Minitest::Test
 
   def test_gem_from_a_gemfile_in_a_sinatra_app
     Dir.mktmpdir do |dir|
-      sh(dir, 'gem', 'build', File.join(ROOT, 'tracer_agent.gemspec'), '--output', File.join(dir, 'tracer_agent.gem'),
+      sh(dir, RUBY, '-S', 'gem', 'build', File.join(ROOT, 'tracer_agent.gemspec'), '--output', File.join(dir, 'tracer_agent.gem'),
          chdir: ROOT)
       gem = File.join(dir, 'tracer_agent.gem')
       gems = File.join(dir, 'gems')
       # Installing compiles the agent from the gem's own sources.
-      sh(dir, 'gem', 'install', '--local', '--no-document', '--install-dir', gems, gem)
+      sh(dir, RUBY, '-S', 'gem', 'install', '--local', '--no-document', '--install-dir', gems, gem)
       File.write(File.join(dir, 'Gemfile'), "source 'https://rubygems.org'\ngem 'tracer_agent'\ngem 'sinatra', require: 'sinatra/base'\n")
       File.write(File.join(dir, 'app.rb'), <<~RUBY)
         require 'bundler/setup'

@@ -9,6 +9,9 @@ ROOT = File.expand_path('../..', __dir__)
 TRACER = File.join(ROOT, 'client', 'tracer')
 TARGET = File.join(ROOT, 'test', 'apps', 'target.rb')
 WAIT = Float(ENV['TEST_WAIT'] || 30) # generous: a loaded 2-core machine is slow, never flaky
+# The Ruby under test: the one running the tests (make test RUBY=...), never whatever `ruby` is
+# first in PATH. `make check-memory` puts a wrapper here.
+RUBY = ENV['TRACER_TEST_RUBY'] || RbConfig.ruby
 # Where targets load the agent from: `make check-memory` points it at an ASan build.
 AGENT_LIB = ENV['TRACER_AGENT_LIB'] || File.join(ROOT, 'lib')
 
@@ -18,7 +21,7 @@ class Target
 
   def initialize(mode, env: {}, agent: true, script: TARGET)
     # agent: false is a process without our lib/ at all (it may load an installed gem itself).
-    args = ['ruby']
+    args = [RUBY]
     args += ["-I#{AGENT_LIB}", '-rtracer_agent'] if agent
     @out, @err = +'', +''
     @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode)

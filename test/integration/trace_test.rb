@@ -27,14 +27,24 @@ class TraceTest < Minitest::Test
     assert_match(/^Worker#work\n  Worker#helper <[\d.]+>\nWorker#work <[\d.]+>$/, out)
   end
 
-  def test_singleton_method_and_bare_name_and_all_methods
+  def test_singleton_method
     t = target('work')
-    out = trace(t, '-m', 'Worker.build', 'nap', 'Worker#', until_re: /Worker#inner/)
-    assert_match(/Worker#outer/, out)
-    assert_match(/Worker#fail_once/, out)
-    t2 = target('exit_soon', env: { 'EXIT_AFTER' => '30' })
-    out2, = tracer('-p', t2.pid, '-e', 'Worker.build(2).instance_variable_get(:@n)')
-    assert_equal "=> 2\n", out2
+    out = trace(t, '-m', 'Worker.build', until_re: /^Worker\.build <[\d.]+>\n.*^Worker\.build <[\d.]+>\n/m)
+    refute_match(/Worker#/, out)
+  end
+
+  def test_bare_name_matches_every_receiver
+    t = target('work')
+    out = trace(t, '-m', 'nap', until_re: /^Worker#nap <[\d.]+>\n.*^Worker\.nap <[\d.]+>\n/m)
+    assert_equal ['Worker#nap', 'Worker.nap'], out.scan(/^(Worker[#.]nap) </).flatten.uniq.sort
+    refute_match(/Worker#work|Kernel#sleep/, out)
+  end
+
+  def test_all_methods_of_a_class
+    t = target('work')
+    out = trace(t, '-m', 'Worker#', until_re: /Worker#inner.*Worker#fail_once.*Worker#nap/m)
+    %w[work helper outer inner fail_once nap].each { |m| assert_match(/^\s*Worker##{m}\b/, out) }
+    refute_match(/Worker\.build/, out)
   end
 
   def test_c_method

@@ -7,7 +7,7 @@ require 'tmpdir'
 root = File.expand_path('../..', __dir__)
 seconds = Float(ARGV[0] || ENV['SOAK_SECS'] || 600)
 out = ENV['SOAK_OUT'] || '/dev/null' # 10 minutes of firehose text is hundreds of GB
-target_in, target_out, = Open3.popen2('ruby', "-I#{root}/lib", '-rtracer_agent', "#{root}/test/apps/target.rb", 'busy')
+target_in, target_out, = Open3.popen2(ENV['TRACER_TEST_RUBY'] || RbConfig.ruby, "-I#{root}/lib", '-rtracer_agent', "#{root}/test/apps/target.rb", 'busy')
 target_in.close
 pid = target_out.gets[/ready (\d+)/, 1].to_i
 rss = -> { File.read("/proc/#{pid}/status")[/VmRSS:\s+(\d+)/, 1].to_i }

@@ -12,6 +12,7 @@ static const struct suite {
 	{ "decode", test_decode },
 	{ "encode", test_encode },
 	{ "export", test_export },
+	{ "ring", test_ring },
 	{ "spec", test_spec },
 	{ "top", test_top },
 	{ "trace", test_trace },
@@ -28,9 +29,25 @@ wanted(const char *name, int argc, char **argv)
 	return 0;
 }
 
+static int
+known(const char *name)
+{
+	for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++)
+		if (strcmp(suites[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
+	/* A misspelt suite would otherwise run nothing and pass. */
+	for (int i = 1; i < argc; i++) {
+		if (!known(argv[i])) {
+			printf("no suite named '%s'\n", argv[i]);
+			return EXIT_FAILURE;
+		}
+	}
 	for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
 		if (!wanted(suites[i].name, argc, argv))
 			continue;
