@@ -37,6 +37,7 @@ struct trc_message {
 			int32_t pid;
 			struct trc_str ruby_version, cwd;
 			uint64_t mono_ns, real_ns;
+			bool yjit;              /* YJIT compiles the process's code */
 		} welcome;
 		struct {
 			uint32_t code;

@@ -125,17 +125,36 @@ encode_spec(struct trc_buf *b, const struct trc_spec *s)
 		trc_pack_cstr(b, s->exprs[i]);
 }
 
+static void
+encode_strs(struct trc_buf *b, const char *const *list, size_t n)
+{
+	trc_pack_array(b, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		trc_pack_cstr(b, list[i]);
+}
+
+/* [all, [prefix...], [ignore...]] */
+static void
+encode_scope(struct trc_buf *b, const struct trc_scope *s)
+{
+	trc_pack_array(b, 3);
+	trc_pack_bool(b, s->all);
+	encode_strs(b, s->prefixes, s->nprefixes);
+	encode_strs(b, s->ignores, s->nignores);
+}
+
 void
 trc_encode_trace(struct trc_buf *b, uint32_t flags, uint32_t slow_ms,
-		 const struct trc_spec *specs, size_t nspecs)
+		 const struct trc_spec *specs, size_t nspecs, const struct trc_scope *scope)
 {
-	trc_pack_array(b, 4);
+	trc_pack_array(b, 5);
 	trc_pack_uint(b, TRC_CMD_TRACE);
 	trc_pack_uint(b, flags);
 	trc_pack_uint(b, slow_ms);
 	trc_pack_array(b, (uint32_t)nspecs);
 	for (size_t i = 0; i < nspecs; i++)
 		encode_spec(b, &specs[i]);
+	encode_scope(b, scope);
 }
 
 void
@@ -156,15 +175,12 @@ trc_encode_detach(struct trc_buf *b)
 }
 
 void
-trc_encode_top(struct trc_buf *b, enum trc_top_mode mode, uint32_t interval_ms, bool all,
-	       const char *const *prefixes, size_t nprefixes)
+trc_encode_top(struct trc_buf *b, enum trc_top_mode mode, uint32_t interval_ms,
+	       const struct trc_scope *scope)
 {
-	trc_pack_array(b, 5);
+	trc_pack_array(b, 4);
 	trc_pack_uint(b, TRC_CMD_TOP);
 	trc_pack_uint(b, mode);
 	trc_pack_uint(b, interval_ms);
-	trc_pack_bool(b, all);
-	trc_pack_array(b, (uint32_t)nprefixes);
-	for (size_t i = 0; i < nprefixes; i++)
-		trc_pack_cstr(b, prefixes[i]);
+	encode_scope(b, scope);
 }

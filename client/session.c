@@ -210,7 +210,8 @@ static void
 ask_trace(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
 {
 	trc_sink_set_clock(&s->sink, m->welcome.mono_ns, m->welcome.real_ns);
-	trc_encode_trace(b, s->job->trace_flags, s->job->slow_ms, s->job->specs, s->job->nspecs);
+	trc_encode_trace(b, s->job->trace_flags, s->job->slow_ms, s->job->specs, s->job->nspecs,
+			 &s->job->scope);
 	s->state = S_STARTING;
 }
 
@@ -218,8 +219,7 @@ static void
 ask_top(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
 {
 	(void)m;
-	trc_encode_top(b, s->job->top.mode, s->job->top.interval_ms, s->job->top.all,
-		       s->job->top.prefixes, s->job->top.nprefixes);
+	trc_encode_top(b, s->job->top.mode, s->job->top.interval_ms, &s->job->scope);
 	s->state = S_STARTING;
 }
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "encode.h"
 #include "export.h"
 #include "output.h"
 #include "spec.h"
@@ -45,12 +46,10 @@ struct trc_job {
 	struct trc_trace_opts trace;
 	struct trc_export *export;      /* --format other than text: the exporter every target
 					 * feeds; NULL: each target has a call-tree printer */
+	struct trc_scope scope;         /* --all, --filter, --ignore: for -f, -s and --top */
 	struct {
 		enum trc_top_mode mode;
 		uint32_t interval_ms;
-		bool all;
-		const char *const *prefixes;    /* --filter; none: the agent's working directory */
-		size_t nprefixes;
 		struct trc_top *table;          /* where every target's TRC_MSG_TOP rows go */
 	} top;
 	bool label_pids;        /* several targets: "[PID] " before each of their lines */

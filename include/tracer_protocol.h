@@ -10,7 +10,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 1
+#define TRC_PROTOCOL_VERSION 2
 
 /*
  * How a client attaches (all of it in the client's attach.c and the agent's control.c):
@@ -58,20 +58,31 @@ struct trc_hello {
 /* Client -> agent commands: 1..63. */
 enum trc_cmd {
 	TRC_CMD_HELLO = 1,      /* [1, version, client_pid] */
-	TRC_CMD_TRACE = 2,      /* [2, flags, slow_ms, [spec...]]  spec: [class|nil, kind, method|nil, [expr...]] */
+	TRC_CMD_TRACE = 2,      /* [2, flags, slow_ms, [spec...], scope]  spec: [class|nil, kind, method|nil, [expr...]] */
 	TRC_CMD_EVAL = 3,       /* [3, id, kind, text]  kind: enum trc_eval_kind */
 	TRC_CMD_DETACH = 4,     /* [4] */
-	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, all, [prefix...]]  count in the agent; see below */
+	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, scope]  count in the agent; see below */
 };
+
+/*
+ * scope: [all, [prefix...], [ignore...]]: which calls firehose (-f), slow calls without -m
+ * specs, and the calls and time tables see, and which files the other tables count.
+ *   all false  the app's own Ruby methods: those defined in files under a prefix (none given:
+ *              under the agent's working directory, relative paths included), traced through
+ *              wrappers put around each, which leave nothing behind once removed. An ignore
+ *              (an extended regular expression) leaves out the methods whose "Class#method"
+ *              label it matches.
+ *   all true   every call, Ruby and C, through the VM's call hooks; the VM keeps part of them
+ *              after they are removed, and the process stays slower until it restarts.
+ */
 
 /*
  * Top mode: the agent counts events itself and every interval_ms sends one TRC_MSG_TOP with the
  * rows counted since the previous one (deltas: the client adds them up and resets when it likes).
- * A row counts only when its FILE starts with one of the prefixes; with no prefix, the agent's
- * working directory (sent in TRC_MSG_WELCOME) is the prefix; all = true counts every row.
+ * A row counts only when its FILE is in the scope (above).
  * Row [file, line, label, count, total_ns, self_ns], per mode:
- *   calls          file:line of the method (of its Ruby caller for a C method), label
- *                  "Class#method", count = calls
+ *   calls          file:line of the method's definition (with all, of its Ruby caller for a C
+ *                  method), label "Class#method", count = calls
  *   time           as calls, plus total_ns (inclusive, outermost call of a recursion only) and
  *                  self_ns (exclusive), per thread; a method that raises ends at its unwinding
  *   objects-total  file "" line 0, label = class name, count = allocations
@@ -116,7 +127,7 @@ enum trc_top_mode {
 
 /* Agent -> client replies: 64..127. */
 enum trc_msg {
-	TRC_MSG_WELCOME = 64,   /* [64, version, pid, ruby_version, cwd, mono_ns, real_ns] */
+	TRC_MSG_WELCOME = 64,   /* [64, version, pid, ruby_version, cwd, mono_ns, real_ns, yjit] */
 	TRC_MSG_ERROR = 65,     /* [65, code, message]  code: enum trc_err */
 	TRC_MSG_SPEC = 66,      /* [66, spec_index, matched, message]  matched 0: nothing found */
 	TRC_MSG_STARTED = 67,   /* [67]  hooks are on */

@@ -4,6 +4,7 @@
 # handler and nothing else; the agent starts work only when a client attaches.
 require_relative 'tracer_agent/version'
 require_relative 'tracer_agent/tracer_agent'
+require_relative 'tracer_agent/wrap'
 
 module TracerAgent
   AGENT_THREADS = %w[tracer-agent tracer-eval tracer-listener].freeze
@@ -16,6 +17,11 @@ module TracerAgent
       return false if ENV['TRACER_AGENT_EVAL'] == '0'
 
       @allow_eval != false
+    end
+
+    # Whether YJIT compiles this process's code now (the client says what a mode would cost it).
+    def __yjit?
+      defined?(RubyVM::YJIT) && RubyVM::YJIT.respond_to?(:enabled?) ? RubyVM::YJIT.enabled? : false
     end
 
     # Called by the agent in a thread of its own; returns the String sent back to the client.

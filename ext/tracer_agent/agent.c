@@ -98,5 +98,6 @@ Init_tracer_agent(void)
 	rb_define_singleton_method(mod, "ignored_messages", ignored_messages, 0);
 	rb_define_singleton_method(mod, "attached?", attached_p, 0);
 	rb_define_singleton_method(mod, "stats", stats, 0);
+	trc_wrap_init(mod);
 	trc_control_init();
 }

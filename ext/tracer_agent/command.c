@@ -41,13 +41,21 @@ clock_ns(clockid_t id)
 
 /* ---- hello ---- */
 
+static VALUE
+yjit_p(VALUE unused)
+{
+	VALUE mod = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	return rb_funcall(mod, rb_intern("__yjit?"), 0);
+}
+
 static int
 cmd_hello(struct trc_session *s, const msgpack_object *argv)
 {
 	uint64_t version = argv[1].via.u64;
 	char cwd[PATH_MAX];
 	msgpack_packer *pk;
-	VALUE ruby = rb_const_get(rb_cObject, rb_intern("RUBY_VERSION"));
+	VALUE ruby = rb_const_get(rb_cObject, rb_intern("RUBY_VERSION")), yjit;
+	int state = 0;
 
 	if (version != TRC_PROTOCOL_VERSION) {
 		trc_reply_error(s, TRC_ERR_VERSION, "protocol version %d expected, client speaks %d",
@@ -58,8 +66,13 @@ cmd_hello(struct trc_session *s, const msgpack_object *argv)
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
 		strcpy(cwd, "?");
 	s->hello = 1;
+	yjit = rb_protect(yjit_p, Qnil, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);
+		yjit = Qfalse;
+	}
 	pk = trc_reply_begin(s);
-	msgpack_pack_array(pk, 7);
+	msgpack_pack_array(pk, 8);
 	msgpack_pack_uint8(pk, TRC_MSG_WELCOME);
 	msgpack_pack_uint32(pk, TRC_PROTOCOL_VERSION);
 	msgpack_pack_int(pk, (int)getpid());
@@ -67,6 +80,10 @@ cmd_hello(struct trc_session *s, const msgpack_object *argv)
 	trc_pack_cstr(pk, cwd);
 	msgpack_pack_uint64(pk, clock_ns(CLOCK_MONOTONIC));
 	msgpack_pack_uint64(pk, clock_ns(CLOCK_REALTIME));
+	if (RTEST(yjit))
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
 	trc_reply_end(s);
 	return 0;
 }
@@ -136,7 +153,7 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 {
 	struct trc_trace_cfg *cfg = &s->cfg;
 	const msgpack_object *specs = &argv[3];
-	VALUE why[TRC_MAX_SPECS];
+	VALUE why[TRC_MAX_SPECS], wrap_why[TRC_MAX_SPECS];
 	int matched[TRC_MAX_SPECS], n = 0;
 
 	if (s->tracing || s->counting) {
@@ -144,6 +161,10 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 		return 0;
 	}
 	memset(cfg, 0, sizeof(*cfg));
+	if (trc_scope_read(&cfg->scope, &argv[4]) < 0) {
+		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
+		return -1;
+	}
 	cfg->flags = (unsigned)argv[1].via.u64;
 	cfg->slow_ns = argv[2].via.u64 * 1000000u;
 	for (uint32_t i = 0; i < specs->via.array.size; i++) {
@@ -158,9 +179,16 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 		trc_reply_error(s, TRC_ERR_INTERNAL, "cannot map the event buffer");
 		return -1;
 	}
-	trc_hook_start(cfg, &s->ring, s->wake_fd, matched);
-	for (uint32_t i = 0, j = 0; i < specs->via.array.size; i++)
-		reply_spec(s, (int)i, NIL_P(why[i]) ? matched[j++] : 0, why[i]);
+	trc_hook_start(cfg, &s->ring, s->wake_fd, matched, wrap_why);
+	for (uint32_t i = 0, j = 0; i < specs->via.array.size; i++) {
+		if (!NIL_P(why[i])) {
+			reply_spec(s, (int)i, 0, why[i]);
+			continue;
+		}
+		/* What could not be wrapped is said only when nothing of the spec could. */
+		reply_spec(s, (int)i, matched[j], matched[j] > 0 ? Qnil : wrap_why[j]);
+		j++;
+	}
 	reply_started(s);
 	trc_session_started(s);
 	return 0;
@@ -285,33 +313,16 @@ cmd_eval(struct trc_session *s, const msgpack_object *argv)
 static int
 cmd_top(struct trc_session *s, const msgpack_object *argv)
 {
-	const msgpack_object *list = &argv[4];
-	char cwd[PATH_MAX];
-	const char *prefixes[TRC_MAX_PREFIXES + 1];
-	VALUE keep = rb_ary_new();
-	int n = 0;
+	struct trc_scope scope;
 
 	if (s->tracing || s->counting) {
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}
-	for (uint32_t i = 0; i < list->via.array.size; i++) {
-		VALUE p = str_value(&list->via.array.ptr[i]);
-		rb_ary_push(keep, p);
-		prefixes[n++] = StringValueCStr(p);
-	}
-	/* By default only the application's own files count: those under its working directory. */
-	int cwd_default = n == 0;
-	if (cwd_default && getcwd(cwd, sizeof(cwd) - 1) != NULL) {
-		/* Bounded: getcwd left a byte for the "/". */
-		strcat(cwd, cwd[strlen(cwd) - 1] == '/' ? "" : "/");  /* NOLINT(clang-analyzer-security.insecureAPI.strcpy) */
-		prefixes[n++] = cwd;
-	}
-	if (trc_top_start((int)argv[1].via.u64, argv[3].via.boolean, cwd_default, prefixes, n) < 0) {
+	if (trc_scope_read(&scope, &argv[3]) < 0 || trc_top_start((int)argv[1].via.u64, &scope) < 0) {
 		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
 		return 0;
 	}
-	RB_GC_GUARD(keep);
 	trc_session_count_every(s, argv[2].via.u64);
 	reply_started(s);
 	return 0;

@@ -1,4 +1,4 @@
-/* hook.c: VM event hooks and targeted TracePoints; the traced threads' side of the ring. */
+/* hook.c: the traced threads' side of the ring: wrapped calls, VM event hooks, exceptions. */
 #include "hook.h"
 
 #include <ruby/debug.h>
@@ -9,6 +9,7 @@
 #include "extconf.h"
 #include "control.h"
 #include "names.h"
+#include "top.h"
 #include "wrap.h"
 #include "tracer_protocol.h"
 
@@ -23,7 +24,6 @@ static struct {
 	uint64_t wake_at;       /* ring position at which to look whether to wake the consumer */
 	rb_event_flag_t global; /* events of the global hook, 0 when none */
 	int raise_hook;
-	VALUE tracepoints;      /* Array of the targeted TracePoints */
 	uint64_t events, lost, lost_pending;
 } H;
 
@@ -242,32 +242,6 @@ method_index(rb_event_flag_t ev, VALUE klass, ID mid)
 /* ---- expressions shown at call time ---- */
 
 /*
- * For wrap.c's C-method wrappers, which run outside any VM hook: expressions they show may
- * call Ruby that is traced too, so a flag keeps them from recursing into themselves.
- */
-static int in_wrapper_exprs;
-
-static VALUE
-expr_eval(VALUE arg)
-{
-	VALUE *a = (VALUE *)arg;        /* self, code */
-	const char *code = RSTRING_PTR(a[1]);
-	VALUE v;
-
-	if (strcmp(code, "self") == 0)
-		v = a[0];
-	else if (strcmp(code, "__source__") == 0)
-		return rb_sprintf("\"%s:%d\"", rb_sourcefile() ? rb_sourcefile() : "?", rb_sourceline());
-	else if (code[0] == '@' && code[1] != '@' && rb_is_instance_id(rb_intern(code)))
-		v = rb_ivar_get(a[0], rb_intern(code));
-	else if (in_wrapper_exprs)
-		return rb_str_new_cstr("(needs a Ruby method: not shown for a wrapped C method)");
-	else
-		v = rb_funcall(rb_tracearg_binding(rb_tracearg_from_tracepoint(Qnil)), rb_intern("eval"), 1, a[1]);
-	return rb_inspect(v);
-}
-
-/*
  * After a hook ran Ruby (which may switch threads), whether the tracing it began under still
  * runs. Another thread may have detached the client meanwhile: hooks off, and the cfg, the ring
  * and the thread table freed; or even attached a new one. Then the hook must touch none of them.
@@ -279,45 +253,50 @@ still_tracing(uint64_t started)
 }
 
 static VALUE
-expr_error(VALUE exc)
+yield_values(VALUE unused)
 {
-	return rb_sprintf("#<%"PRIsVALUE": %"PRIsVALUE">", rb_obj_class(exc), rb_funcall(exc, rb_intern("message"), 0));
+	return rb_yield(Qnil);
+}
+
+static VALUE
+inspect_value(VALUE v)
+{
+	return rb_inspect(v);
 }
 
 /*
- * Evaluates spec's expressions into values[]: returns how many, or -1 when tracing stopped
- * meanwhile (still_tracing). This runs Ruby, which may switch threads: it must happen before
- * the CALL record, so that the CALL and its EXPR records stay adjacent.
+ * The wrapper's block gives the -m expressions' values (wrap.rb compiled them into it, each
+ * rescued). Returns how many went into values[] as inspected Strings, or -1 when tracing
+ * stopped meanwhile (still_tracing). The thread is quiet while the block and #inspect run: the
+ * calls they make are not the app's, and are not traced. This must happen before the CALL
+ * record, so that the CALL and its EXPR records stay adjacent.
  */
 static int
-eval_exprs(int spec, VALUE self, VALUE *values)
+eval_exprs(struct trc_thread *t, VALUE *values)
 {
 	uint64_t started = H.started;
-	int n = H.cfg->specs[spec].nexpr;
+	int state = 0, n = 0;
+	VALUE list;
 
-	for (int i = 0; i < n; i++) {
-		VALUE arg[2] = { self, H.cfg->specs[spec].exprs[i] };
-		int state = 0;
-		VALUE v;
-
-		yield_begin();
-		v = rb_protect(expr_eval, (VALUE)arg, &state);
-		yield_end();
-
+	t->quiet = 1;
+	yield_begin();
+	list = rb_protect(yield_values, Qnil, &state);
+	for (long i = 0; !state && RB_TYPE_P(list, T_ARRAY) && i < RARRAY_LEN(list) && n < TRC_MAX_EXPRS; i++) {
+		VALUE v = rb_protect(inspect_value, RARRAY_AREF(list, i), &state);
 		if (state) {
-			v = rb_errinfo();
 			rb_set_errinfo(Qnil);
-			/* #message is Ruby too, and may raise: nothing may escape into the app. */
-			v = rb_protect(expr_error, v, &state);
-			if (state) {
-				rb_set_errinfo(Qnil);
-				v = rb_str_new_cstr("#<exception (its message raised too)>");
-			}
+			state = 0;
+			v = rb_str_new_cstr("#<inspect raised>");
 		}
-		if (!still_tracing(started))
-			return -1;
-		values[i] = v;
+		values[n++] = RB_TYPE_P(v, T_STRING) ? v : rb_str_new_cstr("#<inspect gave no String>");
 	}
+	yield_end();
+	if (state)
+		rb_set_errinfo(Qnil);
+	RB_GC_GUARD(list);
+	if (!still_tracing(started))
+		return -1;      /* t may be gone with the rest: not touched again */
+	t->quiet = 0;
 	return n;
 }
 
@@ -364,24 +343,21 @@ slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 	rec_commit(r);
 }
 
+/* A call of method m begins; exprs: the wrapper gave a block with the expressions' values. */
 static inline void
-on_call(struct trc_thread *t, uint32_t m, VALUE self)
+on_call(struct trc_thread *t, uint32_t m, int exprs)
 {
-	const struct trc_method *me = trc_method_at(m);
-	int spec = me->spec;
 	VALUE values[TRC_MAX_EXPRS];
-	uint64_t ts;
 
 	if (H.cfg->flags & TRC_TRACE_SLOW) {
 		slow_push(t, now_ns());
-	} else if (spec >= 0 && H.cfg->specs[spec].nexpr > 0) {
-		int n = eval_exprs(spec, self, values);
+	} else if (exprs) {
+		int n = eval_exprs(t, values);
 
 		if (n < 0)
 			return;         /* detached meanwhile: t may be gone with the rest */
-		ts = now_ns();
-		put_event(TRC_REC_CALL, t, m, ts);
-		put_exprs(t, spec, values, n);
+		put_event(TRC_REC_CALL, t, m, now_ns());
+		put_exprs(t, trc_method_at(m)->spec, values, n);
 		RB_GC_GUARD(values[0]);
 	} else {
 		put_event(TRC_REC_CALL, t, m, now_ns());
@@ -404,34 +380,72 @@ on_return(struct trc_thread *t, uint32_t m)
 		put_event(TRC_REC_RETURN, t, m, ts);
 }
 
-static void
-wrapper_enter(uint32_t m, VALUE self)
+/*
+ * A wrapper's token: the method index and the generation of the tracing that installed it.
+ * A wrapper the app aliased outlives its session (wrap.c); its calls then carry an old
+ * generation and are not counted as some other method of a later session.
+ */
+#define TOKEN_METHOD_BITS 21    /* TRC_NAMES_MAX is 1 << 20 */
+
+static uint64_t generation;
+
+uint64_t
+trc_hook_generation(void)
+{
+	return ++generation;
+}
+
+uint64_t
+trc_hook_token(uint64_t gen, uint32_t m)
+{
+	return (gen << TOKEN_METHOD_BITS) | m;
+}
+
+/* The thread of a wrapped call that counts (its token of this generation), or NULL. */
+static struct trc_thread *
+wrapped_thread(VALUE token, uint32_t *m)
 {
 	struct trc_thread *t;
+	uint64_t tok;
 
-	if (!H.armed || in_wrapper_exprs || (t = trc_thread_current()) == NULL)
-		return;
-	in_wrapper_exprs = 1;
-	on_call(t, m, self);
-	in_wrapper_exprs = 0;
+	if (!FIXNUM_P(token))
+		return NULL;
+	tok = (uint64_t)FIX2LONG(token);
+	if (tok >> TOKEN_METHOD_BITS != generation || (t = trc_thread_current()) == NULL || t->quiet)
+		return NULL;
+	*m = (uint32_t)(tok & ((1u << TOKEN_METHOD_BITS) - 1));
+	return t;
 }
 
 void
-trc_hook_enter(uint32_t m, VALUE self)
+trc_hook_call(VALUE token, VALUE self, int exprs)
 {
+	struct trc_thread *t;
+	uint32_t m;
+
 	trc_hook_in();
-	wrapper_enter(m, self);
+	if ((t = wrapped_thread(token, &m)) != NULL) {
+		if (H.armed)
+			on_call(t, m, exprs);
+		else
+			trc_top_enter(t, m);
+	}
 	trc_hook_out();
 }
 
 void
-trc_hook_leave(uint32_t m)
+trc_hook_return(VALUE token)
 {
 	struct trc_thread *t;
+	uint32_t m;
 
 	trc_hook_in();
-	if (H.armed && !in_wrapper_exprs && (t = trc_thread_current()) != NULL)
-		on_return(t, m);
+	if ((t = wrapped_thread(token, &m)) != NULL) {
+		if (H.armed)
+			on_return(t, m);
+		else
+			trc_top_leave(t, m);
+	}
 	trc_hook_out();
 }
 
@@ -449,7 +463,7 @@ global_event(rb_event_flag_t ev, VALUE self, ID mid, VALUE klass)
 	if (m == UINT32_MAX || !trc_method_at(m)->selected)
 		return;
 	if (ev & (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
-		on_call(t, m, self);
+		on_call(t, m, 0);
 	else
 		on_return(t, m);
 }
@@ -459,29 +473,6 @@ global_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 {
 	trc_hook_in();
 	global_event(ev, self, mid, klass);
-	trc_hook_out();
-}
-
-static void
-tracepoint_event(VALUE tpval, uint32_t m)
-{
-	rb_trace_arg_t *ta;
-	struct trc_thread *t;
-
-	if (!H.armed || (t = trc_thread_current()) == NULL)
-		return;
-	ta = rb_tracearg_from_tracepoint(tpval);
-	if (rb_tracearg_event_flag(ta) == RUBY_EVENT_CALL)
-		on_call(t, m, rb_tracearg_self(ta));
-	else
-		on_return(t, m);
-}
-
-static void
-tracepoint_hook(VALUE tpval, void *data)
-{
-	trc_hook_in();
-	tracepoint_event(tpval, (uint32_t)(uintptr_t)data);
 	trc_hook_out();
 }
 
@@ -552,51 +543,33 @@ instance_method(VALUE arg)
 }
 
 static VALUE
-enable_for(VALUE arg)
+spec_exprs(const struct trc_spec *sp)
 {
-	VALUE *a = (VALUE *)arg;        /* tracepoint, method */
-	VALUE kw = rb_hash_new();
-	rb_hash_aset(kw, ID2SYM(rb_intern("target")), a[1]);
-	return rb_funcallv_kw(a[0], rb_intern("enable"), 1, &kw, RB_PASS_KEYWORDS);
+	VALUE list = rb_ary_new_capa(sp->nexpr);
+	for (int i = 0; i < sp->nexpr; i++)
+		rb_ary_push(list, sp->exprs[i]);
+	return list;
 }
 
 /*
- * Selects one method for spec. A Ruby method gets a TracePoint on its own ISeq, so nothing else
- * in the process is instrumented; a C method is entered in the method table as selected, for
- * the global C call hook. Returns 1 if selected, 0 if not (*is_c tells which hook it needs).
+ * Selects one method (an UnboundMethod) for spec i: enters it in the method table and puts a
+ * wrapper around it where it is defined. Returns 1 if selected, 0 if not (*why says why).
  */
 static int
-select_one(VALUE um, int spec, int targeted, int *is_c)
+select_one(VALUE um, int i, VALUE *why)
 {
 	VALUE loc = rb_funcall(um, rb_intern("source_location"), 0);
 	VALUE owner = rb_funcall(um, rb_intern("owner"), 0);
 	ID mid = SYM2ID(rb_funcall(um, rb_intern("name"), 0));
 	uint32_t m;
-	int state = 0;
 
-	*is_c = NIL_P(loc);
-	m = *is_c ? trc_method_intern(owner, mid, Qnil, 0, spec) :
-	    trc_method_intern(owner, mid, RARRAY_AREF(loc, 0), NUM2INT(RARRAY_AREF(loc, 1)), spec);
-	if (m == UINT32_MAX)
+	m = NIL_P(loc) ? trc_method_intern(owner, mid, Qnil, 0, i) :
+	    trc_method_intern(owner, mid, RARRAY_AREF(loc, 0), NUM2INT(RARRAY_AREF(loc, 1)), i);
+	if (m == UINT32_MAX) {
+		*why = rb_str_new_cstr("too many methods");
 		return 0;
-	if (!targeted)
-		return 1;
-	if (*is_c) {
-		/* A wrapper around this one method; only if that fails, the global C call hook. */
-		*is_c = trc_wrap(owner, mid, m) < 0;
-		return 1;
 	}
-	{
-		VALUE tp = rb_tracepoint_new(Qnil, RUBY_EVENT_CALL | RUBY_EVENT_RETURN, tracepoint_hook, (void *)(uintptr_t)m);
-		VALUE arg[2] = { tp, um };
-		rb_ary_push(H.tracepoints, tp);
-		rb_protect(enable_for, (VALUE)arg, &state);
-		if (state) {
-			rb_set_errinfo(Qnil);
-			return 0;
-		}
-	}
-	return 1;
+	return trc_wrap(owner, mid, m, H.started, spec_exprs(&H.cfg->specs[i]), why) == 0;
 }
 
 static VALUE
@@ -607,49 +580,89 @@ method_names(VALUE mod)
 	return all;
 }
 
-/* Selects what spec i names; returns how many methods, and sets *need_c if one is a C method. */
-static int
-select_spec(int i, int targeted, int *need_c)
+static VALUE
+owners_of(VALUE name)
 {
-	const struct trc_spec *sp = &H.cfg->specs[i];
-	VALUE mod = sp->kind == TRC_SPEC_SINGLETON ? rb_singleton_class(sp->klass) : sp->klass;
-	VALUE names = sp->mid ? rb_ary_new_from_args(1, ID2SYM(sp->mid)) : method_names(mod);
+	VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	VALUE wrap = rb_const_get(agent, rb_intern("Wrap"));
+	return rb_funcall(wrap, rb_intern("owners_of"), 1, name);
+}
+
+/* Selects the methods named mid of each module in mods (all of each one's own when mid is 0). */
+static int
+select_in(int i, VALUE mods, ID mid, VALUE *why)
+{
 	int n = 0;
 
-	for (long j = 0; j < RARRAY_LEN(names); j++) {
-		struct resolve r = { mod, SYM2ID(RARRAY_AREF(names, j)) };
-		int state = 0, is_c = 0;
-		VALUE um = rb_protect(instance_method, (VALUE)&r, &state);
-		if (state) {
-			rb_set_errinfo(Qnil);
-			continue;
+	for (long k = 0; k < RARRAY_LEN(mods); k++) {
+		VALUE mod = RARRAY_AREF(mods, k);
+		VALUE names = mid ? rb_ary_new_from_args(1, ID2SYM(mid)) : method_names(mod);
+
+		for (long j = 0; j < RARRAY_LEN(names); j++) {
+			struct resolve r = { mod, SYM2ID(RARRAY_AREF(names, j)) };
+			int state = 0;
+			VALUE um = rb_protect(instance_method, (VALUE)&r, &state);
+
+			if (state) {
+				rb_set_errinfo(Qnil);
+				continue;
+			}
+			n += select_one(um, i, why);
 		}
-		n += select_one(um, i, targeted, &is_c);
-		*need_c |= is_c;
 	}
 	return n;
 }
 
-int
-trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd, int *matched)
+/* Selects what spec i names; returns how many methods (0: *why may say why). */
+static int
+select_spec(int i, VALUE *why)
 {
-	int global = (cfg->flags & TRC_TRACE_FIREHOSE) || cfg->nspecs == 0, need_c = 0;
+	const struct trc_spec *sp = &H.cfg->specs[i];
+	VALUE mods;
+	int state = 0;
 
-	for (int i = 0; i < cfg->nspecs; i++)
-		global |= cfg->specs[i].kind == TRC_SPEC_ANY;
+	switch (sp->kind) {
+	case TRC_SPEC_ANY:
+		mods = rb_protect(owners_of, ID2SYM(sp->mid), &state);
+		if (state) {
+			rb_set_errinfo(Qnil);
+			return 0;
+		}
+		break;
+	case TRC_SPEC_SINGLETON:
+		mods = rb_ary_new_from_args(1, rb_singleton_class(sp->klass));
+		break;
+	default:
+		mods = rb_ary_new_from_args(1, sp->klass);
+		break;
+	}
+	return select_in(i, mods, sp->mid, why);
+}
+
+int
+trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd, int *matched,
+    VALUE *why)
+{
+	/* Firehose, and slow calls of any method: every call in the scope, or every call at all,
+	 * which only the VM's hook sees. */
+	int scoped = (cfg->flags & TRC_TRACE_FIREHOSE) || cfg->nspecs == 0;
+	int global = scoped && cfg->scope.all;
+
 	H.cfg = cfg;
-	H.started++;
+	H.started = trc_hook_generation();
 	H.ring = ring;
 	H.wake_fd = wake_fd;
 	H.wake_at = (ring->mask + 1) / 4;
 	H.events = H.lost = H.lost_pending = 0;
-	H.tracepoints = rb_ary_new();
-	/* Armed before anything is enabled: a TracePoint fires as soon as it is on. */
+	/* Armed before anything is put in place: a wrapper runs as soon as it is defined. */
 	H.armed = 1;
-	for (int i = 0; i < cfg->nspecs; i++)
-		matched[i] = cfg->specs[i].kind == TRC_SPEC_ANY ? 1 : select_spec(i, !global, &need_c);
-	H.global = global ? RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN :
-	    need_c ? RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN : 0;
+	for (int i = 0; i < cfg->nspecs; i++) {
+		why[i] = Qnil;
+		matched[i] = scoped ? 0 : select_spec(i, &why[i]);
+	}
+	if (scoped && !global)
+		trc_wrap_scope(&cfg->scope, H.started);
+	H.global = global ? RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN : 0;
 	if (H.global)
 		rb_add_event_hook(global_hook, H.global, Qnil);
 	if (cfg->flags & TRC_TRACE_RAISE) {
@@ -670,19 +683,13 @@ trc_hook_stop(void)
 		rb_remove_event_hook(raise_hook);
 	H.global = 0;
 	H.raise_hook = 0;
-	if (RB_TYPE_P(H.tracepoints, T_ARRAY)) {
-		for (long i = 0; i < RARRAY_LEN(H.tracepoints); i++)
-			rb_tracepoint_disable(RARRAY_AREF(H.tracepoints, i));
-	}
-	H.tracepoints = Qnil;
 	H.cfg = NULL;
 }
 
 int
 trc_hook_installed(void)
 {
-	return (H.global != 0) + H.raise_hook + trc_wrapped() +
-	    (RB_TYPE_P(H.tracepoints, T_ARRAY) ? (int)RARRAY_LEN(H.tracepoints) : 0);
+	return (H.global != 0) + H.raise_hook + trc_wrapped();
 }
 
 void
@@ -701,9 +708,9 @@ trc_hook_counts(uint64_t *events, uint64_t *lost)
 void
 trc_hook_mark(void)
 {
-	rb_gc_mark(H.tracepoints);
 	if (H.cfg == NULL)
 		return;
+	trc_scope_mark(&H.cfg->scope);
 	for (int i = 0; i < H.cfg->nspecs; i++) {
 		rb_gc_mark(H.cfg->specs[i].klass);
 		for (int j = 0; j < H.cfg->specs[i].nexpr; j++)

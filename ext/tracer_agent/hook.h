@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ring.h"
+#include "scope.h"
 #include "wire.h"
 
 /* One -m spec, resolved in the target. */
@@ -22,22 +23,33 @@ struct trc_trace_cfg {
 	uint64_t slow_ns;
 	int nspecs;
 	struct trc_spec specs[TRC_MAX_SPECS];
+	struct trc_scope scope; /* firehose and slow calls without specs: which calls */
 };
 
 /*
- * Called with the GVL by the agent thread. Installs what cfg needs and nothing more: a targeted
- * TracePoint per Ruby method named by a spec, a global C call hook only for C methods, a global
- * call hook only for firehose, slow mode and bare method names. matched[i] gets how many
- * methods spec i selected (-1 when its class does not exist, with *why set).
- * Events go into ring; wake_fd is written when a quarter of it fills between two drains.
+ * GVL held (the session's service). Installs what cfg needs and nothing more: a wrapper around
+ * each method a spec names (wrap.c); for firehose and slow calls without specs, a wrapper around
+ * each method in the scope, or the VM's global call hook when the scope is everything. matched[i] gets how many methods spec i selected, and why[i] a
+ * String when something could not be wrapped (else nil). Events go into ring; wake_fd is
+ * written when a quarter of it fills between two drains.
  */
 int trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd,
-    int *matched);
+    int *matched, VALUE *why);
 /* GVL held. Removes every hook and TracePoint; after it no record is written. */
 void trc_hook_stop(void);
-/* GVL held, from wrap.c's wrappers: a call of method m begins, or ends. */
-void trc_hook_enter(uint32_t m, VALUE self);
-void trc_hook_leave(uint32_t m);
+/*
+ * GVL held. A new generation of wrappers, for a session that traces or counts: wrappers of an
+ * earlier one, which the app may still call through an alias of its own, then count nowhere.
+ */
+uint64_t trc_hook_generation(void);
+/* The token a wrapper of method m, installed by generation gen, reports its calls with. */
+uint64_t trc_hook_token(uint64_t gen, uint32_t m);
+/*
+ * GVL held, from a wrapper (TracerAgent.__enter/__leave): a call begins (exprs: the wrapper
+ * gave a block that evaluates the -m expressions), or ends. A stale token does nothing.
+ */
+void trc_hook_call(VALUE token, VALUE self, int exprs);
+void trc_hook_return(VALUE token);
 /* GVL held. How many hooks and TracePoints are installed now. */
 int trc_hook_installed(void);
 /* Async-signal-safe: after fork, in the child, makes every hook a no-op at once. */

@@ -28,7 +28,8 @@ struct trc_thread {
 	VALUE thread;           /* key, kept alive by trc_names_mark */
 	uint32_t idx;
 	uint8_t ignored;        /* one of the agent's own threads */
-	uint8_t sent;           /* agent thread only */
+	uint8_t sent;           /* I/O thread only */
+	uint8_t quiet;          /* evaluating -m expressions: its calls are not traced */
 	char *name;
 	uint32_t depth;         /* open traced calls */
 	uint32_t frames_cap;

@@ -375,8 +375,10 @@ stop(struct trc_session *s)
 	if (s->stopped)
 		return;
 	s->stopped = 1;
-	if (s->tracing)
+	if (s->tracing) {
 		trc_hook_stop();
+		trc_scope_release(&s->cfg.scope);
+	}
 	if (load(&s->counting)) {
 		/* The counts of the last, partial interval, then the hooks off. */
 		if (load(&s->closing) == TRC_CLOSE_DETACH)

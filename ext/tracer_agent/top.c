@@ -10,6 +10,7 @@
 #include "hook.h"
 #include "names.h"
 #include "tracer_protocol.h"
+#include "wrap.h"
 
 /*
  * A row is keyed by (what, file, line): what is a method index + 1 (calls, time), a class
@@ -32,10 +33,9 @@ struct row {
 
 static struct {
 	int mode;
-	int all;
-	int cwd_default;        /* no prefix was given: the working directory is the filter */
-	int nprefixes;
-	char **prefixes;
+	struct trc_scope scope;
+	int wrapped;            /* calls and time of the app's methods: through wrappers */
+	uint64_t gen;           /* their generation */
 	struct row *rows;
 	uint32_t *used;         /* slots in use, to empty the table without a sweep */
 	uint32_t nused;
@@ -54,19 +54,6 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int
-wanted(const char *path)
-{
-	if (T.all)
-		return 1;
-	/* A relative path is one Ruby loaded relative to the working directory: the app's own. */
-	if (path[0] != '/' && path[0] != '<' && path[0] != 0)
-		return T.cwd_default;
-	for (int i = 0; i < T.nprefixes; i++)
-		if (strncmp(path, T.prefixes[i], strlen(T.prefixes[i])) == 0)
-			return 1;
-	return 0;
-}
 
 static inline uint32_t
 row_hash(uintptr_t what, const char *file, int line)
@@ -101,8 +88,9 @@ row_get(uintptr_t what, const char *file, int line, const char *path)
 	r->file = file;
 	r->line = line;
 	r->used = 1;
-	r->excluded = !wanted(path);
-	r->path = r->excluded ? NULL : strdup(path);
+	r->excluded = !trc_scope_wanted(&T.scope, path);
+	/* Shown as an absolute path: a script run as `ruby app.rb` has relative ones. */
+	r->path = r->excluded ? NULL : trc_scope_absolute(&T.scope, path);
 	r->count = r->total = r->self = 0;
 	T.used[T.nused++] = i;
 	return r->excluded ? NULL : r;
@@ -244,6 +232,47 @@ time_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	trc_hook_out();
 }
 
+/* ---- calls and time of the app's methods, through wrappers (hook.c hands them over) ---- */
+
+static void
+site_of(uint32_t m, struct site *s)
+{
+	const struct trc_method *me = trc_method_at(m);
+
+	s->method = m;
+	s->file = NULL;
+	s->line = me->line;
+	s->path = me->path;
+}
+
+void
+trc_top_enter(struct trc_thread *t, uint32_t m)
+{
+	struct site s;
+	struct row *r;
+
+	if (!T.armed || !T.wrapped)
+		return;
+	site_of(m, &s);
+	T.events++;
+	if (T.mode == TRC_TOP_TIME)
+		time_call(t, &s);
+	else if ((r = row_get(s.method + 1, s.file, s.line, s.path)) != NULL)
+		r->count++;
+}
+
+void
+trc_top_leave(struct trc_thread *t, uint32_t m)
+{
+	struct site s;
+
+	if (!T.armed || !T.wrapped || T.mode != TRC_TOP_TIME)
+		return;
+	site_of(m, &s);
+	T.events++;
+	time_return(t, &s);
+}
+
 /* ---- allocations: internal event, so no Ruby calls and no Ruby allocation in here ---- */
 
 /* Objects an app makes; not the VM's own (call caches, iseqs, internal hidden objects). */
@@ -326,15 +355,6 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 
 /* ---- start, stop, snapshot ---- */
 
-static void
-free_prefixes(void)
-{
-	for (int i = 0; i < T.nprefixes; i++)
-		free(T.prefixes[i]);
-	free(T.prefixes);
-	T.prefixes = NULL;
-	T.nprefixes = 0;
-}
 
 static void
 clear_rows(void)
@@ -350,21 +370,23 @@ clear_rows(void)
 }
 
 int
-trc_top_start(int mode, int all, int cwd_default, const char *const *prefixes, int nprefixes)
+trc_top_start(int mode, const struct trc_scope *scope)
 {
 	T.nused = 0;    /* before any failure: trc_top_stop() empties the first nused rows */
+	T.scope = *scope;
 	T.rows = calloc((size_t)SLOTS, sizeof(*T.rows));
 	T.used = malloc(TRC_TOP_MAX_ROWS * sizeof(*T.used));
-	T.prefixes = calloc((size_t)nprefixes + 1, sizeof(char *));
-	if (T.rows == NULL || T.used == NULL || T.prefixes == NULL)
+	if (T.rows == NULL || T.used == NULL)
 		goto fail;
-	for (T.nprefixes = 0; T.nprefixes < nprefixes; T.nprefixes++)
-		if ((T.prefixes[T.nprefixes] = strdup(prefixes[T.nprefixes])) == NULL)
-			goto fail;
 	T.mode = mode;
-	T.all = all;
 	clear_rows();
 	T.armed = 1;
+	T.wrapped = (mode == TRC_TOP_CALLS || mode == TRC_TOP_TIME) && !scope->all;
+	if (T.wrapped) {
+		T.gen = trc_hook_generation();
+		trc_wrap_scope(&T.scope, T.gen);
+		return 0;
+	}
 	switch (mode) {
 	case TRC_TOP_CALLS:
 		T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL;
@@ -393,6 +415,9 @@ void
 trc_top_stop(void)
 {
 	T.armed = 0;
+	if (T.wrapped)
+		trc_unwrap_all();
+	T.wrapped = 0;
 	if (T.global == (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
 		rb_remove_event_hook(calls_hook);
 	else if (T.global)
@@ -410,7 +435,7 @@ trc_top_stop(void)
 	free(T.used);
 	T.rows = NULL;
 	T.used = NULL;
-	free_prefixes();
+	trc_scope_release(&T.scope);
 }
 
 static VALUE
@@ -476,13 +501,14 @@ trc_top_pack(msgpack_packer *pk)
 int
 trc_top_installed(void)
 {
-	return (T.global != 0) + T.raise_hook + !NIL_P(T.newobj);
+	return (T.global != 0) + T.raise_hook + !NIL_P(T.newobj) + (T.wrapped ? trc_wrapped() : 0);
 }
 
 void
 trc_top_mark(void)
 {
 	rb_gc_mark(T.newobj);
+	trc_scope_mark(&T.scope);
 	if (T.rows == NULL || T.mode == TRC_TOP_CALLS || T.mode == TRC_TOP_TIME ||
 	    T.mode == TRC_TOP_ARRAYS || T.mode == TRC_TOP_STRINGS)
 		return;

@@ -4,14 +4,22 @@
 
 #include <msgpack.h>
 #include <ruby.h>
+#include <stdint.h>
+
+#include "names.h"
+#include "scope.h"
 
 /*
- * GVL held (agent thread). Installs the hooks that mode (enum trc_top_mode) needs. Rows whose
- * file starts with none of the prefixes are not counted, unless all is set; cwd_default says
- * the prefix is the working directory, so relative paths count too. The table owns copies of
- * the prefixes. -1 with errno when memory runs out.
+ * GVL held (the session's service). Installs what mode (enum trc_top_mode) needs: for calls and
+ * time, wrappers around the app's methods in the scope, or the VM's call hooks when the scope
+ * is everything; allocation and raise hooks for the rest. Rows whose file is out of the scope
+ * are not counted. Takes the scope over (trc_top_stop releases it). -1 with errno when memory
+ * runs out.
  */
-int trc_top_start(int mode, int all, int cwd_default, const char *const *prefixes, int nprefixes);
+int trc_top_start(int mode, const struct trc_scope *scope);
+/* GVL held, from hook.c: a wrapped call of method m on thread t begins, or ends. */
+void trc_top_enter(struct trc_thread *t, uint32_t m);
+void trc_top_leave(struct trc_thread *t, uint32_t m);
 /* GVL held. Removes the hooks and frees the table. */
 void trc_top_stop(void);
 /* GVL held. Packs one TRC_MSG_TOP with what was counted since the last one, then clears it. */

@@ -57,6 +57,19 @@ is_spec(const msgpack_object *o)
 	return is_str(&f[0]) && f[0].via.str.size > 0;
 }
 
+/* [all, [prefix...], [ignore...]]: C strings (ignores are regexps Ruby compiles). */
+static int
+is_scope(const msgpack_object *o)
+{
+	const msgpack_object *f;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
+		return 0;
+	f = o->via.array.ptr;
+	return f[0].type == MSGPACK_OBJECT_BOOLEAN && is_list(&f[1], TRC_MAX_PREFIXES, is_cstr) &&
+	    is_list(&f[2], TRC_MAX_IGNORES, is_cstr);
+}
+
 static int
 check_hello(const msgpack_object *a)
 {
@@ -73,7 +86,7 @@ check_trace(const msgpack_object *a)
 	for (uint32_t i = 0; i < a[3].via.array.size; i++)
 		if (!is_spec(&a[3].via.array.ptr[i]))
 			return 0;
-	return 1;
+	return is_scope(&a[4]);
 }
 
 static int
@@ -92,8 +105,7 @@ static int
 check_top(const msgpack_object *a)
 {
 	return is_uint(&a[1], TRC_TOP_EXCEPTIONS) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && a[3].type == MSGPACK_OBJECT_BOOLEAN &&
-	    is_list(&a[4], TRC_MAX_PREFIXES, is_cstr);
+	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && is_scope(&a[3]);
 }
 
 static const struct {
@@ -102,10 +114,10 @@ static const struct {
 	int (*check)(const msgpack_object *a);
 } shapes[] = {
 	{ TRC_CMD_HELLO, 3, check_hello },
-	{ TRC_CMD_TRACE, 4, check_trace },
+	{ TRC_CMD_TRACE, 5, check_trace },
 	{ TRC_CMD_EVAL, 4, check_eval },
 	{ TRC_CMD_DETACH, 1, check_detach },
-	{ TRC_CMD_TOP, 5, check_top },
+	{ TRC_CMD_TOP, 4, check_top },
 };
 
 int

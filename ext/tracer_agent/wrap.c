@@ -1,160 +1,194 @@
-/* wrap.c: per-method wrappers for C methods, which leave nothing behind once removed. */
+/* wrap.c: the agent's side of -m's wrappers: installing and removing them, and their calls in. */
 #include "wrap.h"
 
-#include <stdio.h>
+#include <stdlib.h>
 
 #include "hook.h"
+#include "names.h"
 
 /*
- * Why: a C method can only be seen by the VM's C call hook, and enabling that hook rewrites
- * every instruction sequence in the process for good (the VM never takes it back), so an app
- * stays up to 2.4x slower after the client has gone (measured: ruby-internals.md §2.3). A
- * wrapper costs only the calls of the one method, and removing it restores the original
- * method entry exactly: the alias shares the original's definition.
+ * Why wrappers: an enabled TracePoint, even one targeted at a single method, and any global
+ * call hook leave a YJIT process slower for good after they are removed (measured on Ruby 3.4:
+ * 6x and 9x on a loop of small calls), and a global call hook rewrites every method's bytecode
+ * on any Ruby. A wrapper is a plain method put in the traced method's place: it costs only the
+ * calls of that method, and once the original entry is back nothing of it remains. The
+ * wrappers themselves are written in Ruby (lib/tracer_agent/wrap.rb): generated source with
+ * the original's own parameters, compiled where the method lives.
  *
- * While installed, the wrapper is visible: Class#instance_method(:m).arity is -1, a backtrace
- * through the method shows one more frame (__tracer_m), and method_added runs twice.
+ * While installed, a wrapper is visible: a backtrace through the method shows one more frame,
+ * at (tracer wrapper):N, and method_added runs for the aliases made.
  */
-#define MAX_WRAPS 64
-
-enum visibility { VIS_PUBLIC, VIS_PROTECTED, VIS_PRIVATE };
-
 struct wrap {
+	VALUE handle;           /* Wrap.install's answer, for Wrap.uninstall */
 	VALUE owner;
 	ID mid;
-	ID alias;
-	uint32_t method;
-	enum visibility vis;
+	int keep;               /* the app aliased the wrapper: its alias must keep working */
 };
 
-static struct wrap wraps[MAX_WRAPS];
-static int nwraps;
+static struct wrap *wraps;
+static int nwraps, cap;
+static int installing;          /* our own aliases and definitions are not the app's */
+static volatile int unswept;    /* saved originals of removed wrappers, still to remove */
+static ID id_install, id_uninstall, id_wrapper_index, id_sweep, id_app_methods;
+static VALUE wrap_module = Qnil;
 
-struct call {
-	const struct wrap *w;
-	int argc;
-	const VALUE *argv;
-	VALUE self;
-};
-
-static const struct wrap *
-find(void)
-{
-	ID mid;
+struct install_args {
 	VALUE owner;
-
-	if (!rb_frame_method_id_and_class(&mid, &owner))
-		return NULL;
-	for (int i = 0; i < nwraps; i++)
-		if (wraps[i].mid == mid && wraps[i].owner == owner)
-			return &wraps[i];
-	return NULL;
-}
+	ID mid;
+	VALUE token, index, exprs;
+};
 
 static VALUE
-call_original(VALUE arg)
+wrap_mod(void)
 {
-	const struct call *c = (const struct call *)arg;
-	return rb_funcall_passing_block_kw(c->self, c->w->alias, c->argc, c->argv, RB_PASS_CALLED_KEYWORDS);
-}
-
-static VALUE
-call_ended(VALUE arg)
-{
-	trc_hook_leave(((const struct wrap *)arg)->method);
-	return Qnil;
-}
-
-/* Every wrapped method's body: the call and return around the original, whatever way it ends. */
-static VALUE
-wrapper(int argc, VALUE *argv, VALUE self)
-{
-	const struct wrap *w = find();
-	struct call c = { w, argc, argv, self };
-
-	if (w == NULL)
-		rb_raise(rb_eNotImpError, "tracer_agent: lost track of a wrapped method");
-	trc_hook_enter(w->method, self);
-	return rb_ensure(call_original, (VALUE)&c, call_ended, (VALUE)w);
-}
-
-static VALUE
-visibility_check(VALUE owner, const char *predicate, ID mid)
-{
-	return rb_funcall(owner, rb_intern(predicate), 1, ID2SYM(mid));
-}
-
-static enum visibility
-visibility_of(VALUE owner, ID mid)
-{
-	if (RTEST(visibility_check(owner, "private_method_defined?", mid)))
-		return VIS_PRIVATE;
-	if (RTEST(visibility_check(owner, "protected_method_defined?", mid)))
-		return VIS_PROTECTED;
-	return VIS_PUBLIC;
-}
-
-static void
-set_visibility(VALUE owner, ID mid, enum visibility vis)
-{
-	static const char *const names[] = { "public", "protected", "private" };
-	VALUE sym = ID2SYM(mid);
-	rb_funcallv(owner, rb_intern(names[vis]), 1, &sym);
+	if (NIL_P(wrap_module)) {
+		VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+		wrap_module = rb_const_get(agent, rb_intern("Wrap"));
+	}
+	return wrap_module;
 }
 
 static VALUE
 install(VALUE arg)
 {
-	struct wrap *w = (struct wrap *)arg;
+	struct install_args *a = (struct install_args *)arg;
+	VALUE argv[5] = { a->owner, ID2SYM(a->mid), a->token, a->index, a->exprs };
+	return rb_funcallv(wrap_mod(), id_install, 5, argv);
+}
 
-	rb_alias(w->owner, w->alias, w->mid);
-	set_visibility(w->owner, w->alias, VIS_PUBLIC);  /* the wrapper calls it as a public method */
-	rb_define_method_id(w->owner, w->mid, wrapper, -1);
-	set_visibility(w->owner, w->mid, w->vis);
-	return Qnil;
+static VALUE
+describe(VALUE exc)
+{
+	return rb_sprintf("cannot wrap it: %"PRIsVALUE": %"PRIsVALUE, rb_obj_class(exc),
+	    rb_funcall(exc, rb_intern("message"), 0));
+}
+
+static int
+grow(void)
+{
+	struct wrap *w;
+	int n = cap ? cap * 2 : 64;
+
+	if (nwraps < cap)
+		return 0;
+	if ((w = realloc(wraps, (size_t)n * sizeof(*w))) == NULL)
+		return -1;
+	wraps = w;
+	cap = n;
+	return 0;
 }
 
 int
-trc_wrap(VALUE owner, ID mid, uint32_t m)
+trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
 {
+	struct install_args a = { owner, mid, ULL2NUM(trc_hook_token(gen, m)), INT2FIX(nwraps + 1), exprs };
 	struct wrap *w;
-	char name[256];
 	int state = 0;
+	VALUE handle;
 
-	if (nwraps >= MAX_WRAPS || OBJ_FROZEN(owner))
+	for (int i = 0; i < nwraps; i++)
+		if (wraps[i].owner == owner && wraps[i].mid == mid)
+			return 0;
+	if (grow() < 0) {
+		*why = rb_str_new_cstr("cannot wrap it: out of memory");
 		return -1;
-	w = &wraps[nwraps];
-	snprintf(name, sizeof(name), "__tracer_%s", rb_id2name(mid));
+	}
+	/* Registered first: the wrapper may run as soon as it is defined. */
+	w = &wraps[nwraps++];
 	w->owner = owner;
 	w->mid = mid;
-	w->alias = rb_intern(name);
-	w->method = m;
-	w->vis = visibility_of(owner, mid);
-	/* Registered first: the wrapper may run as soon as it is defined. */
-	nwraps++;
-	rb_protect(install, (VALUE)w, &state);
+	w->handle = Qnil;
+	w->keep = 0;
+	installing++;
+	handle = rb_protect(install, (VALUE)&a, &state);
+	installing--;
 	if (state) {
+		VALUE exc = rb_errinfo();
 		rb_set_errinfo(Qnil);
+		*why = rb_protect(describe, exc, &state);
+		if (state) {
+			rb_set_errinfo(Qnil);
+			*why = rb_str_new_cstr("cannot wrap it");
+		}
 		nwraps--;
 		return -1;
 	}
+	w->handle = handle;
 	return 0;
+}
+
+static VALUE
+app_methods(VALUE arg)
+{
+	const struct trc_scope *sc = (const struct trc_scope *)arg;
+	return rb_funcall(wrap_mod(), id_app_methods, 3, sc->prefix_list, sc->cwd_default ? Qtrue : Qfalse,
+	    sc->ignore_list);
+}
+
+int
+trc_wrap_scope(const struct trc_scope *scope, uint64_t gen)
+{
+	int state = 0, n = 0;
+	VALUE list = rb_protect(app_methods, (VALUE)scope, &state), none = rb_ary_new(), why;
+
+	if (state || !RB_TYPE_P(list, T_ARRAY)) {
+		rb_set_errinfo(Qnil);
+		return 0;
+	}
+	/* [owner, name, path, line, ...] */
+	for (long i = 0; i + 3 < RARRAY_LEN(list); i += 4) {
+		VALUE owner = RARRAY_AREF(list, i);
+		ID mid = SYM2ID(RARRAY_AREF(list, i + 1));
+		uint32_t m = trc_method_intern(owner, mid, RARRAY_AREF(list, i + 2), NUM2INT(RARRAY_AREF(list, i + 3)), -2);
+
+		if (m != UINT32_MAX && trc_wrap(owner, mid, m, gen, none, &why) == 0)
+			n++;
+	}
+	RB_GC_GUARD(list);
+	return n;
 }
 
 static VALUE
 uninstall(VALUE arg)
 {
 	const struct wrap *w = (const struct wrap *)arg;
+	VALUE argv[2] = { w->handle, w->keep ? Qtrue : Qfalse };
+	return rb_funcallv(wrap_mod(), id_uninstall, 2, argv);
+}
 
-	rb_alias(w->owner, w->mid, w->alias);
-	set_visibility(w->owner, w->mid, w->vis);
-	rb_remove_method_id(w->owner, w->alias);
-	return Qnil;
+static VALUE
+sweep(VALUE unused)
+{
+	return rb_funcall(wrap_mod(), id_sweep, 0);
+}
+
+int
+trc_wrap_sweep(void)
+{
+	int state = 0;
+	VALUE left;
+
+	installing++;
+	left = rb_protect(sweep, Qnil, &state);
+	installing--;
+	if (state)
+		rb_set_errinfo(Qnil);
+	unswept = FIXNUM_P(left) ? FIX2INT(left) : 0;
+	return unswept;
+}
+
+int
+trc_wrap_unswept(void)
+{
+	return unswept;
 }
 
 void
 trc_unwrap_all(void)
 {
+	if (nwraps == 0)
+		return;
+	installing++;
 	while (nwraps > 0) {
 		int state = 0;
 		rb_protect(uninstall, (VALUE)&wraps[nwraps - 1], &state);
@@ -162,6 +196,8 @@ trc_unwrap_all(void)
 			rb_set_errinfo(Qnil);
 		nwraps--;
 	}
+	installing--;
+	trc_wrap_sweep();
 }
 
 int
@@ -173,6 +209,84 @@ trc_wrapped(void)
 void
 trc_wrap_mark(void)
 {
-	for (int i = 0; i < nwraps; i++)
+	rb_gc_mark(wrap_module);
+	for (int i = 0; i < nwraps; i++) {
+		rb_gc_mark(wraps[i].handle);
 		rb_gc_mark(wraps[i].owner);
+	}
+}
+
+/* ---- the wrappers' calls into the agent ---- */
+
+/* TracerAgent.__enter(token, receiver) { [expression values] }: a wrapped call begins. */
+static VALUE
+agent_enter(VALUE self, VALUE token, VALUE receiver)
+{
+	trc_hook_call(token, receiver, rb_block_given_p());
+	return Qnil;
+}
+
+/* TracerAgent.__leave(token): the wrapped call ended, however it ended. */
+static VALUE
+agent_leave(VALUE self, VALUE token)
+{
+	trc_hook_return(token);
+	return Qnil;
+}
+
+/* TracerAgent.__watching: whether method definitions matter now (Module#method_added). */
+static VALUE
+agent_watching(VALUE self)
+{
+	return nwraps > 0 && !installing ? Qtrue : Qfalse;
+}
+
+struct defined_args {
+	VALUE mod, name;
+};
+
+static VALUE
+wrapper_index(VALUE arg)
+{
+	struct defined_args *a = (struct defined_args *)arg;
+	return rb_funcall(wrap_mod(), id_wrapper_index, 2, a->mod, a->name);
+}
+
+/*
+ * TracerAgent.__defined(mod, name): the app defined or aliased a method while wrappers are in
+ * place. An alias of a wrapper calls the saved original: that must stay after detach.
+ */
+static VALUE
+agent_defined(VALUE self, VALUE mod, VALUE name)
+{
+	struct defined_args a = { mod, name };
+	int state = 0, i;
+	VALUE index;
+
+	if (installing || !SYMBOL_P(name))
+		return Qnil;
+	index = rb_protect(wrapper_index, (VALUE)&a, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return Qnil;
+	}
+	if (!FIXNUM_P(index) || (i = FIX2INT(index) - 1) < 0 || i >= nwraps)
+		return Qnil;
+	if (wraps[i].owner != mod || wraps[i].mid != SYM2ID(name))
+		wraps[i].keep = 1;
+	return Qnil;
+}
+
+void
+trc_wrap_init(VALUE mod)
+{
+	id_install = rb_intern("install");
+	id_uninstall = rb_intern("uninstall");
+	id_wrapper_index = rb_intern("wrapper_index");
+	id_sweep = rb_intern("sweep");
+	id_app_methods = rb_intern("app_methods");
+	rb_define_singleton_method(mod, "__enter", agent_enter, 2);
+	rb_define_singleton_method(mod, "__leave", agent_leave, 1);
+	rb_define_singleton_method(mod, "__watching", agent_watching, 0);
+	rb_define_singleton_method(mod, "__defined", agent_defined, 2);
 }

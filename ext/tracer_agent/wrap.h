@@ -1,19 +1,38 @@
-/* wrap.h: tracing one C method by putting a wrapper in its place, instead of a global hook. */
+/* wrap.h: tracing a method by putting a wrapper in its place (lib/tracer_agent/wrap.rb). */
 #ifndef TRC_WRAP_H
 #define TRC_WRAP_H
 
 #include <ruby.h>
 #include <stdint.h>
 
+#include "scope.h"
+
+/* From Init_: TracerAgent.__enter, __leave, __watching, __defined. */
+void trc_wrap_init(VALUE mod);
+
 /*
- * GVL held. Replaces owner#mid (a C method) by a wrapper that reports its calls and returns
- * as method m, keeping the original under a hidden alias. -1 when it cannot (a frozen class,
- * too many wrapped methods): the caller then falls back to the global C call hook.
+ * GVL held. Puts a wrapper around owner's method mid, which reports its calls as method m of
+ * the tracing that started as generation gen (see trc_hook_token), with the -m expressions
+ * exprs (an Array of Strings, may be empty) shown at each call. A method already wrapped is
+ * left as it is. Returns 0, or -1 with *why set to the reason (a String).
  */
-int trc_wrap(VALUE owner, ID mid, uint32_t m);
-/* GVL held. Puts every original back, with its visibility. */
+int trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why);
+/*
+ * GVL held. Wraps every Ruby method of the app the scope names (not scope->all): those defined
+ * in files under its prefixes, less the ignored; their calls report as generation gen's.
+ * Returns how many were wrapped.
+ */
+int trc_wrap_scope(const struct trc_scope *scope, uint64_t gen);
+/*
+ * GVL held. Removes every wrapper and puts the originals back. The aliases the wrappers called
+ * the originals by go only once no thread is inside a wrapper (one may be about to call its
+ * alias): trc_wrap_sweep removes them then, and says how many are left for a later try.
+ */
 void trc_unwrap_all(void);
-/* How many methods are wrapped now. */
+int trc_wrap_sweep(void);
+/* Any thread: whether a sweep is still to come (a plain read: a late answer costs a retry). */
+int trc_wrap_unswept(void);
+/* GVL held. How many wrappers are in place. */
 int trc_wrapped(void);
 void trc_wrap_mark(void);
 

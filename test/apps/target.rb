@@ -133,6 +133,27 @@ when 'daemon'
   File.write(ENV.fetch('DAEMON_FILE'), Process.pid.to_s)
   w = Worker.new(1)
   loop { w.work(1); sleep 0.01 }
+when 'alias'
+  # Calls Hash#key?; once ALIAS_FILE exists (made while -m 'Hash#key?' is attached), it aliases
+  # key? as old_key? and calls that too, for ever, saying if it ever raises.
+  h = { 1 => 2 }
+  ready
+  aliased = false
+  loop do
+    h.key?(1)
+    if !aliased && File.exist?(ENV.fetch('ALIAS_FILE'))
+      Hash.alias_method :old_key?, :key?
+      aliased = true
+      puts 'aliased'
+    end
+    begin
+      h.old_key?(1) if aliased
+    rescue Exception => e # rubocop:disable Lint/RescueException -- whatever the tracer could raise
+      puts "old_key? raised #{e.class}: #{e.message}"
+      aliased = false
+    end
+    sleep 0.001
+  end
 else
   abort "unknown mode #{mode}"
 end

@@ -78,6 +78,23 @@ read_spec(const msgpack_object *o)
 	}
 }
 
+/* [all, [prefix...], [ignore...]], as scope.c reads it: C strings, at most the limits. */
+static void
+read_scope(const msgpack_object *o)
+{
+	const msgpack_object *f;
+
+	need(o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 3);
+	f = o->via.array.ptr;
+	need(f[0].type == MSGPACK_OBJECT_BOOLEAN);
+	need(f[1].type == MSGPACK_OBJECT_ARRAY && f[1].via.array.size <= TRC_MAX_PREFIXES);
+	for (uint32_t i = 0; i < f[1].via.array.size; i++)
+		read_cstr(&f[1].via.array.ptr[i]);
+	need(f[2].type == MSGPACK_OBJECT_ARRAY && f[2].via.array.size <= TRC_MAX_IGNORES);
+	for (uint32_t i = 0; i < f[2].via.array.size; i++)
+		read_cstr(&f[2].via.array.ptr[i]);
+}
+
 static void
 run_hello(const msgpack_object *a)
 {
@@ -99,6 +116,7 @@ run_trace(const msgpack_object *a)
 		matched[i] = (int)i;
 		sink += (uint64_t)matched[i];
 	}
+	read_scope(&a[4]);
 }
 
 static void
@@ -112,17 +130,9 @@ run_eval(const msgpack_object *a)
 static void
 run_top(const msgpack_object *a)
 {
-	const char *prefixes[TRC_MAX_PREFIXES + 1];
-
 	need(a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[1].via.u64 <= TRC_TOP_EXCEPTIONS);
 	need(a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[2].via.u64 > 0);
-	need(a[3].type == MSGPACK_OBJECT_BOOLEAN);
-	need(a[4].type == MSGPACK_OBJECT_ARRAY && a[4].via.array.size <= TRC_MAX_PREFIXES);
-	for (uint32_t i = 0; i < a[4].via.array.size; i++) {
-		read_cstr(&a[4].via.array.ptr[i]);
-		prefixes[i] = a[4].via.array.ptr[i].via.str.ptr;
-	}
-	sink += (uintptr_t)prefixes[0];
+	read_scope(&a[3]);
 }
 
 static void
@@ -142,7 +152,7 @@ run_command(const msgpack_object *msg)
 		run_hello(a);
 		break;
 	case TRC_CMD_TRACE:
-		need(msg->via.array.size == 4);
+		need(msg->via.array.size == 5);
 		run_trace(a);
 		break;
 	case TRC_CMD_EVAL:
@@ -153,7 +163,7 @@ run_command(const msgpack_object *msg)
 		need(msg->via.array.size == 1);
 		break;
 	case TRC_CMD_TOP:
-		need(msg->via.array.size == 5);
+		need(msg->via.array.size == 4);
 		run_top(a);
 		break;
 	default:

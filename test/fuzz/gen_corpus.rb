@@ -57,17 +57,18 @@ end
 
 # ---- client -> agent (fuzz_agent_command): first byte = read size (0: whole reads) ----
 a = 'fuzz_agent_command'
-hello = [1, 1, 4242]
+hello = [1, 2, 4242]
 write(a, 'hello', "\0".b + msgs(hello))
-write(a, 'trace_firehose', "\0".b + msgs(hello, [2, 1, 0, []]))
+write(a, 'trace_firehose', "\0".b + msgs(hello, [2, 1, 0, [], [true, [], []]]))
 write(a, 'trace_specs', "\0".b + msgs(hello, [2, 6, 10, [['Foo::Bar', 0, 'baz', ['self', '@x']],
                                                       ['Foo', 1, nil, []],
-                                                      [nil, 2, 'each', ['a.b']]]]))
+                                                      [nil, 2, 'each', ['a.b']]],
+                                           [false, ['/app/'], ['^Rack', 'x$']]]))
 write(a, 'eval', "\0".b + msgs(hello, [3, 1, 0, '6 * 7'], [4]))
 write(a, 'heapdump', "\0".b + msgs(hello, [3, 2, 1, '/tmp/heap.json'], [4]))
 write(a, 'backtraces', "\x07".b + msgs(hello, [3, 3, 2, ''], [4]))
-write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, false, ['/app/', '/lib/']], [4]))
-write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, true, []]))
+write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, [false, ['/app/', '/lib/'], ['^Rack']]], [4]))
+write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, [true, [], []]]))
 write(a, 'detach', "\x01".b + msgs(hello, [4]))
 # A queue message body (struct trc_hello without mtype), also checked by trc_wire_hello.
 path = '/tmp/tracer-100-200/sock'
@@ -75,7 +76,7 @@ write(a, 'queue_hello', [0x54524331, 1, 100].pack('LLl') + path.b + "\0".b * (10
 
 # ---- agent -> client (fuzz_client_decode): byte 0 printer options, byte 1 read sizes ----
 c = 'fuzz_client_decode'
-welcome = [64, 1, 200, '3.1.2', '/app', 1_000_000_000, 1_700_000_000_000_000_000]
+welcome = [64, 2, 200, '3.1.2', '/app', 1_000_000_000, 1_700_000_000_000_000_000, false]
 write(c, 'welcome', "\x02\x00".b + msgs(welcome))
 write(c, 'error', "\x02\x00".b + msgs([65, 2, 'process 200 is already traced by pid 99']))
 write(c, 'eval', "\x02\x05".b + msgs(welcome, [68, 1, true, '42'], [68, 1, false, 'NameError: x'],

@@ -12,6 +12,8 @@ WAIT = Float(ENV['TEST_WAIT'] || 30) # generous: a loaded 2-core machine is slow
 # The Ruby under test: the one running the tests (make test RUBY=...), never whatever `ruby` is
 # first in PATH. `make check-memory` puts a wrapper here.
 RUBY = ENV['TRACER_TEST_RUBY'] || RbConfig.ruby
+# The wire protocol's version, read from the header both halves are built from.
+PROTOCOL_VERSION = Integer(File.read(File.join(ROOT, 'include', 'tracer_protocol.h'))[/#define TRC_PROTOCOL_VERSION (\d+)/, 1])
 # Where targets load the agent from: `make check-memory` points it at an ASan build.
 AGENT_LIB = ENV['TRACER_AGENT_LIB'] || File.join(ROOT, 'lib')
 

@@ -112,8 +112,8 @@ class ProtocolTest < Minitest::Test
   def test_agent_answers_malformed_command_with_protocol_error
     t = target('sleep')
     reply = fake_client(t.pid) do |sock|
-      sock.write(MiniPack.pack([1, 1, Process.pid]))
-      sock.write(MiniPack.pack([5, 0, 1000, false, ["/app\0/x"]]))
+      sock.write(MiniPack.pack([1, PROTOCOL_VERSION, Process.pid]))
+      sock.write(MiniPack.pack([5, 0, 1000, [false, ["/app\0/x"], []]]))
       read_all(sock)
     end
     assert_includes reply, "\x93\x41\x05".b, 'no ERROR/TRC_ERR_PROTOCOL reply'

@@ -262,14 +262,19 @@ class TopTest < Minitest::Test
   def test_filter_ignore_and_all
     t = app('calls')
     c = top(t, 'calls', '--filter', '/nonexistent/', '--filter', "#{ROOT}/test/apps/nothing")
-    snap = run_burst(t, c, 'the burst counted as events') { |s| s['events'] >= 10_000 }
-    assert_equal [], snap['rows']
+    wait_snapshot(c, 'the first table') { true }
+    FileUtils.touch(@go)
+    t.wait_for(/^done$/)
+    seen = snapshots(c).size
+    snap = wait_snapshot(c, 'two tables after the burst') { snapshots(c).size > seen + 1 }
     assert_equal ['/nonexistent/', "#{ROOT}/test/apps/nothing"], snap['filter']
+    # No method of the app is under those prefixes: none was wrapped, nothing was counted.
+    assert snapshots(c).all? { |s| s['rows'].empty? && s['events'].zero? }, snapshots(c).inspect
     stop(c, t)
 
     @go = File.join(@dir, 'go2')
     t = app('calls')
-    c = top(t, 'calls', '--all', '--ignore', '^Kernel$', '--ignore', 'File')
+    c = top(t, 'calls', '--all', '--yes', '--ignore', '^Kernel$', '--ignore', 'File')
     snap = run_burst(t, c, 'the burst, less Kernel and File') { |s| count(s, 'Burst#tick') >= 10_000 }
     assert snap['all']
     assert_equal [], snap['filter']
@@ -277,6 +282,21 @@ class TopTest < Minitest::Test
     assert_includes labels, 'IO#puts'
     refute labels.any? { |l| l.start_with?('Kernel#', 'File.') }, labels.inspect
     stop(c, t)
+  end
+
+  # The default scope: the app's own methods, through wrappers; no C method, and no wrapper left
+  # once the client has gone.
+  def test_calls_of_the_apps_methods_leave_nothing_behind
+    t = app('calls')
+    c = top(t, 'calls')
+    snap = run_burst(t, c, 'the burst') { |s| count(s, 'Burst#tick') >= 10_000 }
+    assert_equal 10_000, count(snap, 'Burst#tick')
+    labels = snap['rows'].map { |r| r['method'] }
+    refute labels.any? { |l| l.start_with?('Integer#', 'Kernel#', 'IO#') }, labels.inspect
+    stop(c, t)
+    out, err, status = tracer('-p', t.pid, '-e', '[TracerAgent.stats[:last_session][:hooks_left], Burst.instance_method(:tick).source_location[0]]')
+    assert status.success?, err
+    assert_equal "=> [0, #{TOP_TARGET.inspect}]\n", out
   end
 
   def test_usage_errors

@@ -47,6 +47,26 @@ class TraceTest < Minitest::Test
     refute_match(/Worker\.build/, out)
   end
 
+  # The app aliases a method while -m wraps it: the alias is the wrapper then, and must behave
+  # as the original once the client has gone, never raise into the app.
+  def test_alias_of_a_wrapped_method_made_while_attached_works_after_detach
+    Dir.mktmpdir do |dir|
+      file = File.join(dir, 'alias')
+      t = target('alias', env: { 'ALIAS_FILE' => file })
+      c = client('-p', t.pid, '-m', 'Hash#key?')
+      c.wait_for(/Hash#key\? <[\d.]+>/)
+      File.write(file, '')
+      t.wait_for(/aliased/)
+      c.signal('INT')
+      assert c.finish.success?, c.err
+      out, err, status = tracer('-p', t.pid, '-e', '[{ 1 => 2 }.old_key?(1), { 1 => 2 }.old_key?(3), { 1 => 2 }.key?(1)]')
+      assert status.success?, err
+      assert_equal "=> [true, false, true]\n", out
+      refute_match(/raised/, t.out)
+      assert t.alive?
+    end
+  end
+
   def test_c_method
     t = target('work')
     out = trace(t, '-m', 'Kernel#sleep', until_re: /Kernel#sleep <[\d.]+>\n/)
@@ -65,11 +85,36 @@ class TraceTest < Minitest::Test
     assert_match(/^Worker#fail_once\n  EXCEPTION ArgumentError: worker failed \(\S+target\.rb:\d+\)\nWorker#fail_once <[\d.]+>$/, out)
   end
 
-  def test_firehose_shows_ruby_and_c_calls
+  # By default the firehose is the app's own methods (here: test/apps, under the target's
+  # working directory), through wrappers that leave nothing behind.
+  def test_firehose_shows_the_apps_methods
     t = target('work')
-    out = trace(t, '-f', until_re: /Integer#\*/)
+    out = trace(t, '-f', until_re: /^Worker#outer\n  Worker#inner <[\d.]+>\n  Worker#inner <[\d.]+>\nWorker#outer <[\d.]+>\n/)
+    assert_match(/^Worker#work\n  Worker#helper <[\d.]+>\nWorker#work <[\d.]+>\n/, out)
+    assert_match(/^Worker#fail_once\n  EXCEPTION ArgumentError: worker failed .*\nWorker#fail_once <[\d.]+>\n/, out)
+    refute_match(/Integer#|Kernel#/, out)
+    out, err, status = tracer('-p', t.pid, '-e', '[TracerAgent.stats[:hooks], Worker.instance_method(:work).source_location[0]]')
+    assert status.success?, err
+    assert_equal "=> [0, #{File.join(ROOT, 'test/apps/target.rb').inspect}]\n", out
+  end
+
+  def test_firehose_with_all_shows_ruby_and_c_calls
+    t = target('work')
+    out = trace(t, '-f', '--all', '--yes', until_re: /Integer#\*/)
     assert_match(/^Worker#work\n  Worker#helper\n    Integer#\* <[\d.]+>\n  Worker#helper <[\d.]+>\n/, out)
     assert_match(/EXCEPTION ArgumentError: worker failed/, out)
+  end
+
+  def test_all_is_asked_for_and_refused_without_yes
+    t = target('work')
+    out, err, status = tracer('-p', t.pid, '-f', '--all')
+    assert_equal 2, status.exitstatus, err
+    assert_match(/Ruby keeps part of those hooks after tracer detaches/, err)
+    assert_match(/not attached: add --yes/, err)
+    assert_empty out
+    out, err, status = tracer('-p', t.pid, '-e', 'TracerAgent.stats[:sessions]')
+    assert status.success?, err
+    assert_equal "=> 1\n", out, 'nothing attached before'
   end
 
   def test_slow_calls_only

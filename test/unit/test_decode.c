@@ -27,7 +27,7 @@ static char long_cwd[301], big_text[70001];
 static void
 build_welcome(struct trc_buf *b)
 {
-	trc_pack_array(b, 7);
+	trc_pack_array(b, 8);
 	trc_pack_uint(b, TRC_MSG_WELCOME);
 	trc_pack_uint(b, TRC_PROTOCOL_VERSION);
 	trc_pack_int(b, 4242);
@@ -35,6 +35,7 @@ build_welcome(struct trc_buf *b)
 	trc_pack_cstr(b, long_cwd);
 	trc_pack_uint(b, UINT64_MAX - 15);
 	trc_pack_uint(b, 1700000000123456789ull);
+	trc_pack_bool(b, true);
 }
 
 static int
@@ -42,7 +43,8 @@ check_welcome(const struct trc_message *m)
 {
 	return m->welcome.version == TRC_PROTOCOL_VERSION && m->welcome.pid == 4242 &&
 	       streq(m->welcome.ruby_version, "3.1.2") && streq(m->welcome.cwd, long_cwd) &&
-	       m->welcome.mono_ns == UINT64_MAX - 15 && m->welcome.real_ns == 1700000000123456789ull;
+	       m->welcome.mono_ns == UINT64_MAX - 15 && m->welcome.real_ns == 1700000000123456789ull &&
+	       m->welcome.yjit;
 }
 
 static void

@@ -80,17 +80,22 @@ test_trace_cmd(void)
 	msgpack_unpacked u;
 	msgpack_object *a, *s0, *s1, *s2;
 	const char *why;
+	struct trc_scope scope = { 0 };
 
 	for (int i = 0; i < 3; i++)
 		trc_spec_parse(&specs[i], texts[i], &why);
 	trc_buf_init(&b);
-	trc_encode_trace(&b, TRC_TRACE_SLOW | TRC_TRACE_RAISE, 300, specs, 3);
+	trc_encode_trace(&b, TRC_TRACE_SLOW | TRC_TRACE_RAISE, 300, specs, 3, &scope);
 	test_cond("trace unpacks", unpack_one(&b, &u) == 0);
 	a = u.data.via.array.ptr;
-	test_cond("trace is [2, flags, slow_ms, [3 specs]]",
-		  is_array(u.data, 4) && is_uint(a[0], TRC_CMD_TRACE) &&
+	test_cond("trace is [2, flags, slow_ms, [3 specs], scope]",
+		  is_array(u.data, 5) && is_uint(a[0], TRC_CMD_TRACE) &&
 		  is_uint(a[1], TRC_TRACE_SLOW | TRC_TRACE_RAISE) && is_uint(a[2], 300) &&
 		  is_array(a[3], 3));
+	test_cond("the default scope: the app, no prefix, no ignore",
+		  is_array(a[4], 3) && a[4].via.array.ptr[0].type == MSGPACK_OBJECT_BOOLEAN &&
+		  !a[4].via.array.ptr[0].via.boolean && is_array(a[4].via.array.ptr[1], 0) &&
+		  is_array(a[4].via.array.ptr[2], 0));
 	s0 = a[3].via.array.ptr[0].via.array.ptr;
 	s1 = a[3].via.array.ptr[1].via.array.ptr;
 	s2 = a[3].via.array.ptr[2].via.array.ptr;
@@ -136,19 +141,24 @@ test_eval(void)
 static void
 test_encode_top(void)
 {
-	const char *prefixes[] = { "app/", "lib/" };
+	const char *prefixes[] = { "app/", "lib/" }, *ignores[] = { "^Rack" };
+	struct trc_scope scope = { true, prefixes, 2, ignores, 1 };
 	struct trc_buf b;
 	msgpack_unpacked u;
-	msgpack_object *a;
+	msgpack_object *a, *sc;
 
 	trc_buf_init(&b);
-	trc_encode_top(&b, TRC_TOP_TIME, 1000, true, prefixes, 2);
+	trc_encode_top(&b, TRC_TOP_TIME, 1000, &scope);
 	test_cond("top unpacks", unpack_one(&b, &u) == 0);
 	a = u.data.via.array.ptr;
-	test_cond("top is [5, mode, interval, all, [prefix...]]",
-		  is_array(u.data, 5) && is_uint(a[0], TRC_CMD_TOP) && is_uint(a[1], TRC_TOP_TIME) &&
-		  is_uint(a[2], 1000) && a[3].type == MSGPACK_OBJECT_BOOLEAN && a[3].via.boolean &&
-		  is_array(a[4], 2) && is_str(a[4].via.array.ptr[1], "lib/"));
+	test_cond("top is [5, mode, interval, scope]",
+		  is_array(u.data, 4) && is_uint(a[0], TRC_CMD_TOP) && is_uint(a[1], TRC_TOP_TIME) &&
+		  is_uint(a[2], 1000) && is_array(a[3], 3));
+	sc = a[3].via.array.ptr;
+	test_cond("scope is [all, [prefix...], [ignore...]]",
+		  sc[0].type == MSGPACK_OBJECT_BOOLEAN && sc[0].via.boolean && is_array(sc[1], 2) &&
+		  is_str(sc[1].via.array.ptr[1], "lib/") && is_array(sc[2], 1) &&
+		  is_str(sc[2].via.array.ptr[0], "^Rack"));
 	msgpack_unpacked_destroy(&u);
 	trc_buf_release(&b);
 }

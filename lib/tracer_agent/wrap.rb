@@ -1,0 +1,304 @@
+# frozen_string_literal: true
+
+module TracerAgent
+  # Tells a left-out optional argument from a given one, in a wrapper's parameter defaults.
+  UNSET = Object.new.freeze
+
+  # The value of an -m expression that raised: shown as #<Class: message>.
+  class ExprFailure
+    def initialize(error)
+      @text = "#<#{error.class}: #{error.message}>"
+    rescue Exception # rubocop:disable Lint/RescueException -- its #message may raise too
+      @text = '#<exception (its message raised too)>'
+    end
+
+    def inspect = @text
+  end
+
+  # Wrap: how -m traces a method without any VM event hook. The method's entry is aliased
+  # under a private name and a wrapper takes its name: a plain Ruby method, with the same
+  # parameters, that tells the agent a call begins, calls the original, and tells it the call
+  # ended (ensure). Removing it puts the original entry back, so nothing is left: an enabled
+  # TracePoint, even one targeted at a single method, leaves a YJIT process up to 6x slower for
+  # good (measured on Ruby 3.4), while a wrapper costs only the calls of its own method, and
+  # YJIT recompiles just the code that called it once it is gone.
+  #
+  # The agent (wrap.c) calls these with the GVL, from its service; they may raise, and it
+  # rescues.
+  module Wrap
+    FILE = '(tracer wrapper)'
+    # The agent's own Ruby: never wrapped, even when the app's directory holds it.
+    OWN = File.expand_path('..', __dir__)
+    OPERATORS = %w[+ - * / % ** == != < <= > >= <=> === =~ !~ ! ~ +@ -@ [] []= << >> & | ^ `].freeze
+
+    class << self
+      # Puts a wrapper around owner's method name; token tells the agent which method it is.
+      # exprs: Ruby expressions to evaluate at each call (the -m Class#method(expr, ...) list).
+      # Returns what uninstall needs.
+      def install(owner, name, token, index, exprs)
+        Module.prepend(DefinitionWatch) unless Module < DefinitionWatch
+        original = owner.instance_method(name)
+        visibility = visibility_of(owner, name)
+        saved = :"__tracer_o#{token}"
+        owner.send(:alias_method, saved, name)
+        owner.send(:private, saved)
+        begin
+          define(owner, name, token, index, signature(original), saved, exprs)
+          owner.send(visibility, name)
+        rescue Exception # rubocop:disable Lint/RescueException
+          owner.send(:alias_method, name, saved)
+          owner.send(visibility, name)
+          owner.send(:remove_method, saved)
+          raise
+        end
+        [owner, name, saved, visibility]
+      end
+
+      # Puts the original back, unless the app has redefined the method meanwhile. The saved
+      # alias the wrapper calls goes later (sweep); it stays for good when keep is set: the app
+      # aliased the wrapper, and that alias calls it.
+      def uninstall(handle, keep)
+        owner, name, saved, visibility = handle
+        if wrapper?(owner, name)
+          owner.send(:alias_method, name, saved)
+          owner.send(visibility, name)
+        end
+        (@unused ||= []) << [owner, saved] unless keep
+      end
+
+      # Removes the saved aliases of removed wrappers once no thread is inside a wrapper, where
+      # it could still be about to call one: the agent's own work can run right there, at an
+      # interrupt check in the wrapper, or a thread can be switched out there. Returns how many
+      # are left for a later sweep.
+      def sweep
+        return 0 if @unused.nil? || @unused.empty?
+        return @unused.size if Thread.list.any? { |t| in_wrapper?(t) }
+
+        @unused.each do |owner, saved|
+          owner.send(:remove_method, saved)
+        rescue NameError
+          next # gone already
+        end
+        @unused.clear
+        0
+      end
+
+      # Whether owner's name is one of our wrappers, and which (its index), else nil.
+      def wrapper_index(owner, name)
+        file, line = owner.instance_method(name).source_location
+        file == FILE ? line : nil
+      rescue NameError
+        nil
+      end
+
+      # Every module with a method of this name of its own: [owner, ...], class methods included.
+      def owners_of(name)
+        found = []
+        ObjectSpace.each_object(Module) do |mod|
+          found << mod if own?(mod, name)
+          found << mod.singleton_class if mod.singleton_methods(false).include?(name)
+        rescue StandardError
+          next # a module whose methods cannot be listed
+        end
+        found.uniq
+      end
+
+      # The app's own Ruby methods: each module's (and its class methods'), defined in a file under
+      # one of prefixes (or, with relative, loaded by a relative path), whose "Class#method" label
+      # no ignore regexp matches. Returns [owner, name, absolute path, line, ...] for the agent.
+      def app_methods(prefixes, relative, ignores)
+        ignore = ignores.empty? ? nil : Regexp.union(ignores.map { |r| Regexp.new(r) })
+        found = []
+        # Singleton classes come through ObjectSpace too: each module is seen once.
+        ObjectSpace.each_object(Module) do |mod|
+          next if refinement?(mod) || mod.singleton_class?
+
+          collect(found, mod, mod.instance_methods(false) + mod.private_instance_methods(false), '#', prefixes, relative, ignore)
+          singles = mod.singleton_methods(false)
+          collect(found, mod.singleton_class, singles, '.', prefixes, relative, ignore) unless singles.empty?
+        rescue StandardError
+          next # a module that will not list its methods
+        end
+        found
+      end
+
+      private
+
+      def refinement?(mod)
+        defined?(::Refinement) && mod.is_a?(::Refinement)
+      end
+
+      # (instance_methods(false) also lists what modules prepended to owner define: only
+      # owner's own methods are taken, where they are defined.)
+      def collect(found, owner, names, sep, prefixes, relative, ignore)
+        names.each do |name|
+          method = owner.instance_method(name)
+          next unless method.owner.equal?(owner)
+
+          file, line = method.source_location
+          next if file.nil? || file == FILE || file.start_with?(OWN) || !in_scope?(file, prefixes, relative)
+          next if ignore&.match?("#{label_of(owner)}#{sep}#{name}")
+
+          found.push(owner, name, File.expand_path(file), line)
+        end
+      end
+
+      def in_scope?(file, prefixes, relative)
+        return relative if !file.start_with?('/') && !file.start_with?('<') && !file.start_with?('(')
+
+        prefixes.any? { |p| file.start_with?(p) }
+      end
+
+      def label_of(owner)
+        return owner.to_s unless owner.singleton_class?
+
+        owner.inspect[/\A#<Class:(.*)>\z/, 1] || owner.inspect
+      end
+
+      def in_wrapper?(thread)
+        (thread.backtrace_locations || []).any? { |l| l.path == FILE }
+      end
+
+      def wrapper?(owner, name)
+        !wrapper_index(owner, name).nil?
+      end
+
+      def own?(mod, name)
+        mod.instance_methods(false).include?(name) || mod.private_instance_methods(false).include?(name)
+      end
+
+      def visibility_of(owner, name)
+        if owner.private_method_defined?(name, false) then :private
+        elsif owner.protected_method_defined?(name, false) then :protected
+        else :public
+        end
+      end
+
+      # The wrapper is compiled where the original lives (constants in expressions resolve as
+      # they would there); its source location is FILE:index, which is how it is recognised.
+      def define(owner, name, token, index, sig, saved, exprs)
+        params, call = sig
+        enter = "::TracerAgent.__enter(#{token}, self)"
+        enter += " { [#{exprs.map { |e| expr(e) }.join(', ')}] }" unless exprs.empty?
+        def_name = definable?(name) ? name : :"__tracer_w#{token}"
+        owner.class_eval(<<~RUBY, FILE, index - 1)
+
+          def #{def_name}(#{params})
+            #{enter}
+            #{call.call(saved)}
+          ensure
+            ::TracerAgent.__leave(#{token})
+          end
+        RUBY
+        return if def_name == name
+
+        owner.send(:alias_method, name, def_name)
+        owner.send(:remove_method, def_name)
+      end
+
+      # An expression as Ruby code: its value, or what it raised.
+      def expr(code)
+        body = code == '__source__' ? "(__l = ::Kernel.caller_locations(3, 1)[0]) && \"\#{__l.path}:\#{__l.lineno}\"" : code
+        RubyVM::InstructionSequence.compile("->{ #{body}\n}") # a syntax error shows as the value
+        "begin\n#{body}\nrescue ::Exception => __e\n::TracerAgent::ExprFailure.new(__e)\nend"
+      rescue SyntaxError => e
+        "::TracerAgent::ExprFailure.new(::SyntaxError.new(#{e.message.lines.first.to_s.strip.inspect}))"
+      end
+
+      def definable?(name)
+        s = name.to_s
+        s.match?(/\A[A-Za-z_][A-Za-z0-9_]*[?!=]?\z/) || OPERATORS.include?(s)
+      end
+
+      # [parameter list, ->(callee) { call with the same arguments }], from the original's own
+      # parameters: a call through the wrapper binds exactly what a direct call would, and
+      # -m expressions see the parameters by their names.
+      def signature(original)
+        params = original.parameters
+        if params == [%i[rest *], %i[keyrest **], %i[block &]] # def m(...)
+          return ['...', ->(callee) { "#{callee}(...)" }]
+        end
+
+        seen = {}
+        defs = []
+        pos = [] # [:req | :opt | :rest, name]
+        kw = []  # [:req | :opt | :rest, name]
+        block = nil
+        params.each_with_index do |(type, name), i|
+          local = local_name(name, i, seen)
+          case type
+          when :req then defs << local.to_s; pos << [:req, local]
+          when :opt then defs << "#{local} = ::TracerAgent::UNSET"; pos << [:opt, local]
+          when :rest then defs << "*#{local}"; pos << [:rest, local]
+          when :keyreq then defs << "#{name}:"; kw << [:req, name]
+          when :key then defs << "#{name}: ::TracerAgent::UNSET"; kw << [:opt, name]
+          when :keyrest then defs << "**#{local}"; kw << [:rest, local]
+          when :nokey then defs << '**nil'
+          when :block then block = local
+          end
+        end
+        block ||= :__tracer_block
+        defs << "&#{block}"
+        [defs.join(', '), ->(callee) { call_source(callee, pos, kw, block) }]
+      end
+
+      def local_name(name, index, seen)
+        usable = name && name.match?(/\A[a-z_][A-Za-z0-9_]*\z/) && !%i[* ** &].include?(name) && !seen[name]
+        seen[name] = true if name
+        usable ? name : :"__tracer_p#{index}"
+      end
+
+      # Optional arguments are filled left to right: once one is left out, so are those after it
+      # (and the rest is empty), so one branch per optional argument covers every call.
+      def call_source(callee, pos, kw, block)
+        kw_pre, kw_args = keywords(kw)
+        opts = pos.select { |type, _| type == :opt }.map(&:last)
+        branches = (0..opts.size).map do |given|
+          left_out = opts.drop(given)
+          args = pos.reject { |type, n| (type == :opt && left_out.include?(n)) || (type == :rest && !left_out.empty?) }
+                    .map { |type, n| type == :rest ? "*#{n}" : n.to_s }
+          "#{callee}(#{(args + kw_args + ["&#{block}"]).join(', ')})"
+        end
+        body = branches.last
+        opts.each_with_index.reverse_each do |n, i|
+          body = "(::TracerAgent::UNSET.equal?(#{n}) ? #{branches[i]} : #{body})"
+        end
+        kw_pre + body
+      end
+
+      # Keyword arguments passed on as given: an optional one only when the caller gave it.
+      def keywords(kw)
+        return ['', []] if kw.empty?
+
+        named = kw.reject { |type, _| type == :rest }
+        rest = kw.select { |type, _| type == :rest }.map { |_, n| "**#{n}" }
+        if named.none? { |type, _| type == :opt }
+          return ['', named.map { |_, n| "#{n}: #{n}" } + rest]
+        end
+
+        pre = "__tracer_kw = {#{named.select { |t, _| t == :req }.map { |_, n| "#{n}: #{n}" }.join(', ')}}; "
+        named.select { |t, _| t == :opt }.each do |_, n|
+          pre += "__tracer_kw[:#{n}] = #{n} unless ::TracerAgent::UNSET.equal?(#{n}); "
+        end
+        [pre, ['**__tracer_kw'] + rest]
+      end
+    end
+  end
+
+  # Prepended to Module the first time a wrapper is put in place: it tells the agent of every
+  # method the app defines or aliases while wrappers are (an alias of a wrapper calls the
+  # saved original, which must then stay). It does nothing otherwise.
+  module DefinitionWatch
+    private
+
+    def method_added(name)
+      TracerAgent.__defined(self, name) if TracerAgent.__watching
+      super
+    end
+
+    def singleton_method_added(name)
+      TracerAgent.__defined(singleton_class, name) if TracerAgent.__watching
+      super
+    end
+  end
+end
