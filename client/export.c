@@ -1,4 +1,4 @@
-/* export.c: the exporters' core: format table, per-target tables, call stacks, nesting repair. */
+/* export.c: the exporters' core: format table, frames, properly nested calls for the formats. */
 #include "export.h"
 
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 
 #include "export_format.h"
 #include "json.h"
-#include "trace.h"
+#include "replay.h"
 #include "xmalloc.h"
 
 static const struct {
@@ -78,14 +78,7 @@ trc_xp_intern(struct trc_export *e, const char *p, size_t n)
 	return trc_intern_id(&e->strings, p, n);
 }
 
-/* ---- tables ---- */
-
-static int
-fail(struct trc_xp_source *s, const char *what, uint64_t value)
-{
-	snprintf(s->error, sizeof(s->error), "%s %" PRIu64 " is out of range", what, value);
-	return -1;
-}
+/* ---- frames and threads ---- */
 
 static uint32_t
 frame_id(struct trc_export *e, uint32_t name, uint32_t file, int32_t line)
@@ -106,53 +99,59 @@ frame_id(struct trc_export *e, uint32_t name, uint32_t file, int32_t line)
 uint32_t
 trc_xp_method_frame(struct trc_xp_source *s, uint32_t idx)
 {
-	if (idx < s->nmethods && s->methods[idx] != 0)
-		return s->methods[idx] - 1;
+	uint32_t frame;
+
+	if (trc_replay_method(&s->replay, idx, &frame))
+		return frame;
 	return frame_id(s->e, trc_xp_intern(s->e, "(unknown)", 9), trc_xp_intern(s->e, "", 0), 0);
 }
 
-static void
-name_thread(struct trc_export *e, struct trc_xp_thread *th, uint32_t idx, struct trc_str name)
+/* TRC_EV_METHOD: the method's frame, "Class#meth" at its file and line. */
+static uint32_t
+on_method(void *user, const struct trc_message *m)
 {
-	char dflt[24];
+	struct trc_xp_source *s = user;
+	struct trc_export *e = s->e;
+	uint32_t name;
+	struct trc_buf b;
 
-	if (name.len > 0) {
-		th->name = trc_xp_intern(e, name.ptr, name.len);
-	} else {
-		snprintf(dflt, sizeof(dflt), "thread %" PRIu32, idx);
-		th->name = trc_xp_intern(e, dflt, strlen(dflt));
+	trc_buf_init(&b);
+	if (m->method.cls.len > 0) {
+		trc_buf_add(&b, m->method.cls.ptr, m->method.cls.len);
+		trc_buf_add(&b, m->method.sep.ptr, m->method.sep.len);
 	}
-	th->named = true;
+	trc_buf_add(&b, m->method.name.ptr, m->method.name.len);
+	name = trc_xp_intern(e, b.data, b.len);
+	trc_buf_release(&b);
+	return frame_id(e, name, trc_xp_intern(e, m->method.path.ptr, m->method.path.len),
+			m->method.line);
 }
 
-/* The thread an event names; on its first event the format hears of it (and of the target). */
-static struct trc_xp_thread *
-thread_get(struct trc_xp_source *s, uint32_t idx)
+static void
+on_name(void *user, void *thread, struct trc_str name)
 {
-	struct trc_export *e = s->e;
-	struct trc_xp_thread *th;
+	struct trc_xp_source *s = user;
+	struct trc_xp_thread *th = thread;
 
-	if (idx >= TRC_TRACE_MAX_THREADS) {
-		fail(s, "thread index", idx);
-		return NULL;
-	}
-	if (idx >= s->nthreads)
-		s->threads = xgrowzero(s->threads, &s->nthreads, idx, sizeof(*s->threads));
-	th = &s->threads[idx];
-	if (!th->named)
-		name_thread(e, th, idx, (struct trc_str){ "", 0 });
+	th->name = trc_xp_intern(s->e, name.ptr, name.len);
+	if (th->base.seen && s->e->fmt->thread)        /* renamed after its first event */
+		s->e->fmt->thread(s->e, s, th);
+}
+
+/* On a thread's first event the format hears of it (and, on the target's, of the target). */
+static void
+on_first(void *user, void *thread)
+{
+	struct trc_xp_source *s = user;
+	struct trc_export *e = s->e;
+
 	if (!s->started) {
 		s->started = true;
 		if (e->fmt->process)
 			e->fmt->process(e, s);
 	}
-	if (!th->used) {
-		th->used = true;
-		th->idx = idx;
-		if (e->fmt->thread)
-			e->fmt->thread(e, s, th);
-	}
-	return th;
+	if (e->fmt->thread)
+		e->fmt->thread(e, s, thread);
 }
 
 static void
@@ -169,43 +168,42 @@ saw(struct trc_xp_source *s, uint64_t ts)
 /* ---- stacks ---- */
 
 static int
-push(struct trc_xp_source *s, struct trc_xp_thread *th, uint32_t frame, uint64_t start)
+push(struct trc_xp_source *s, struct trc_xp_thread *th, uint32_t method, uint32_t frame,
+     uint64_t start)
 {
-	struct trc_xp_call *c;
+	struct trc_xp_call *c = trc_replay_push(&s->replay, &th->base, method, start);
 
-	if (th->depth == th->cap) {
-		uint32_t cap = th->cap ? th->cap * 2 : 64;
-
-		if (th->cap >= TRC_TRACE_MAX_DEPTH)
-			return fail(s, "call depth", th->cap);
-		th->stack = xreallocarray(th->stack, cap, sizeof(*th->stack));
-		memset(th->stack + th->cap, 0, (size_t)(cap - th->cap) * sizeof(*th->stack));
-		th->cap = cap;
-	}
-	c = &th->stack[th->depth++];
+	if (c == NULL)
+		return -1;
 	c->frame = frame;
-	c->start = start;
 	c->end = 0;
 	c->child_ns = 0;
 	c->args.len = 0;        /* the buffer itself is reused */
 	return 0;
 }
 
+/* The call on top of th's stack. */
+static struct trc_xp_call *
+top(const struct trc_xp_thread *th)
+{
+	return &trc_xp_calls(th)[th->base.depth - 1];
+}
+
 /* Ends the call on top of th's stack at end: the format's ret, then its time goes to the caller. */
 static void
 pop(struct trc_xp_source *s, struct trc_xp_thread *th, uint64_t end, bool returned)
 {
-	struct trc_xp_call *c = &th->stack[th->depth - 1];
-	uint64_t dur = end > c->start ? end - c->start : 0;
+	struct trc_xp_call *c = top(th);
+	uint64_t start = c->base.start, dur = end > start ? end - start : 0;
 	struct trc_xp_span sp = {
-		.frame = c->frame, .depth = th->depth - 1, .start = c->start, .end = c->start + dur,
+		.frame = c->frame, .depth = th->base.depth - 1, .start = start, .end = start + dur,
 		.self_ns = dur > c->child_ns ? dur - c->child_ns : 0, .returned = returned,
 		.args = &c->args,
 	};
 
 	s->e->fmt->ret(s->e, s, th, &sp);
-	if (--th->depth > 0)
-		th->stack[th->depth - 1].child_ns += dur;
+	if (--th->base.depth > 0)
+		top(th)->child_ns += dur;
 }
 
 /* The call waiting for its expressions is complete: tell the format. */
@@ -217,8 +215,8 @@ flush_pending(struct trc_xp_source *s)
 	if (!s->pending)
 		return;
 	s->pending = false;
-	th = &s->threads[s->pending_thread];
-	if (th->depth > 0 && s->e->fmt->call)
+	th = trc_xp_thread(s, s->pending_thread);
+	if (th->base.depth > 0 && s->e->fmt->call)
 		s->e->fmt->call(s->e, s, th);
 }
 
@@ -242,7 +240,7 @@ cmp_slow(const void *a, const void *b)
 static int
 replay_slow(struct trc_xp_source *s, struct trc_xp_thread *th)
 {
-	uint32_t base = th->depth;
+	uint32_t base = th->base.depth;
 	int rc = 0;
 
 	qsort(th->slow, th->nslow, sizeof(*th->slow), cmp_slow);
@@ -250,18 +248,18 @@ replay_slow(struct trc_xp_source *s, struct trc_xp_thread *th)
 		const struct trc_xp_slow *sl = &th->slow[i];
 		uint64_t end = sl->end;
 
-		while (th->depth > base && th->stack[th->depth - 1].end <= sl->start)
-			pop(s, th, th->stack[th->depth - 1].end, true);
-		if (th->depth > base && end > th->stack[th->depth - 1].end)
-			end = th->stack[th->depth - 1].end;
-		if ((rc = push(s, th, sl->frame, sl->start)) == 0) {
-			th->stack[th->depth - 1].end = end;
+		while (th->base.depth > base && top(th)->end <= sl->start)
+			pop(s, th, top(th)->end, true);
+		if (th->base.depth > base && end > top(th)->end)
+			end = top(th)->end;
+		if ((rc = push(s, th, sl->method, sl->frame, sl->start)) == 0) {
+			top(th)->end = end;
 			if (s->e->fmt->call)
 				s->e->fmt->call(s->e, s, th);
 		}
 	}
-	while (th->depth > base)
-		pop(s, th, th->stack[th->depth - 1].end, true);
+	while (th->base.depth > base)
+		pop(s, th, top(th)->end, true);
 	th->nslow = 0;
 	return rc;
 }
@@ -269,79 +267,42 @@ replay_slow(struct trc_xp_source *s, struct trc_xp_thread *th)
 /* ---- events ---- */
 
 static int
-on_method(struct trc_xp_source *s, const struct trc_message *m)
+on_call(void *user, void *thread, const struct trc_message *m)
 {
-	struct trc_export *e = s->e;
-	uint32_t idx = m->method.idx, name;
-	struct trc_buf b;
-
-	if (idx >= TRC_TRACE_MAX_METHODS)
-		return fail(s, "method index", idx);
-	if (idx >= s->nmethods)
-		s->methods = xgrowzero(s->methods, &s->nmethods, idx, sizeof(*s->methods));
-	trc_buf_init(&b);
-	if (m->method.cls.len > 0) {
-		trc_buf_add(&b, m->method.cls.ptr, m->method.cls.len);
-		trc_buf_add(&b, m->method.sep.ptr, m->method.sep.len);
-	}
-	trc_buf_add(&b, m->method.name.ptr, m->method.name.len);
-	name = trc_xp_intern(e, b.data, b.len);
-	trc_buf_release(&b);
-	s->methods[idx] = frame_id(e, name, trc_xp_intern(e, m->method.path.ptr, m->method.path.len),
-				   m->method.line) + 1;
-	return 0;
-}
-
-static int
-on_thread(struct trc_xp_source *s, const struct trc_message *m)
-{
-	uint32_t idx = m->thread.idx;
-	struct trc_xp_thread *th;
-
-	if (idx >= TRC_TRACE_MAX_THREADS)
-		return fail(s, "thread index", idx);
-	if (idx >= s->nthreads)
-		s->threads = xgrowzero(s->threads, &s->nthreads, idx, sizeof(*s->threads));
-	th = &s->threads[idx];
-	name_thread(s->e, th, idx, m->thread.name);
-	if (th->used && s->e->fmt->thread)     /* renamed after its first event */
-		s->e->fmt->thread(s->e, s, th);
-	return 0;
-}
-
-static int
-on_call(struct trc_xp_source *s, const struct trc_message *m)
-{
-	struct trc_xp_thread *th;
+	struct trc_xp_source *s = user;
+	struct trc_xp_thread *th = thread;
+	uint32_t frame;
 
 	flush_pending(s);
-	if ((th = thread_get(s, m->call.thread)) == NULL)
-		return -1;
 	saw(s, m->call.ts);
-	if (push(s, th, trc_xp_method_frame(s, m->call.method), m->call.ts) < 0)
+	frame = trc_xp_method_frame(s, m->call.method);
+	if (push(s, th, m->call.method, frame, m->call.ts) < 0)
 		return -1;
 	s->pending = true;
 	s->pending_thread = m->call.thread;
 	return 0;
 }
 
+/*
+ * Returns match the frame of the call, not its method index: a method defined again, or two
+ * indexes of one name, file and line, are one frame to the formats.
+ */
 static int
-on_return(struct trc_xp_source *s, const struct trc_message *m)
+on_return(void *user, void *thread, const struct trc_message *m)
 {
-	struct trc_xp_thread *th;
+	struct trc_xp_source *s = user;
+	struct trc_xp_thread *th = thread;
 	uint32_t frame;
 	int64_t k;
 
 	flush_pending(s);
-	if ((th = thread_get(s, m->call.thread)) == NULL)
-		return -1;
 	saw(s, m->call.ts);
 	frame = trc_xp_method_frame(s, m->call.method);
-	for (k = (int64_t)th->depth - 1; k >= 0 && th->stack[k].frame != frame; k--)
+	for (k = (int64_t)th->base.depth - 1; k >= 0 && trc_xp_calls(th)[k].frame != frame; k--)
 		;
 	if (k < 0)              /* its call came before the trace began, or was lost */
 		return 0;
-	while (th->depth > (uint32_t)k + 1)
+	while (th->base.depth > (uint32_t)k + 1)
 		pop(s, th, m->call.ts, false);
 	pop(s, th, m->call.ts, true);
 	return 0;
@@ -349,21 +310,20 @@ on_return(struct trc_xp_source *s, const struct trc_message *m)
 
 /* "expr":"value" joins the args of the thread's latest call. */
 static int
-on_expr(struct trc_xp_source *s, const struct trc_message *m)
+on_expr(void *user, void *thread, const struct trc_message *m)
 {
+	struct trc_xp_source *s = user;
+	struct trc_xp_thread *th = thread;
 	const struct trc_export_opts *o = &s->e->opts;
-	struct trc_xp_thread *th = thread_get(s, m->expr.thread);
 	uint32_t spec = m->expr.spec, expr = m->expr.expr;
 	const char *name = "?";
 	struct trc_buf *args;
 
-	if (th == NULL)
-		return -1;
-	if (th->depth == 0)
+	if (th->base.depth == 0)
 		return 0;
 	if (spec < o->nspecs && expr < o->specs[spec].nexprs)
 		name = o->specs[spec].exprs[expr];
-	args = &th->stack[th->depth - 1].args;
+	args = &top(th)->args;
 	if (args->len > 0)
 		trc_buf_addc(args, ',');
 	trc_json_str(args, name, strlen(name));
@@ -373,32 +333,27 @@ on_expr(struct trc_xp_source *s, const struct trc_message *m)
 }
 
 static int
-on_raise(struct trc_xp_source *s, const struct trc_message *m)
+on_raise(void *user, void *thread, const struct trc_message *m)
 {
-	struct trc_xp_thread *th;
+	struct trc_xp_source *s = user;
 
 	flush_pending(s);
-	if ((th = thread_get(s, m->raise.thread)) == NULL)
-		return -1;
 	saw(s, m->raise.ts);
 	if (s->e->fmt->raise)
-		s->e->fmt->raise(s->e, s, th, m);
+		s->e->fmt->raise(s->e, s, thread, m);
 	return 0;
 }
 
 static int
-on_slow(struct trc_xp_source *s, const struct trc_message *m)
+on_slow(void *user, void *thread, const struct trc_message *m)
 {
-	struct trc_xp_thread *th;
-	struct trc_xp_slow *sl;
+	struct trc_xp_source *s = user;
+	struct trc_xp_thread *th = thread;
+	uint64_t start = m->slow.start_ts, end = start + m->slow.duration_ns;
 
 	flush_pending(s);
-	if ((th = thread_get(s, m->slow.thread)) == NULL)
-		return -1;
-	if (m->slow.depth >= TRC_TRACE_MAX_DEPTH)
-		return fail(s, "call depth", m->slow.depth);
-	saw(s, m->slow.start_ts);
-	saw(s, m->slow.start_ts + m->slow.duration_ns);
+	saw(s, start);
+	saw(s, end);
 	if (s->e->fmt->slow) {
 		s->e->fmt->slow(s->e, s, th, m);
 		return 0;
@@ -407,15 +362,16 @@ on_slow(struct trc_xp_source *s, const struct trc_message *m)
 		th->slow_cap = th->slow_cap ? th->slow_cap * 2 : 16;
 		th->slow = xreallocarray(th->slow, th->slow_cap, sizeof(*th->slow));
 	}
-	sl = &th->slow[th->nslow++];
-	*sl = (struct trc_xp_slow){ trc_xp_method_frame(s, m->slow.method), m->slow.depth,
-				    m->slow.start_ts, m->slow.start_ts + m->slow.duration_ns };
+	th->slow[th->nslow++] = (struct trc_xp_slow){
+		m->slow.method, trc_xp_method_frame(s, m->slow.method), m->slow.depth, start, end,
+	};
 	return m->slow.depth == 0 ? replay_slow(s, th) : 0;
 }
 
 static int
-on_lost(struct trc_xp_source *s, const struct trc_message *m)
+on_lost(void *user, const struct trc_message *m)
 {
+	struct trc_xp_source *s = user;
 	char tag[24] = "";
 
 	if (s->e->opts.label_pids)
@@ -425,16 +381,18 @@ on_lost(struct trc_xp_source *s, const struct trc_message *m)
 	return 0;
 }
 
-/* Handlers of the trace events, indexed by type - TRC_EV_METHOD. */
-static int (*const handlers[])(struct trc_xp_source *, const struct trc_message *) = {
-	[TRC_EV_METHOD - TRC_EV_METHOD] = on_method,
-	[TRC_EV_THREAD - TRC_EV_METHOD] = on_thread,
-	[TRC_EV_CALL - TRC_EV_METHOD] = on_call,
-	[TRC_EV_RETURN - TRC_EV_METHOD] = on_return,
-	[TRC_EV_RAISE - TRC_EV_METHOD] = on_raise,
-	[TRC_EV_EXPR - TRC_EV_METHOD] = on_expr,
-	[TRC_EV_SLOW - TRC_EV_METHOD] = on_slow,
-	[TRC_EV_LOST - TRC_EV_METHOD] = on_lost,
+static const struct trc_replay_ops replay_ops = {
+	.thread_size = sizeof(struct trc_xp_thread),
+	.call_size = sizeof(struct trc_xp_call),
+	.method = on_method,
+	.name = on_name,
+	.first = on_first,
+	.call = on_call,
+	.ret = on_return,
+	.raise = on_raise,
+	.expr = on_expr,
+	.slow = on_slow,
+	.lost = on_lost,
 };
 
 /* ---- the sink of one target ---- */
@@ -443,11 +401,8 @@ static int
 source_feed(void *impl, const struct trc_message *m)
 {
 	struct trc_xp_source *s = impl;
-	uint32_t i = m->type - TRC_EV_METHOD;
 
-	if (s->ended || m->type < TRC_EV_METHOD || i >= sizeof(handlers) / sizeof(handlers[0]))
-		return 0;
-	return handlers[i](s, m);
+	return s->ended ? 0 : trc_replay_feed(&s->replay, m);
 }
 
 static void
@@ -459,7 +414,7 @@ source_set_clock(void *impl, uint64_t mono_ns, uint64_t real_ns)
 static const char *
 source_error(const void *impl)
 {
-	return ((const struct trc_xp_source *)impl)->error;
+	return ((const struct trc_xp_source *)impl)->replay.error;
 }
 
 static uint64_t
@@ -477,10 +432,10 @@ source_end(void *impl)
 	if (s->ended)
 		return;
 	flush_pending(s);
-	for (uint32_t i = 0; i < s->nthreads; i++) {
-		struct trc_xp_thread *th = &s->threads[i];
+	for (uint32_t i = 0; i < s->replay.nthreads; i++) {
+		struct trc_xp_thread *th = trc_xp_thread(s, i);
 
-		while (th->depth > 0)
+		while (th->base.depth > 0)
 			pop(s, th, s->last_ts, false);
 		if (th->nslow > 0)
 			replay_slow(s, th);
@@ -503,6 +458,7 @@ trc_export_sink(struct trc_export *e, pid_t pid)
 
 	s->e = e;
 	s->pid = pid;
+	trc_replay_init(&s->replay, &replay_ops, s);
 	e->sources = xreallocarray(e->sources, e->nsources + 1, sizeof(*e->sources));
 	e->sources[e->nsources++] = s;
 	return (struct trc_sink){ &source_ops, s };
@@ -538,18 +494,16 @@ trc_export_finish(struct trc_export *e)
 static void
 free_source(struct trc_export *e, struct trc_xp_source *s)
 {
-	for (uint32_t i = 0; i < s->nthreads; i++) {
-		struct trc_xp_thread *th = &s->threads[i];
+	for (uint32_t i = 0; i < s->replay.nthreads; i++) {
+		struct trc_xp_thread *th = trc_xp_thread(s, i);
 
-		for (uint32_t k = 0; k < th->cap; k++)
-			trc_buf_release(&th->stack[k].args);
-		free(th->stack);
+		for (uint32_t k = 0; k < th->base.cap; k++)
+			trc_buf_release(&trc_xp_calls(th)[k].args);
 		free(th->slow);
 		if (th->fmt != NULL && e->fmt->free_thread)
 			e->fmt->free_thread(th->fmt);
 	}
-	free(s->threads);
-	free(s->methods);
+	trc_replay_release(&s->replay);
 	free(s);
 }
 

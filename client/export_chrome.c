@@ -34,7 +34,7 @@ put_ids(struct trc_export *e, const struct trc_xp_source *s, const struct trc_xp
 	trc_buf_adds(&e->line, ",\"pid\":");
 	trc_json_int(&e->line, s->pid);
 	trc_buf_adds(&e->line, ",\"tid\":");
-	trc_json_uint(&e->line, (uint64_t)th->idx + 1);
+	trc_json_uint(&e->line, (uint64_t)th->base.idx + 1);
 }
 
 static void

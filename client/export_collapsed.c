@@ -78,18 +78,18 @@ static void
 call(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th)
 {
 	struct col_thread *t = th->fmt;
-	uint32_t d = th->depth - 1, parent;
+	uint32_t d = th->base.depth - 1, parent;
 
 	if (t == NULL) {
 		t = th->fmt = xcalloc(1, sizeof(*t));
 		t->root = NO_NODE;
 	}
 	if (d >= t->cap) {
-		t->cap = th->cap;       /* the core's stack bounds ours */
+		t->cap = th->base.cap;  /* the core's stack bounds ours */
 		t->node = xreallocarray(t->node, t->cap, sizeof(*t->node));
 	}
 	parent = d == 0 ? root(e, s, th, t) : t->node[d - 1];
-	t->node[d] = node(e->fs, parent, e->frames[th->stack[d].frame].name);
+	t->node[d] = node(e->fs, parent, e->frames[trc_xp_calls(th)[d].frame].name);
 }
 
 static void

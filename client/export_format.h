@@ -9,16 +9,18 @@
 #include "decode.h"
 #include "export.h"
 #include "intern.h"
+#include "replay.h"
 
 /*
- * The core turns one target's decoded events into calls and returns on per-thread stacks and
- * tells the format through the hooks of struct trc_xp_format:
+ * The core turns one target's decoded events into calls and returns on per-thread stacks (a
+ * replay.h replay) and tells the format through the hooks of struct trc_xp_format:
  *  - every call gets exactly one ret, innermost first, so the formats see proper nesting
  *    whatever the agent lost: a return whose call is not on top closes the calls above it at
  *    its own time, a return without a call is ignored, calls still open when the target ends
  *    close at its last timestamp;
- *  - call comes after the call's TRC_EV_EXPR values (collected in its args), before anything
- *    else happens in that target;
+ *  - call comes after the call's TRC_EV_EXPR values (collected in its args), before the
+ *    hook of the target's next call, return, raise or slow call (process and thread hooks,
+ *    which only name things, may come between);
  *  - slow calls go to the slow hook, or, for formats without one, are replayed as calls and
  *    returns in time order once their outermost call (depth 0) or the target ends.
  * Timestamps stay the agent's (CLOCK_MONOTONIC ns); trc_xp_rel() makes them relative to the
@@ -33,8 +35,8 @@ struct trc_xp_frame {
 
 /* A call on a thread's stack. */
 struct trc_xp_call {
-	uint32_t frame;
-	uint64_t start;
+	struct trc_replay_call base;    /* its method index and start */
+	uint32_t frame;                 /* the method's frame when called: returns match it */
 	uint64_t end;                   /* while a slow replay runs: when it returns */
 	uint64_t child_ns;              /* time in the calls it made, for its self time */
 	struct trc_buf args;            /* its expressions: JSON members "expr":"value",... */
@@ -42,16 +44,13 @@ struct trc_xp_call {
 
 /* A slow call waiting to be replayed. */
 struct trc_xp_slow {
-	uint32_t frame, depth;
+	uint32_t method, frame, depth;
 	uint64_t start, end;
 };
 
 struct trc_xp_thread {
-	uint32_t idx;
+	struct trc_replay_thread base;  /* idx; seen: the format was told; the stack of calls */
 	uint32_t name;                  /* id in trc_export.strings */
-	bool named, used;               /* used: has had an event, the format was told */
-	struct trc_xp_call *stack;
-	uint32_t depth, cap;
 	struct trc_xp_slow *slow;
 	size_t nslow, slow_cap;
 	void *fmt;                      /* the format's per-thread state, freed by free_thread */
@@ -61,16 +60,12 @@ struct trc_xp_thread {
 struct trc_xp_source {
 	struct trc_export *e;
 	pid_t pid;
-	uint32_t *methods;              /* method index -> frame id + 1; 0: never defined */
-	uint32_t nmethods;
-	struct trc_xp_thread *threads;  /* by thread index */
-	uint32_t nthreads;
+	struct trc_replay replay;       /* a method's value is its frame; threads are trc_xp_thread */
 	bool started, ended;            /* started: has had an event, the format was told */
 	bool pending;                   /* a call whose hook waits for its expressions */
 	uint32_t pending_thread;
 	uint64_t last_ts;
 	uint64_t lost;
-	char error[96];
 };
 
 /* A call that ends, as ret sees it (its frame is still on top of the stack then). */
@@ -123,6 +118,20 @@ static inline int64_t
 trc_xp_rel(const struct trc_export *e, uint64_t ts)
 {
 	return (int64_t)(ts - e->t0);
+}
+
+/* th's open calls, outermost first: th->base.depth of them. */
+static inline struct trc_xp_call *
+trc_xp_calls(const struct trc_xp_thread *th)
+{
+	return th->base.stack;
+}
+
+/* Thread idx of s, below s->replay.nthreads (maybe never seen: base.seen says). */
+static inline struct trc_xp_thread *
+trc_xp_thread(const struct trc_xp_source *s, uint32_t idx)
+{
+	return trc_replay_thread(&s->replay, idx);
 }
 
 /* Writes e->line to the output and empties it. */

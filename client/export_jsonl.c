@@ -46,11 +46,12 @@ line_end(struct trc_export *e)
 static void
 call(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th)
 {
-	const struct trc_xp_call *c = &th->stack[th->depth - 1];
+	uint32_t depth = th->base.depth - 1;
+	const struct trc_xp_call *c = &trc_xp_calls(th)[depth];
 
 	line_start(e, s, th, "call");
 	put_method(e, c->frame);
-	put_when(e, c->start, th->depth - 1);
+	put_when(e, c->base.start, depth);
 	if (c->args.len > 0) {
 		trc_buf_adds(&e->line, ",\"expr\":{");
 		trc_buf_add(&e->line, c->args.data, c->args.len);
@@ -78,7 +79,7 @@ exception(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *t
 	  const struct trc_message *m)
 {
 	line_start(e, s, th, "raise");
-	put_when(e, m->raise.ts, th->depth);
+	put_when(e, m->raise.ts, th->base.depth);
 	trc_buf_adds(&e->line, ",\"exception\":");
 	trc_json_str(&e->line, m->raise.cls.ptr, m->raise.cls.len);
 	trc_buf_adds(&e->line, ",\"message\":");

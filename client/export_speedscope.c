@@ -45,10 +45,10 @@ add_event(struct trc_xp_thread *th, uint64_t at, uint32_t frame, bool open)
 static void
 call(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th)
 {
-	const struct trc_xp_call *c = &th->stack[th->depth - 1];
+	const struct trc_xp_call *c = &trc_xp_calls(th)[th->base.depth - 1];
 
 	(void)e, (void)s;
-	add_event(th, c->start, c->frame, true);
+	add_event(th, c->base.start, c->frame, true);
 }
 
 static void
@@ -128,8 +128,8 @@ put_profiles(struct trc_export *e)
 	for (size_t i = 0; i < e->nsources; i++) {
 		const struct trc_xp_source *s = e->sources[i];
 
-		for (uint32_t k = 0; k < s->nthreads; k++) {
-			const struct trc_xp_thread *th = &s->threads[k];
+		for (uint32_t k = 0; k < s->replay.nthreads; k++) {
+			const struct trc_xp_thread *th = trc_xp_thread(s, k);
 
 			if (th->fmt == NULL)
 				continue;

@@ -1,4 +1,4 @@
-/* json.c: JSON string escaping (with UTF-8 repair) and integer formatting for the exporters. */
+/* json.c: JSON string escaping (with UTF-8 repair) and integer formatting for the client. */
 #include "json.h"
 
 static const char hex[] = "0123456789abcdef";

@@ -1,4 +1,4 @@
-/* json.h: pieces of JSON text for the exporters: escaped strings and exact numbers, into a buffer. */
+/* json.h: pieces of JSON text (escaped strings, exact numbers) for all the JSON the client writes. */
 #ifndef TRC_JSON_H
 #define TRC_JSON_H
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "xmalloc.h"
 
 #define GAP 2                   /* spaces between columns */
@@ -740,66 +741,6 @@ trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struc
 
 /* JSON. */
 
-/* Length of the valid UTF-8 sequence at p (no overlong forms, surrogates or > U+10FFFF), or 0. */
-static size_t
-utf8_len(const unsigned char *p, size_t n)
-{
-	size_t len;
-	uint32_t cp, min;
-
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		len = 2, cp = p[0] & 0x1f, min = 0x80;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		len = 3, cp = p[0] & 0x0f, min = 0x800;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		len = 4, cp = p[0] & 0x07, min = 0x10000;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if (!is_cont(p[i]))
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : len;
-}
-
-static void
-json_escape_char(struct trc_buf *b, unsigned char c)
-{
-	static const char named[] = { ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f',
-				      ['\r'] = 'r', ['"'] = '"', ['\\'] = '\\' };
-
-	if (c < sizeof(named) && named[c] != 0) {
-		trc_buf_addc(b, '\\');
-		trc_buf_addc(b, named[c]);
-	} else {
-		trc_buf_addf(b, "\\u%04x", c);
-	}
-}
-
-/* A JSON string: escapes quotes, backslashes and controls; invalid UTF-8 becomes U+FFFD. */
-static void
-json_str(struct trc_buf *b, const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	trc_buf_addc(b, '"');
-	for (size_t i = 0; i < len;) {
-		size_t n = p[i] < 0x80 ? 1 : utf8_len(p + i, len - i);
-
-		if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\' || p[i] == 0x7f)
-			json_escape_char(b, p[i]);
-		else if (n == 0)
-			trc_buf_adds(b, "\\ufffd");
-		else
-			trc_buf_add(b, p + i, n);
-		i += n ? n : 1;
-	}
-	trc_buf_addc(b, '"');
-}
-
 static void
 json_key(struct trc_buf *b, const char *key)
 {
@@ -810,11 +751,11 @@ static void
 json_row(struct trc_buf *b, const struct trc_top *t, const struct entry *e)
 {
 	trc_buf_adds(b, "{\"file\":");
-	json_str(b, e->file, e->file_len);
+	trc_json_str(b, e->file, e->file_len);
 	trc_buf_addf(b, ",\"line\":%" PRId32, e->line);
 	if (t->def->json_label) {
 		json_key(b, t->def->json_label);
-		json_str(b, e->label, e->label_len);
+		trc_json_str(b, e->label, e->label_len);
 	}
 	trc_buf_addf(b, ",\"count\":%" PRIu64, e->count);
 	if (t->def->timed)
@@ -835,7 +776,7 @@ json_head(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view 
 	for (size_t i = 0; i < v->nfilter && !v->all; i++) {
 		if (i > 0)
 			trc_buf_addc(b, ',');
-		json_str(b, v->filter[i], strlen(v->filter[i]));
+		trc_json_str(b, v->filter[i], strlen(v->filter[i]));
 	}
 	trc_buf_addf(b, "],\"all\":%s", v->all ? "true" : "false");
 }

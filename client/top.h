@@ -76,7 +76,8 @@ struct trc_top_view {
 void trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v,
 			 struct trc_buf *out);
 
-/* Appends the same snapshot as one line of JSON (with its '\n') to out. Pure. */
+/* Appends the same snapshot as one line of JSON (with its '\n') to out, strings escaped by
+ * trc_json_str() like every JSON the client writes. Pure. */
 void trc_top_format_json(const struct trc_top *t, const struct trc_top_view *v,
 			 struct trc_buf *out);
 

@@ -1,4 +1,4 @@
-/* trace.c: the call-tree printer: per-thread call stacks, leaf lines, durations, labels. */
+/* trace.c: the call-tree printer: open lines, leaves, indents, durations and labels per event. */
 #include "trace.h"
 
 #include <inttypes.h>
@@ -6,29 +6,19 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "intern.h"
+#include "replay.h"
 #include "xmalloc.h"
 
 #define TS_WIDTH 16     /* "HH:MM:SS.uuuuuu " */
 
 static const char spaces[] = "                                                                ";
 
-struct name {
-	char *text;             /* "Class#meth", "Class.meth" or "meth"; NULL if undefined */
-	uint32_t len;
-};
-
-struct frame {
-	uint32_t method;
-	uint64_t ts;
-};
-
+/* A thread's record in the replay; its calls are plain struct trc_replay_call. */
 struct thread {
-	char *label;            /* "[name] " */
-	size_t label_len;
-	struct frame *stack;
-	uint32_t depth, cap;
+	struct trc_replay_thread base;
+	uint32_t label;         /* "[name] ", in names */
 	uint32_t max_depth;     /* deepest since the stack was last empty */
-	bool seen;              /* has had an event */
 };
 
 struct trc_trace {
@@ -38,11 +28,8 @@ struct trc_trace {
 	size_t nspecs;
 	char pid_label[24];
 	size_t pid_label_len;
-	struct name *methods;
-	uint32_t nmethods;
-	struct thread *threads;
-	uint32_t nthreads;
-	uint32_t threads_seen;  /* with 2 or more, every line names its thread */
+	struct trc_replay replay;       /* a method's value is its text in names */
+	struct trc_intern names;        /* "Class#meth", "Class.meth" or "meth"; thread labels */
 	/* The open line: a call of thread pending_thread at stack depth pending_depth, which
 	 * becomes a one-line leaf if its return comes next. */
 	bool pending;
@@ -52,7 +39,6 @@ struct trc_trace {
 	int64_t clock_sec;      /* second of clock_text */
 	char clock_text[10];    /* "HH:MM:SS." */
 	uint64_t lost;
-	char error[96];
 };
 
 static void
@@ -65,6 +51,15 @@ static void
 put_str(struct trc_trace *t, struct trc_str s)
 {
 	put(t, s.ptr, s.len);
+}
+
+static void
+put_name(struct trc_trace *t, uint32_t id)
+{
+	size_t len;
+	const char *s = trc_intern_str(&t->names, id, &len);
+
+	put(t, s, len);
 }
 
 static void
@@ -184,8 +179,8 @@ line_start(struct trc_trace *t, const struct thread *th, const uint64_t *ts)
 	trc_output_close_line(t->out);
 	if (t->pid_label_len)
 		put(t, t->pid_label, t->pid_label_len);
-	if (t->threads_seen > 1)
-		put(t, th->label, th->label_len);
+	if (t->replay.threads_seen > 1)  /* with 2 or more, every line names its thread */
+		put_name(t, th->label);
 	if (t->opts.start_time) {
 		if (ts != NULL)
 			put_clock(t, *ts);
@@ -203,145 +198,78 @@ put_indent(struct trc_trace *t, uint32_t depth)
 static void
 put_method(struct trc_trace *t, uint32_t idx)
 {
-	if (idx < t->nmethods && t->methods[idx].text != NULL)
-		put(t, t->methods[idx].text, t->methods[idx].len);
+	uint32_t id;
+
+	if (trc_replay_method(&t->replay, idx, &id))
+		put_name(t, id);
 	else
 		put(t, "(unknown)", 9);
 }
 
-static int
-fail(struct trc_trace *t, const char *what, uint64_t value)
+/* TRC_EV_METHOD: the text printed for the method, up to its first NUL if it has one. */
+static uint32_t
+on_method(void *user, const struct trc_message *m)
 {
-	snprintf(t->error, sizeof(t->error), "%s %" PRIu64 " is out of range", what, value);
-	return -1;
+	struct trc_trace *t = user;
+	char *text;
+	uint32_t id;
+
+	if (m->method.cls.len == 0)
+		text = xstrndup(m->method.name.ptr, m->method.name.len);
+	else
+		text = xasprintf("%.*s%.*s%.*s", (int)m->method.cls.len, m->method.cls.ptr,
+				 (int)m->method.sep.len, m->method.sep.ptr,
+				 (int)m->method.name.len, m->method.name.ptr);
+	id = trc_intern_id(&t->names, text, strlen(text));
+	free(text);
+	return id;
 }
 
 static void
-set_thread_label(struct thread *th, uint32_t idx, struct trc_str name)
+on_name(void *user, void *thread, struct trc_str name)
 {
-	free(th->label);
-	if (name.len > 0)
-		th->label = xasprintf("[%.*s] ", (int)name.len, name.ptr);
-	else
-		th->label = xasprintf("[thread %" PRIu32 "] ", idx);
-	th->label_len = strlen(th->label);
-}
+	struct trc_trace *t = user;
+	struct thread *th = thread;
+	char *label = xasprintf("[%.*s] ", (int)name.len, name.ptr);
 
-/* The thread an event names, made on first use; NULL (and t->error) if idx is absurd. */
-static struct thread *
-thread_get(struct trc_trace *t, uint32_t idx)
-{
-	struct thread *th;
-
-	if (idx >= TRC_TRACE_MAX_THREADS) {
-		fail(t, "thread index", idx);
-		return NULL;
-	}
-	if (idx >= t->nthreads)
-		t->threads = xgrowzero(t->threads, &t->nthreads, idx, sizeof(*t->threads));
-	th = &t->threads[idx];
-	if (th->label == NULL)
-		set_thread_label(th, idx, (struct trc_str){ "", 0 });
-	if (!th->seen) {
-		th->seen = true;
-		t->threads_seen++;
-	}
-	return th;
-}
-
-static int
-on_method(struct trc_trace *t, const struct trc_message *m)
-{
-	uint32_t idx = m->method.idx;
-	struct name *n;
-
-	if (idx >= TRC_TRACE_MAX_METHODS)
-		return fail(t, "method index", idx);
-	if (idx >= t->nmethods)
-		t->methods = xgrowzero(t->methods, &t->nmethods, idx, sizeof(*t->methods));
-	n = &t->methods[idx];
-	free(n->text);
-	if (m->method.cls.len == 0)
-		n->text = xstrndup(m->method.name.ptr, m->method.name.len);
-	else
-		n->text = xasprintf("%.*s%.*s%.*s", (int)m->method.cls.len, m->method.cls.ptr,
-				    (int)m->method.sep.len, m->method.sep.ptr,
-				    (int)m->method.name.len, m->method.name.ptr);
-	n->len = (uint32_t)strlen(n->text);
-	return 0;
-}
-
-static int
-on_thread(struct trc_trace *t, const struct trc_message *m)
-{
-	uint32_t idx = m->thread.idx;
-
-	if (idx >= TRC_TRACE_MAX_THREADS)
-		return fail(t, "thread index", idx);
-	if (idx >= t->nthreads)
-		t->threads = xgrowzero(t->threads, &t->nthreads, idx, sizeof(*t->threads));
-	set_thread_label(&t->threads[idx], idx, m->thread.name);
-	return 0;
-}
-
-static int
-push(struct trc_trace *t, struct thread *th, uint32_t method, uint64_t ts)
-{
-	if (th->depth == th->cap) {
-		if (th->cap >= TRC_TRACE_MAX_DEPTH)
-			return fail(t, "call depth", th->cap);
-		th->cap = th->cap ? th->cap * 2 : 64;
-		th->stack = xreallocarray(th->stack, th->cap, sizeof(*th->stack));
-	}
-	th->stack[th->depth++] = (struct frame){ method, ts };
-	if (th->depth > th->max_depth)
-		th->max_depth = th->depth;
-	return 0;
+	th->label = trc_intern_id(&t->names, label, strlen(label));
+	free(label);
 }
 
 /* Prints "Class#meth" and leaves the line open: the next event decides how it ends. */
 static int
-on_call(struct trc_trace *t, const struct trc_message *m)
+on_call(void *user, void *thread, const struct trc_message *m)
 {
-	struct thread *th = thread_get(t, m->call.thread);
+	struct trc_trace *t = user;
+	struct thread *th = thread;
 
-	if (th == NULL)
-		return -1;
 	line_start(t, th, &m->call.ts);
-	put_indent(t, th->depth);
+	put_indent(t, th->base.depth);
 	put_method(t, m->call.method);
-	if (push(t, th, m->call.method, m->call.ts) < 0)
+	if (trc_replay_push(&t->replay, &th->base, m->call.method, m->call.ts) == NULL)
 		return -1;
+	if (th->base.depth > th->max_depth)
+		th->max_depth = th->base.depth;
 	t->pending = true;
 	t->pending_paren = false;
 	t->pending_thread = m->call.thread;
-	t->pending_depth = th->depth;
+	t->pending_depth = th->base.depth;
 	trc_output_open_line(t->out, t, close_pending);
 	return 0;
-}
-
-/* Index of the innermost frame of method in th's stack, or -1. */
-static int64_t
-find_frame(const struct thread *th, uint32_t method)
-{
-	for (int64_t i = (int64_t)th->depth - 1; i >= 0; i--)
-		if (th->stack[i].method == method)
-			return i;
-	return -1;
 }
 
 static bool
 is_open_leaf(const struct trc_trace *t, uint32_t thread, const struct thread *th, int64_t k)
 {
 	return t->pending && t->out->line_owner == t && t->pending_thread == thread &&
-	       t->pending_depth == th->depth && k == (int64_t)th->depth - 1;
+	       t->pending_depth == th->base.depth && k == (int64_t)th->base.depth - 1;
 }
 
 /* Ends the line of a call that returned: on the call's own line if it is a leaf. */
 static void
 print_return(struct trc_trace *t, uint32_t thread, struct thread *th, int64_t k, uint64_t ts)
 {
-	const struct frame *f = &th->stack[k];
+	const struct trc_replay_call *f = (const struct trc_replay_call *)th->base.stack + k;
 
 	if (is_open_leaf(t, thread, th, k)) {
 		if (t->pending_paren)
@@ -354,7 +282,7 @@ print_return(struct trc_trace *t, uint32_t thread, struct thread *th, int64_t k,
 		put_method(t, f->method);
 	}
 	if (!t->opts.no_duration)
-		put_duration(t, ts > f->ts ? ts - f->ts : 0);
+		put_duration(t, ts > f->start ? ts - f->start : 0);
 	put(t, "\n", 1);
 }
 
@@ -363,19 +291,17 @@ print_return(struct trc_trace *t, uint32_t thread, struct thread *th, int64_t k,
  * inside the call: frames above it are dropped, and a return without its call is ignored.
  */
 static int
-on_return(struct trc_trace *t, const struct trc_message *m)
+on_return(void *user, void *thread, const struct trc_message *m)
 {
-	struct thread *th = thread_get(t, m->call.thread);
-	int64_t k;
+	struct trc_trace *t = user;
+	struct thread *th = thread;
+	int64_t k = trc_replay_find(&t->replay, &th->base, m->call.method);
 
-	if (th == NULL)
-		return -1;
-	k = find_frame(th, m->call.method);
 	if (k < 0)
 		return 0;
 	print_return(t, m->call.thread, th, k, m->call.ts);
-	th->depth = (uint32_t)k;
-	if (th->depth == 0) {
+	th->base.depth = (uint32_t)k;
+	if (th->base.depth == 0) {
 		if (th->max_depth > 1)
 			put(t, "\n", 1);
 		th->max_depth = 0;
@@ -394,21 +320,19 @@ put_expr_name(struct trc_trace *t, uint32_t spec, uint32_t expr)
 
 /* "expr=value" joins the open call line as "(a=1, b=2)"; elsewhere it gets its own line. */
 static int
-on_expr(struct trc_trace *t, const struct trc_message *m)
+on_expr(void *user, void *thread, const struct trc_message *m)
 {
-	struct thread *th = thread_get(t, m->expr.thread);
-	bool joins;
+	struct trc_trace *t = user;
+	struct thread *th = thread;
+	bool joins = t->pending && t->out->line_owner == t &&
+		     t->pending_thread == m->expr.thread && t->pending_depth == th->base.depth;
 
-	if (th == NULL)
-		return -1;
-	joins = t->pending && t->out->line_owner == t && t->pending_thread == m->expr.thread &&
-		t->pending_depth == th->depth;
 	if (joins) {
 		put(t, t->pending_paren ? ", " : "(", t->pending_paren ? 2 : 1);
 		t->pending_paren = true;
 	} else {
 		line_start(t, th, NULL);
-		put_indent(t, th->depth);
+		put_indent(t, th->base.depth);
 		put(t, "(", 1);
 	}
 	put_expr_name(t, m->expr.spec, m->expr.expr);
@@ -421,14 +345,13 @@ on_expr(struct trc_trace *t, const struct trc_message *m)
 
 /* "EXCEPTION Class: message (path:line)" at the thread's current depth. */
 static int
-on_raise(struct trc_trace *t, const struct trc_message *m)
+on_raise(void *user, void *thread, const struct trc_message *m)
 {
-	struct thread *th = thread_get(t, m->raise.thread);
+	struct trc_trace *t = user;
+	struct thread *th = thread;
 
-	if (th == NULL)
-		return -1;
 	line_start(t, th, &m->raise.ts);
-	put_indent(t, th->depth);
+	put_indent(t, th->base.depth);
 	put(t, "EXCEPTION ", 10);
 	put_str(t, m->raise.cls);
 	put(t, ": ", 2);
@@ -446,15 +369,11 @@ on_raise(struct trc_trace *t, const struct trc_message *m)
 
 /* Slow calls arrive as they return, innermost first; a blank line follows each outermost. */
 static int
-on_slow(struct trc_trace *t, const struct trc_message *m)
+on_slow(void *user, void *thread, const struct trc_message *m)
 {
-	struct thread *th = thread_get(t, m->slow.thread);
+	struct trc_trace *t = user;
+	struct thread *th = thread;
 
-	if (th == NULL)
-		return -1;
-	/* The depth says how far to indent: bound it as calls are, or one event is gigabytes. */
-	if (m->slow.depth >= TRC_TRACE_MAX_DEPTH)
-		return fail(t, "call depth", m->slow.depth);
 	line_start(t, th, &m->slow.start_ts);
 	put_indent(t, m->slow.depth);
 	put_method(t, m->slow.method);
@@ -465,34 +384,33 @@ on_slow(struct trc_trace *t, const struct trc_message *m)
 }
 
 static int
-on_lost(struct trc_trace *t, const struct trc_message *m)
+on_lost(void *user, const struct trc_message *m)
 {
+	struct trc_trace *t = user;
+
 	t->lost += m->lost.count;
 	trc_output_note(t->out, "%.*s%" PRIu64 " events lost", (int)t->pid_label_len, t->pid_label,
 			m->lost.count);
 	return 0;
 }
 
-/* Handlers of the trace events, indexed by type - TRC_EV_METHOD. */
-static int (*const handlers[])(struct trc_trace *, const struct trc_message *) = {
-	[TRC_EV_METHOD - TRC_EV_METHOD] = on_method,
-	[TRC_EV_THREAD - TRC_EV_METHOD] = on_thread,
-	[TRC_EV_CALL - TRC_EV_METHOD] = on_call,
-	[TRC_EV_RETURN - TRC_EV_METHOD] = on_return,
-	[TRC_EV_RAISE - TRC_EV_METHOD] = on_raise,
-	[TRC_EV_EXPR - TRC_EV_METHOD] = on_expr,
-	[TRC_EV_SLOW - TRC_EV_METHOD] = on_slow,
-	[TRC_EV_LOST - TRC_EV_METHOD] = on_lost,
+static const struct trc_replay_ops replay_ops = {
+	.thread_size = sizeof(struct thread),
+	.call_size = sizeof(struct trc_replay_call),
+	.method = on_method,
+	.name = on_name,
+	.call = on_call,
+	.ret = on_return,
+	.raise = on_raise,
+	.expr = on_expr,
+	.slow = on_slow,
+	.lost = on_lost,
 };
 
 int
 trc_trace_feed(struct trc_trace *t, const struct trc_message *m)
 {
-	uint32_t i = m->type - TRC_EV_METHOD;
-
-	if (m->type < TRC_EV_METHOD || i >= sizeof(handlers) / sizeof(handlers[0]))
-		return 0;
-	return handlers[i](t, m);
+	return trc_replay_feed(&t->replay, m);
 }
 
 struct trc_trace *
@@ -506,6 +424,7 @@ trc_trace_new(struct trc_output *out, const struct trc_trace_opts *opts,
 	t->specs = specs;
 	t->nspecs = nspecs;
 	t->clock_sec = INT64_MIN;
+	trc_replay_init(&t->replay, &replay_ops, t);
 	if (opts->pid > 0)
 		t->pid_label_len = (size_t)snprintf(t->pid_label, sizeof(t->pid_label), "[%d] ",
 						    opts->pid);
@@ -517,14 +436,8 @@ trc_trace_free(struct trc_trace *t)
 {
 	if (t->out->line_owner == t)
 		trc_output_close_line(t->out);
-	for (uint32_t i = 0; i < t->nmethods; i++)
-		free(t->methods[i].text);
-	for (uint32_t i = 0; i < t->nthreads; i++) {
-		free(t->threads[i].label);
-		free(t->threads[i].stack);
-	}
-	free(t->methods);
-	free(t->threads);
+	trc_replay_release(&t->replay);
+	trc_intern_release(&t->names);
 	free(t);
 }
 
@@ -539,7 +452,7 @@ trc_trace_set_clock(struct trc_trace *t, uint64_t mono_ns, uint64_t real_ns)
 const char *
 trc_trace_error(const struct trc_trace *t)
 {
-	return t->error;
+	return t->replay.error;
 }
 
 uint64_t

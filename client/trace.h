@@ -11,11 +11,6 @@
 #include "sink.h"
 #include "spec.h"
 
-/* Bounds on what an agent may make the printer hold; beyond them an event is a protocol error. */
-#define TRC_TRACE_MAX_METHODS (1u << 22)
-#define TRC_TRACE_MAX_THREADS (1u << 16)
-#define TRC_TRACE_MAX_DEPTH (1u << 20)
-
 struct trc_trace_opts {
 	unsigned prefix;        /* spaces of indent per call level (-r) */
 	bool start_time;        /* -t: wall-clock start time before each call */
@@ -41,7 +36,7 @@ void trc_trace_set_clock(struct trc_trace *t, uint64_t mono_ns, uint64_t real_ns
 
 /*
  * Prints one message. Trace events (TRC_EV_*) are printed; other types are ignored. Strings in
- * m are copied where kept. Returns 0, or -1 if the event breaks a limit above
+ * m are copied where kept. Returns 0, or -1 if the event breaks a bound of replay.h
  * (trc_trace_error() says which).
  */
 int trc_trace_feed(struct trc_trace *t, const struct trc_message *m);

@@ -1,4 +1,4 @@
-/* fuzz_client_decode.c: libFuzzer target for what an agent can send the client (decode.c, trace.c). */
+/* fuzz_client_decode.c: libFuzzer target for what an agent sends the client (decode, replay, trace). */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>

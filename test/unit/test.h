@@ -37,6 +37,7 @@ test_str_check(const char *descr, const char *got, const char *want, const char 
 void test_decode(void);
 void test_encode(void);
 void test_export(void);
+void test_replay(void);
 void test_ring(void);
 void test_spec(void);
 void test_top(void);

@@ -12,6 +12,7 @@ static const struct suite {
 	{ "decode", test_decode },
 	{ "encode", test_encode },
 	{ "export", test_export },
+	{ "replay", test_replay },
 	{ "ring", test_ring },
 	{ "spec", test_spec },
 	{ "top", test_top },

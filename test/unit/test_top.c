@@ -1,6 +1,8 @@
 /* test_top.c: the --top table: deltas summed across pids, sorted, laid out and printed exactly. */
 #include <stdlib.h>
 
+#include "export.h"
+#include "output.h"
 #include "test.h"
 #include "top.h"
 
@@ -428,7 +430,7 @@ test_json_escaping(void)
 	test_str("JSON escapes", s,
 		 "{\"mode\":\"objects\",\"pids\":[100,200],\"elapsed\":12.200,\"events\":10,"
 		 "\"events_per_sec\":45678.0,\"lost\":0,\"filter\":[\"/p\\\"\"],\"all\":false,"
-		 "\"rows\":[{\"file\":\"/a \\\"q\\\" \\\\b\\n\\t\\u0001\\u007f.rb\",\"line\":1,"
+		 "\"rows\":[{\"file\":\"/a \\\"q\\\" \\\\b\\n\\t\\u0001\x7f.rb\",\"line\":1,"
 		 "\"object\":\"Caf\xc3\xa9\",\"count\":4,\"pids\":2},"
 		 "{\"file\":\"/bad\\ufffd\\ufffd(\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80.rb\",\"line\":2,"
 		 "\"object\":\"X\",\"count\":1,\"pids\":1}]}\n");
@@ -436,6 +438,61 @@ test_json_escaping(void)
 	v.all = true;
 	s = json(t, &v);
 	test_cond("all: no filter", strstr(s, "\"filter\":[],\"all\":true") != NULL);
+	free(s);
+	trc_top_free(t);
+}
+
+/* Bytes that need escaping or repair, and how every JSON the client writes shows them. */
+#define ODD_LABEL "A\x01\x1b\n\t\"\\\x7f \xe2\x82x \xc0\xaf \xed\xa0\x80 \xc3\xa9 \xf0\x9f\x98"
+#define ODD_JSON "\"A\\u0001\\u001b\\n\\t\\\"\\\\\x7f \\ufffdx \\ufffd\\ufffd " \
+		 "\\ufffd\\ufffd\\ufffd \xc3\xa9 \\ufffd\""
+
+/* The "method" of the jsonl exporter's first line for a method named label (NUL-terminated;
+ * the caller frees it). */
+static char *
+jsonl_method(const char *label)
+{
+	struct trc_export_opts o = { .format = TRC_FORMAT_JSONL, .tool = "tracer test" };
+	struct trc_message m = { .type = TRC_EV_METHOD };
+	struct trc_output out;
+	struct trc_export *e;
+	struct trc_sink k;
+	char *s, *end;
+
+	trc_output_init(&out, -1, -1);
+	e = trc_export_new(&out, &o);
+	k = trc_export_sink(e, 100);
+	m.method.name = (struct trc_str){ label, (uint32_t)strlen(label) };
+	trc_sink_feed(&k, &m);
+	m = (struct trc_message){ .type = TRC_EV_CALL };
+	trc_sink_feed(&k, &m);
+	trc_sink_close(&k);
+	trc_export_finish(e);
+	trc_export_free(e);
+	trc_buf_addc(&out.out, '\0');
+	s = strstr(out.out.data, "\"method\":");
+	end = s != NULL ? strstr(s, ",\"ts\":") : NULL;
+	s = s != NULL && end != NULL ? strndup(s, (size_t)(end - s)) : NULL;
+	trc_output_release(&out);
+	return s;
+}
+
+/* A --top label comes out byte for byte as the exporters write the same name. */
+static void
+test_json_like_exporters(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	struct trc_top_row row = R("/a.rb", 1, ODD_LABEL, 1);
+	struct trc_top_view v = view(80, 25);
+	char *s, *x;
+
+	feed(t, 100, &row, 1, 1, 0);
+	s = json(t, &v);
+	test_cond("--top label escaped and repaired",
+		  strstr(s, ",\"method\":" ODD_JSON ",\"count\":1,") != NULL);
+	x = jsonl_method(ODD_LABEL);
+	test_str("jsonl method: the same bytes", x, "\"method\":" ODD_JSON);
+	free(x);
 	free(s);
 	trc_top_free(t);
 }
@@ -503,6 +560,7 @@ test_top(void)
 	test_label_cut();
 	test_utf8_and_controls();
 	test_json_escaping();
+	test_json_like_exporters();
 	test_ignore();
 	test_many_rows();
 }

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "output.h"
+#include "replay.h"
 #include "spec.h"
 #include "test.h"
 #include "trace.h"
@@ -429,11 +430,11 @@ test_limits(void)
 	struct trc_trace *t = start(2, false, false);
 	struct trc_message m = { .type = TRC_EV_METHOD };
 
-	m.method.idx = TRC_TRACE_MAX_METHODS;
+	m.method.idx = TRC_REPLAY_MAX_METHODS;
 	test_cond("method index past the limit", trc_trace_feed(t, &m) == -1 &&
 						  strstr(trc_trace_error(t), "method") != NULL);
 	test_cond("thread index past the limit",
-		  event(t, TRC_EV_CALL, TRC_TRACE_MAX_THREADS, 0, 0) == -1);
+		  event(t, TRC_EV_CALL, TRC_REPLAY_MAX_THREADS, 0, 0) == -1);
 	m.type = TRC_EV_THREAD;
 	m.thread.idx = UINT32_MAX;
 	test_cond("thread definition past the limit", trc_trace_feed(t, &m) == -1);
