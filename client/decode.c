@@ -241,6 +241,7 @@ dec_welcome(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	m->welcome.mono_ns = rd_u64(r);
 	m->welcome.real_ns = rd_u64(r);
 	m->welcome.yjit = rd_bool(r);
+	m->welcome.ractors = rd_u32(r);
 }
 
 static void
@@ -397,7 +398,7 @@ static const struct msg_type {
 	uint32_t nelems;
 	void (*decode)(struct rd *, struct trc_message *, struct trc_decoder *);
 } msg_types[] = {
-	[TRC_MSG_WELCOME] = { "WELCOME", 8, dec_welcome },
+	[TRC_MSG_WELCOME] = { "WELCOME", 9, dec_welcome },
 	[TRC_MSG_ERROR] = { "ERROR", 3, dec_error },
 	[TRC_MSG_SPEC] = { "SPEC", 4, dec_spec },
 	[TRC_MSG_STARTED] = { "STARTED", 1, dec_none },

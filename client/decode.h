@@ -38,6 +38,7 @@ struct trc_message {
 			struct trc_str ruby_version, cwd;
 			uint64_t mono_ns, real_ns;
 			bool yjit;              /* YJIT compiles the process's code */
+			uint32_t ractors;       /* Ractors running; only the main one is traced */
 		} welcome;
 		struct {
 			uint32_t code;

@@ -247,6 +247,9 @@ on_welcome(struct trc_session *s, const struct trc_message *m)
 	}
 	free(s->cwd);
 	s->cwd = xstrndup(m->welcome.cwd.ptr, m->welcome.cwd.len);
+	if (m->welcome.ractors > 1 && s->job->mode != TRC_MODE_EVAL)
+		trc_output_note(s->job->out, "%sprocess %d runs %" PRIu32 " Ractors: only the main "
+				"one is traced", s->tag, (int)s->pid, m->welcome.ractors);
 	trc_buf_init(&b);
 	if (s->job->mode == TRC_MODE_TRACE)
 		ask_trace(s, m, &b);

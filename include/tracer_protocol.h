@@ -127,7 +127,8 @@ enum trc_top_mode {
 
 /* Agent -> client replies: 64..127. */
 enum trc_msg {
-	TRC_MSG_WELCOME = 64,   /* [64, version, pid, ruby_version, cwd, mono_ns, real_ns, yjit] */
+	TRC_MSG_WELCOME = 64,   /* [64, version, pid, ruby_version, cwd, mono_ns, real_ns, yjit,
+				 *  ractors]  ractors: how many; only the main one is traced */
 	TRC_MSG_ERROR = 65,     /* [65, code, message]  code: enum trc_err */
 	TRC_MSG_SPEC = 66,      /* [66, spec_index, matched, message]  matched 0: nothing found */
 	TRC_MSG_STARTED = 67,   /* [67]  hooks are on */

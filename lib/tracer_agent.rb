@@ -24,6 +24,11 @@ module TracerAgent
       defined?(RubyVM::YJIT) && RubyVM::YJIT.respond_to?(:enabled?) ? RubyVM::YJIT.enabled? : false
     end
 
+    # How many Ractors the process runs: calls in any but the main one are not traced.
+    def __ractors
+      defined?(Ractor) && Ractor.respond_to?(:count) ? Ractor.count : 1
+    end
+
     # Called by the agent in a thread of its own; returns the String sent back to the client.
     def __eval(kind, text)
       case kind

@@ -42,10 +42,24 @@ clock_ns(clockid_t id)
 /* ---- hello ---- */
 
 static VALUE
-yjit_p(VALUE unused)
+agent_query(VALUE name)
 {
 	VALUE mod = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	return rb_funcall(mod, rb_intern("__yjit?"), 0);
+	return rb_funcall(mod, SYM2ID(name), 0);
+}
+
+/* TracerAgent.__yjit? or __ractors, or fallback if the app has broken them. */
+static VALUE
+query(const char *name, VALUE fallback)
+{
+	int state = 0;
+	VALUE v = rb_protect(agent_query, ID2SYM(rb_intern(name)), &state);
+
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return fallback;
+	}
+	return v;
 }
 
 static int
@@ -54,8 +68,7 @@ cmd_hello(struct trc_session *s, const msgpack_object *argv)
 	uint64_t version = argv[1].via.u64;
 	char cwd[PATH_MAX];
 	msgpack_packer *pk;
-	VALUE ruby = rb_const_get(rb_cObject, rb_intern("RUBY_VERSION")), yjit;
-	int state = 0;
+	VALUE ruby = rb_const_get(rb_cObject, rb_intern("RUBY_VERSION")), yjit, ractors;
 
 	if (version != TRC_PROTOCOL_VERSION) {
 		trc_reply_error(s, TRC_ERR_VERSION, "protocol version %d expected, client speaks %d",
@@ -66,13 +79,10 @@ cmd_hello(struct trc_session *s, const msgpack_object *argv)
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
 		strcpy(cwd, "?");
 	s->hello = 1;
-	yjit = rb_protect(yjit_p, Qnil, &state);
-	if (state) {
-		rb_set_errinfo(Qnil);
-		yjit = Qfalse;
-	}
+	yjit = query("__yjit?", Qfalse);
+	ractors = query("__ractors", INT2FIX(1));
 	pk = trc_reply_begin(s);
-	msgpack_pack_array(pk, 8);
+	msgpack_pack_array(pk, 9);
 	msgpack_pack_uint8(pk, TRC_MSG_WELCOME);
 	msgpack_pack_uint32(pk, TRC_PROTOCOL_VERSION);
 	msgpack_pack_int(pk, (int)getpid());
@@ -84,6 +94,7 @@ cmd_hello(struct trc_session *s, const msgpack_object *argv)
 		msgpack_pack_true(pk);
 	else
 		msgpack_pack_false(pk);
+	msgpack_pack_uint32(pk, FIXNUM_P(ractors) ? (uint32_t)FIX2LONG(ractors) : 1);
 	trc_reply_end(s);
 	return 0;
 }

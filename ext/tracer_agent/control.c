@@ -292,15 +292,54 @@ listener_start(void)
 		rb_set_errinfo(Qnil);
 }
 
+#if defined(HAVE_RB_RACTOR_MAIN_P)
+int
+trc_control_main_ractor(void)
+{
+	return rb_ractor_main_p();
+}
+
+static void
+main_ractor_init(void)
+{
+}
+#elif defined(HAVE_RB_RACTOR_LOCAL_STORAGE_VALUE_NEWKEY)
+/* Ruby 3.1 has no rb_ractor_main_p: a Ractor-local value, set in the main Ractor only. */
+static rb_ractor_local_key_t main_mark;
+
+int
+trc_control_main_ractor(void)
+{
+	VALUE v;
+	return rb_ractor_local_storage_value_lookup(main_mark, &v);
+}
+
+static void
+main_ractor_init(void)
+{
+	main_mark = rb_ractor_local_storage_value_newkey();
+	rb_ractor_local_storage_value_set(main_mark, Qtrue);
+}
+#else
+int
+trc_control_main_ractor(void)
+{
+	return 1;
+}
+
+static void
+main_ractor_init(void)
+{
+}
+#endif
+
 /* At a safe point, GVL held. Exceptions raised here would be swallowed by the VM: raise none. */
 static void
 control_job(void *arg)
 {
-#ifdef HAVE_RB_RACTOR_MAIN_P
 	/* A job can land on a thread of another Ractor: the listener serves the main one. */
-	if (!rb_ractor_main_p())
+	if (!trc_control_main_ractor())
 		return;
-#endif
 	service();
 }
 
@@ -329,6 +368,7 @@ void
 trc_control_init(void)
 {
 	self_pid = getpid();
+	main_ractor_init();
 	job_init();
 	install_handler();
 	pthread_atfork(NULL, NULL, after_fork_child);

@@ -11,6 +11,8 @@ void trc_control_rearm(void);
  * session's work) to run with the GVL soon, on whichever thread gets it first.
  */
 void trc_control_poke(void);
+/* Any thread holding its Ractor's lock: whether it runs in the main Ractor, the agent's own. */
+int trc_control_main_ractor(void);
 /* Queue messages ignored because they were not a well-formed hello. */
 unsigned long trc_control_ignored(void);
 

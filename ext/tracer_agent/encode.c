@@ -91,8 +91,14 @@ define_thread(msgpack_packer *pk, uint32_t idx)
 		define_thread_now(pk, idx);
 }
 
-/* A msgpack unsigned integer, big-endian, in its shortest form: at most 9 bytes (x86-64 and
- * arm64 are little-endian; this agent builds for Linux on those). */
+/*
+ * A msgpack unsigned integer, big-endian, in its shortest form: at most 9 bytes. The byte swaps
+ * below turn a little-endian host's integers into msgpack's big-endian ones; a big-endian host
+ * would need none, so the agent refuses to build there rather than send garbage.
+ */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "encode.c writes msgpack integers for a little-endian host"
+#endif
 static inline unsigned char *
 put_uint(unsigned char *p, uint64_t v)
 {

@@ -15,7 +15,8 @@ have_func('rb_postponed_job_preregister', 'ruby/debug.h') ||
   abort('no postponed job API in this Ruby')
 have_func('rb_class_attached_object', 'ruby.h')
 have_func('rb_ext_ractor_safe', 'ruby.h')
-have_header('ruby/ractor.h') && have_func('rb_ractor_main_p', 'ruby/ractor.h')
+have_header('ruby/ractor.h') && (have_func('rb_ractor_main_p', 'ruby/ractor.h') ||
+                                 have_func('rb_ractor_local_storage_value_newkey', 'ruby/ractor.h'))
 
 $INCFLAGS << " -I#{File.expand_path('../../include', __dir__)}"
 $CFLAGS << ' -std=gnu11 -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter'

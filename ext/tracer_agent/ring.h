@@ -15,7 +15,7 @@ enum trc_rec_type {
 	TRC_REC_PAD = 0,
 	TRC_REC_CALL,
 	TRC_REC_RETURN,
-	TRC_REC_RAISE,  /* strings: class, message, path */
+	TRC_REC_RAISE,  /* strings: class, message, path; the line in dur */
 	TRC_REC_EXPR,   /* strings: value */
 	TRC_REC_SLOW,
 	TRC_REC_LOST,
@@ -26,10 +26,10 @@ struct trc_rec {
 	uint8_t nstr;           /* strings after the record, each a uint32 length + bytes */
 	uint16_t size;          /* whole record, 8-aligned */
 	uint32_t thread;
-	uint32_t method;        /* RAISE: line; EXPR: spec */
+	uint32_t method;        /* EXPR: spec */
 	uint32_t aux;           /* SLOW: depth; EXPR: expr index */
 	uint64_t ts;            /* LOST: count */
-	uint64_t dur;           /* SLOW and RAISE (line) only: CALL/RETURN records stop before it */
+	uint64_t dur;           /* SLOW: duration; RAISE: line. CALL/RETURN records stop before it */
 };
 #define TRC_REC_SHORT offsetof(struct trc_rec, dur)
 

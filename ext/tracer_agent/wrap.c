@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "extconf.h"
+#include "control.h"
 #include "hook.h"
 #include "names.h"
 
@@ -218,11 +220,35 @@ trc_wrap_mark(void)
 
 /* ---- the wrappers' calls into the agent ---- */
 
+/*
+ * Wrappers are methods: another Ractor may call them. The agent's tables are the main Ractor's
+ * (its hooks are too: the VM keeps them per Ractor), and other Ractors run in parallel with it,
+ * so their calls are left out: counted, and not traced. The entry points are declared
+ * Ractor-safe, or the VM would raise into the app's Ractor instead.
+ */
+static uint64_t other_ractor_calls;
+
+static int
+in_main_ractor(void)
+{
+	if (trc_control_main_ractor())
+		return 1;
+	__atomic_fetch_add(&other_ractor_calls, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+uint64_t
+trc_wrap_other_ractor_calls(void)
+{
+	return __atomic_load_n(&other_ractor_calls, __ATOMIC_RELAXED);
+}
+
 /* TracerAgent.__enter(token, receiver) { [expression values] }: a wrapped call begins. */
 static VALUE
 agent_enter(VALUE self, VALUE token, VALUE receiver)
 {
-	trc_hook_call(token, receiver, rb_block_given_p());
+	if (in_main_ractor())
+		trc_hook_call(token, receiver, rb_block_given_p());
 	return Qnil;
 }
 
@@ -230,7 +256,8 @@ agent_enter(VALUE self, VALUE token, VALUE receiver)
 static VALUE
 agent_leave(VALUE self, VALUE token)
 {
-	trc_hook_return(token);
+	if (in_main_ractor())
+		trc_hook_return(token);
 	return Qnil;
 }
 
@@ -238,7 +265,7 @@ agent_leave(VALUE self, VALUE token)
 static VALUE
 agent_watching(VALUE self)
 {
-	return nwraps > 0 && !installing ? Qtrue : Qfalse;
+	return nwraps > 0 && !installing && in_main_ractor() ? Qtrue : Qfalse;
 }
 
 struct defined_args {
@@ -285,8 +312,14 @@ trc_wrap_init(VALUE mod)
 	id_wrapper_index = rb_intern("wrapper_index");
 	id_sweep = rb_intern("sweep");
 	id_app_methods = rb_intern("app_methods");
+#ifdef HAVE_RB_EXT_RACTOR_SAFE
+	rb_ext_ractor_safe(true);
+#endif
 	rb_define_singleton_method(mod, "__enter", agent_enter, 2);
 	rb_define_singleton_method(mod, "__leave", agent_leave, 1);
 	rb_define_singleton_method(mod, "__watching", agent_watching, 0);
+#ifdef HAVE_RB_EXT_RACTOR_SAFE
+	rb_ext_ractor_safe(false);
+#endif
 	rb_define_singleton_method(mod, "__defined", agent_defined, 2);
 }

@@ -40,29 +40,27 @@ module TracerAgent
         original = owner.instance_method(name)
         visibility = visibility_of(owner, name)
         saved = :"__tracer_o#{token}"
+        # The saved alias keeps the original's visibility: making it private would, through the
+        # alias, make the method itself private for an instant, and another thread calling it
+        # then (the GVL can change hands at any method call) would get NoMethodError.
         owner.send(:alias_method, saved, name)
-        owner.send(:private, saved)
         begin
           define(owner, name, token, index, signature(original), saved, exprs)
-          owner.send(visibility, name)
+          owner.send(visibility, name) unless visibility == :public
         rescue Exception # rubocop:disable Lint/RescueException
           owner.send(:alias_method, name, saved)
-          owner.send(visibility, name)
           owner.send(:remove_method, saved)
           raise
         end
-        [owner, name, saved, visibility]
+        [owner, name, saved]
       end
 
       # Puts the original back, unless the app has redefined the method meanwhile. The saved
       # alias the wrapper calls goes later (sweep); it stays for good when keep is set: the app
       # aliased the wrapper, and that alias calls it.
       def uninstall(handle, keep)
-        owner, name, saved, visibility = handle
-        if wrapper?(owner, name)
-          owner.send(:alias_method, name, saved)
-          owner.send(visibility, name)
-        end
+        owner, name, saved = handle
+        owner.send(:alias_method, name, saved) if wrapper?(owner, name)
         (@unused ||= []) << [owner, saved] unless keep
       end
 
@@ -70,9 +68,10 @@ module TracerAgent
       # it could still be about to call one: the agent's own work can run right there, at an
       # interrupt check in the wrapper, or a thread can be switched out there. Returns how many
       # are left for a later sweep.
+      # Other Ractors' threads cannot be seen from here: while there are any, the aliases stay.
       def sweep
         return 0 if @unused.nil? || @unused.empty?
-        return @unused.size if Thread.list.any? { |t| in_wrapper?(t) }
+        return @unused.size if TracerAgent.__ractors > 1 || Thread.list.any? { |t| in_wrapper?(t) }
 
         @unused.each do |owner, saved|
           owner.send(:remove_method, saved)

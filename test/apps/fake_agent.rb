@@ -48,7 +48,7 @@ end
 
 mono = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
 real = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
-welcome = mp([64, Integer(File.read(File.expand_path("../../include/tracer_protocol.h", __dir__))[/#define TRC_PROTOCOL_VERSION (\d+)/, 1]), Process.pid, RUBY_VERSION, Dir.pwd, mono, real, false])
+welcome = mp([64, Integer(File.read(File.expand_path("../../include/tracer_protocol.h", __dir__))[/#define TRC_PROTOCOL_VERSION (\d+)/, 1]), Process.pid, RUBY_VERSION, Dir.pwd, mono, real, false, 1])
 case mode
 when 'truncated'
   sock.write(welcome + mp([68, 1, true, 'x' * 100])[0, 20])

@@ -133,6 +133,30 @@ when 'daemon'
   File.write(ENV.fetch('DAEMON_FILE'), Process.pid.to_s)
   w = Worker.new(1)
   loop { w.work(1); sleep 0.01 }
+when 'ractor'
+  # A second Ractor calls Worker#work too; the main one keeps calling it.
+  Warning[:experimental] = false
+  r = Ractor.new do
+    other = Worker.new(2)
+    loop { other.work(2) }
+  end
+  w = Worker.new(1)
+  ready
+  loop do
+    w.work(1)
+    sleep 0.001
+    raise 'the other Ractor died' unless r.inspect.include?('running') || r.inspect.include?('blocking')
+  end
+when 'each'
+  # Array#each, #map and #select: C methods, or (Ruby 3.4 with YJIT) Ruby ones.
+  a = [1, 2, 3]
+  ready
+  loop do
+    a.each { |x| x }
+    a.map { |x| x + 1 }
+    a.select(&:odd?)
+    sleep 0.001
+  end
 when 'alias'
   # Calls Hash#key?; once ALIAS_FILE exists (made while -m 'Hash#key?' is attached), it aliases
   # key? as old_key? and calls that too, for ever, saying if it ever raises.

@@ -76,7 +76,7 @@ write(a, 'queue_hello', [0x54524331, 1, 100].pack('LLl') + path.b + "\0".b * (10
 
 # ---- agent -> client (fuzz_client_decode): byte 0 printer options, byte 1 read sizes ----
 c = 'fuzz_client_decode'
-welcome = [64, 2, 200, '3.1.2', '/app', 1_000_000_000, 1_700_000_000_000_000_000, false]
+welcome = [64, 2, 200, '3.1.2', '/app', 1_000_000_000, 1_700_000_000_000_000_000, false, 1]
 write(c, 'welcome', "\x02\x00".b + msgs(welcome))
 write(c, 'error', "\x02\x00".b + msgs([65, 2, 'process 200 is already traced by pid 99']))
 write(c, 'eval', "\x02\x05".b + msgs(welcome, [68, 1, true, '42'], [68, 1, false, 'NameError: x'],

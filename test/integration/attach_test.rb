@@ -4,14 +4,18 @@ require_relative 'helper'
 class AttachTest < Minitest::Test
   include TracerTest
 
+  # Each state, and each with Ruby 3.3's M:N thread scheduler on (RUBY_MN_THREADS=1; older
+  # Rubies ignore it and run their usual threads).
   %w[busy sleep pipe queue select cfunc join].each do |mode|
-    define_method("test_attach_while_#{mode}") do
-      t = target(mode)
-      out, err, status = tracer('-p', t.pid, '-e', '6 * 7')
-      assert status.success?, "exit #{status.exitstatus}: #{err}"
-      assert_equal "=> 42\n", out
-      assert_empty leftovers_for(t.pid)
-      assert t.alive?
+    [['', {}], ['_mn_threads', { 'RUBY_MN_THREADS' => '1' }]].each do |suffix, env|
+      define_method("test_attach_while_#{mode}#{suffix}") do
+        t = target(mode, env: env)
+        out, err, status = tracer('-p', t.pid, '-e', '6 * 7')
+        assert status.success?, "exit #{status.exitstatus}: #{err}"
+        assert_equal "=> 42\n", out
+        assert_empty leftovers_for(t.pid)
+        assert t.alive?
+      end
     end
   end
 

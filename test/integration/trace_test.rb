@@ -67,6 +67,30 @@ class TraceTest < Minitest::Test
     end
   end
 
+  # Whatever implements them (C, or Ruby with YJIT on 3.4), these core methods are traced alike.
+  def test_array_each_map_select
+    t = target('each')
+    out = trace(t, '-m', 'Array#each', 'Array#map', 'Array#select',
+                until_re: /^Array#each <[\d.]+>\n.*^Array#map <[\d.]+>\n.*^Array#select <[\d.]+>\n/m)
+    refute_match(/EXCEPTION/, out)
+    out, err, status = tracer('-p', t.pid, '-e', '[[1, 2].map { _1 * 2 }, [1, 2].select(&:even?), Array.instance_method(:each).source_location]')
+    assert status.success?, err
+    assert_match(/\A=> \[\[2, 4\], \[2\], (nil|\["<internal:array>", \d+\])\]\n\z/, out)
+  end
+
+  # Calls in a second Ractor are not traced, are said not to be, and the app runs on.
+  def test_ractor_app_keeps_running_and_is_told_about
+    t = target('ractor')
+    c = client('-p', t.pid, '-m', 'Worker#work(@n)')
+    c.wait_for(/(Worker#work\(@n=1\) <[\d.]+>\n.*){3}/m)
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    assert_match(/process #{t.pid} runs 2 Ractors: only the main one is traced/, c.err)
+    refute_match(/@n=2/, c.out)
+    assert t.alive?
+    refute_match(/Error|died/, t.err)
+  end
+
   def test_c_method
     t = target('work')
     out = trace(t, '-m', 'Kernel#sleep', until_re: /Kernel#sleep <[\d.]+>\n/)

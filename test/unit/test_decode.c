@@ -27,7 +27,7 @@ static char long_cwd[301], big_text[70001];
 static void
 build_welcome(struct trc_buf *b)
 {
-	trc_pack_array(b, 8);
+	trc_pack_array(b, 9);
 	trc_pack_uint(b, TRC_MSG_WELCOME);
 	trc_pack_uint(b, TRC_PROTOCOL_VERSION);
 	trc_pack_int(b, 4242);
@@ -36,6 +36,7 @@ build_welcome(struct trc_buf *b)
 	trc_pack_uint(b, UINT64_MAX - 15);
 	trc_pack_uint(b, 1700000000123456789ull);
 	trc_pack_bool(b, true);
+	trc_pack_uint(b, 3);
 }
 
 static int
@@ -44,7 +45,7 @@ check_welcome(const struct trc_message *m)
 	return m->welcome.version == TRC_PROTOCOL_VERSION && m->welcome.pid == 4242 &&
 	       streq(m->welcome.ruby_version, "3.1.2") && streq(m->welcome.cwd, long_cwd) &&
 	       m->welcome.mono_ns == UINT64_MAX - 15 && m->welcome.real_ns == 1700000000123456789ull &&
-	       m->welcome.yjit;
+	       m->welcome.yjit && m->welcome.ractors == 3;
 }
 
 static void
