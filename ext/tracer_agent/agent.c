@@ -1,6 +1,7 @@
 /* agent.c: Init_tracer_agent, the TracerAgent module's C methods, and GC marking. */
 #include <ruby.h>
 
+#include "clock.h"
 #include "control.h"
 #include "hook.h"
 #include "names.h"
@@ -69,7 +70,8 @@ last_session(void)
 
 /*
  * What the agent is doing now, for operators and tests: {attached:, client_pid:, hooks:,
- * ignored_messages:, sessions:, last_session: {client_pid:, ended:, events:, lost:, hooks_left:}}.
+ * ignored_messages:, sessions:, other_ractor_calls: (wrapped calls left out, made in another
+ * Ractor), last_session: {client_pid:, ended:, events:, lost:, hooks_left:}}.
  */
 static VALUE
 stats(VALUE self)
@@ -82,6 +84,7 @@ stats(VALUE self)
 	set(h, "hooks", INT2NUM(trc_hook_installed() + trc_top_installed()));
 	set(h, "ignored_messages", ULONG2NUM(trc_control_ignored()));
 	set(h, "sessions", ULL2NUM(trc_session_count()));
+	set(h, "other_ractor_calls", ULL2NUM(trc_hook_other_ractor_calls()));
 	set(h, "last_session", last_session());
 	return h;
 }
@@ -99,5 +102,6 @@ Init_tracer_agent(void)
 	rb_define_singleton_method(mod, "attached?", attached_p, 0);
 	rb_define_singleton_method(mod, "stats", stats, 0);
 	trc_wrap_init(mod);
+	trc_clock_init();
 	trc_control_init();
 }

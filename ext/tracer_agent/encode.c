@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "names.h"
 #include "ring.h"
 #include "tracer_protocol.h"
@@ -172,7 +173,7 @@ encode_event(msgpack_packer *pk, const struct trc_rec *r)
 	p = put_uint(p, r->type == TRC_REC_CALL ? TRC_EV_CALL : TRC_EV_RETURN);
 	p = put_uint(p, r->thread);
 	p = put_uint(p, r->method);
-	p = put_uint(p, r->ts);
+	p = put_uint(p, trc_clock_ns(r->ts));
 	sb->size += (size_t)(p - start);
 }
 
@@ -185,8 +186,8 @@ encode_slow(msgpack_packer *pk, const struct trc_rec *r)
 	msgpack_pack_uint8(pk, TRC_EV_SLOW);
 	msgpack_pack_uint32(pk, r->thread);
 	msgpack_pack_uint32(pk, r->method);
-	msgpack_pack_uint64(pk, r->ts);
-	msgpack_pack_uint64(pk, r->dur);
+	msgpack_pack_uint64(pk, trc_clock_ns(r->ts));
+	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->dur));
 	msgpack_pack_uint32(pk, r->aux);
 }
 
@@ -203,7 +204,7 @@ encode_raise(msgpack_packer *pk, const struct trc_rec *r)
 	msgpack_pack_array(pk, 7);
 	msgpack_pack_uint8(pk, TRC_EV_RAISE);
 	msgpack_pack_uint32(pk, r->thread);
-	msgpack_pack_uint64(pk, r->ts);
+	msgpack_pack_uint64(pk, trc_clock_ns(r->ts));
 	for (int i = 0; i < 3; i++)
 		trc_pack_str(pk, s[i], len[i]);
 	msgpack_pack_uint64(pk, r->dur);

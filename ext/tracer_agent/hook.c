@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "extconf.h"
+#include "clock.h"
 #include "control.h"
 #include "names.h"
 #include "top.h"
@@ -25,9 +26,11 @@ static struct {
 	rb_event_flag_t global; /* events of the global hook, 0 when none */
 	int raise_hook;
 	uint64_t events, lost, lost_pending;
+	uint64_t slow_ticks;    /* cfg->slow_ns on the traced threads' clock */
 } H;
 
 static int hook_depth;          /* hooks running now, all threads together */
+static uint64_t other_ractor_calls;     /* wrapped calls left out: made in another Ractor */
 static int hook_yielding;       /* of those, hooks running the app's code (an -m expression) */
 static int service_waits;       /* trc_session_service was put off by a running hook */
 
@@ -51,6 +54,18 @@ trc_hook_out(void)
 {
 	hook_depth--;
 	service_may_run();
+}
+
+void
+trc_hook_other_ractor(void)
+{
+	__atomic_fetch_add(&other_ractor_calls, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t
+trc_hook_other_ractor_calls(void)
+{
+	return __atomic_load_n(&other_ractor_calls, __ATOMIC_RELAXED);
 }
 
 int
@@ -79,13 +94,6 @@ yield_end(void)
 	hook_yielding--;
 }
 
-static inline uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * The agent thread drains the ring every few milliseconds anyway; a burst that fills a quarter
@@ -144,7 +152,7 @@ static inline void
 rec_commit(struct trc_rec *r)
 {
 	trc_ring_commit(H.ring, r);
-	__atomic_store_n(&H.events, H.events + 1, __ATOMIC_RELAXED);
+	H.events++;     /* read by the I/O thread only once the hooks are off */
 	maybe_wake();
 }
 
@@ -330,7 +338,7 @@ slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 	if (t->depth >= t->frames_cap)
 		return;
 	start = t->frames[t->depth].start;
-	if (ts - start < H.cfg->slow_ns || (r = rec_new(sizeof(struct trc_rec))) == NULL)
+	if (ts - start < H.slow_ticks || (r = rec_new(sizeof(struct trc_rec))) == NULL)
 		return;
 	memset(r, 0, sizeof(*r));
 	r->type = TRC_REC_SLOW;
@@ -350,17 +358,17 @@ on_call(struct trc_thread *t, uint32_t m, int exprs)
 	VALUE values[TRC_MAX_EXPRS];
 
 	if (H.cfg->flags & TRC_TRACE_SLOW) {
-		slow_push(t, now_ns());
+		slow_push(t, trc_clock_now());
 	} else if (exprs) {
 		int n = eval_exprs(t, values);
 
 		if (n < 0)
 			return;         /* detached meanwhile: t may be gone with the rest */
-		put_event(TRC_REC_CALL, t, m, now_ns());
+		put_event(TRC_REC_CALL, t, m, trc_clock_now());
 		put_exprs(t, trc_method_at(m)->spec, values, n);
 		RB_GC_GUARD(values[0]);
 	} else {
-		put_event(TRC_REC_CALL, t, m, now_ns());
+		put_event(TRC_REC_CALL, t, m, trc_clock_now());
 	}
 	t->depth++;
 }
@@ -368,7 +376,7 @@ on_call(struct trc_thread *t, uint32_t m, int exprs)
 static inline void
 on_return(struct trc_thread *t, uint32_t m)
 {
-	uint64_t ts = now_ns();
+	uint64_t ts = trc_clock_now();
 
 	/* A return without its call: the call began before we attached. */
 	if (t->depth == 0)
@@ -401,52 +409,107 @@ trc_hook_token(uint64_t gen, uint32_t m)
 	return (gen << TOKEN_METHOD_BITS) | m;
 }
 
-/* The thread of a wrapped call that counts (its token of this generation), or NULL. */
-static struct trc_thread *
-wrapped_thread(VALUE token, uint32_t *m)
+/* Method m of a token of this generation; 0 for a stale or foreign token. */
+static inline int
+token_method(VALUE token, uint32_t *m)
 {
-	struct trc_thread *t;
 	uint64_t tok;
 
 	if (!FIXNUM_P(token))
-		return NULL;
+		return 0;
 	tok = (uint64_t)FIX2LONG(token);
-	if (tok >> TOKEN_METHOD_BITS != generation || (t = trc_thread_current()) == NULL || t->quiet)
-		return NULL;
 	*m = (uint32_t)(tok & ((1u << TOKEN_METHOD_BITS) - 1));
-	return t;
+	return tok >> TOKEN_METHOD_BITS == generation;
 }
 
-void
-trc_hook_call(VALUE token, VALUE self, int exprs)
+/* A wrapped call on thread t begins (or ends): to the trace, or to the tables. */
+static inline void
+wrapped(struct trc_thread *t, uint32_t m, int begins, int exprs)
 {
-	struct trc_thread *t;
-	uint32_t m;
-
-	trc_hook_in();
-	if ((t = wrapped_thread(token, &m)) != NULL) {
-		if (H.armed)
+	if (H.armed) {
+		if (begins)
 			on_call(t, m, exprs);
 		else
-			trc_top_enter(t, m);
+			on_return(t, m);
+	} else if (begins) {
+		trc_top_enter(t, m);
+	} else {
+		trc_top_leave(t, m);
 	}
+}
+
+/*
+ * The slow path: a thread not seen last, or expressions to evaluate. Both may run Ruby (to
+ * name the thread, to evaluate), hence the hook guard; and the thread may belong to another
+ * Ractor, which must not touch the agent's tables at all.
+ */
+static void
+wrapped_slow(uint32_t m, int begins, int exprs)
+{
+	struct trc_thread *t;
+
+	if (!trc_control_main_ractor()) {
+		trc_hook_other_ractor();
+		return;
+	}
+	trc_hook_in();
+	if ((t = trc_thread_current()) != NULL && !t->quiet)
+		wrapped(t, m, begins, exprs);
 	trc_hook_out();
 }
 
-void
-trc_hook_return(VALUE token)
+/*
+ * Every wrapped call passes here twice, so the common case takes no call and no lock: a token
+ * of this generation, on the thread seen last (which is then of the main Ractor, and has an
+ * entry), no expression. Nothing in it can run Ruby, so the session's service cannot run in
+ * the middle of it either: no hook guard is needed.
+ */
+static inline void
+wrapped_event(VALUE token, int begins, int exprs)
 {
-	struct trc_thread *t;
 	uint32_t m;
+	struct trc_thread *t;
 
-	trc_hook_in();
-	if ((t = wrapped_thread(token, &m)) != NULL) {
-		if (H.armed)
-			on_return(t, m);
-		else
-			trc_top_leave(t, m);
+	if (!token_method(token, &m))
+		return;
+	if (rb_thread_current() == trc_names_last_thread && (t = trc_names_last_entry) != NULL &&
+	    !t->quiet && !exprs) {
+		wrapped(t, m, begins, 0);
+		return;
 	}
-	trc_hook_out();
+	wrapped_slow(m, begins, exprs);
+}
+
+/* TracerAgent.__enter(token): a wrapped call begins. */
+static VALUE
+agent_enter(VALUE self, VALUE token)
+{
+	wrapped_event(token, 1, 0);
+	return Qnil;
+}
+
+/* TracerAgent.__enter_with(token) { [values of the -m expressions] }: the same, with them. */
+static VALUE
+agent_enter_with(VALUE self, VALUE token)
+{
+	wrapped_event(token, 1, rb_block_given_p());
+	return Qnil;
+}
+
+/* TracerAgent.__leave(token): the wrapped call ended, however it ended. */
+static VALUE
+agent_leave(VALUE self, VALUE token)
+{
+	wrapped_event(token, 0, 0);
+	return Qnil;
+}
+
+void
+trc_hook_define(VALUE mod)
+{
+	rb_define_singleton_method(mod, "__enter", agent_enter, 1);
+	rb_define_singleton_method(mod, "__enter_with", agent_enter_with, 1);
+	rb_define_singleton_method(mod, "__leave", agent_leave, 1);
 }
 
 static void
@@ -512,7 +575,7 @@ raise_event(void)
 	if (!RB_TYPE_P(path, T_STRING))
 		path = rb_str_new_cstr("?");
 	{
-		struct trc_rec head = { .type = TRC_REC_RAISE, .thread = t->idx, .ts = now_ns(),
+		struct trc_rec head = { .type = TRC_REC_RAISE, .thread = t->idx, .ts = trc_clock_now(),
 		    .dur = (uint64_t)FIX2INT(rb_tracearg_lineno(ta)) };
 		const char *s[3] = { RSTRING_PTR(cname), RSTRING_PTR(msg), RSTRING_PTR(path) };
 		long len[3] = { RSTRING_LEN(cname), RSTRING_LEN(msg), RSTRING_LEN(path) };
@@ -650,6 +713,8 @@ trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_
 
 	H.cfg = cfg;
 	H.started = trc_hook_generation();
+	trc_clock_calibrate();
+	H.slow_ticks = trc_clock_ticks(cfg->slow_ns);
 	H.ring = ring;
 	H.wake_fd = wake_fd;
 	H.wake_at = (ring->mask + 1) / 4;
@@ -701,7 +766,7 @@ trc_hook_disarm(void)
 void
 trc_hook_counts(uint64_t *events, uint64_t *lost)
 {
-	*events = __atomic_load_n(&H.events, __ATOMIC_RELAXED);
+	*events = H.events;
 	*lost = H.lost;
 }
 

@@ -45,11 +45,11 @@ uint64_t trc_hook_generation(void);
 /* The token a wrapper of method m, installed by generation gen, reports its calls with. */
 uint64_t trc_hook_token(uint64_t gen, uint32_t m);
 /*
- * GVL held, from a wrapper (TracerAgent.__enter/__leave): a call begins (exprs: the wrapper
- * gave a block that evaluates the -m expressions), or ends. A stale token does nothing.
+ * From Init_ (wrap.c, between rb_ext_ractor_safe calls): the wrappers' calls into the agent,
+ * TracerAgent.__enter(token), __enter_with(token) { [expression values] } and __leave(token).
+ * A stale token does nothing.
  */
-void trc_hook_call(VALUE token, VALUE self, int exprs);
-void trc_hook_return(VALUE token);
+void trc_hook_define(VALUE mod);
 /* GVL held. How many hooks and TracePoints are installed now. */
 int trc_hook_installed(void);
 /* Async-signal-safe: after fork, in the child, makes every hook a no-op at once. */
@@ -64,6 +64,9 @@ void trc_hook_disarm(void);
 void trc_hook_in(void);
 void trc_hook_out(void);
 int trc_hook_defer(void);
+/* Any thread: a wrapped call made in another Ractor was left out; how many were, so far. */
+void trc_hook_other_ractor(void);
+uint64_t trc_hook_other_ractor_calls(void);
 
 /* Totals for the session: records written and events dropped because the ring was full. */
 void trc_hook_counts(uint64_t *events, uint64_t *lost);

@@ -209,10 +209,10 @@ trc_method_count(void)
 	return __atomic_load_n(&methods.count, __ATOMIC_ACQUIRE);
 }
 
-static VALUE last_th = Qnil;    /* a one-entry cache for trc_thread_current */
+VALUE trc_names_last_thread = Qnil;     /* a one-entry cache for trc_thread_current */
 static VALUE agent_th = Qnil;   /* a one-entry cache for trc_thread_is_agent */
 static int agent_is;
-static struct trc_thread *last_t;
+struct trc_thread *trc_names_last_entry;
 
 /* The agent's own threads outlive sessions, so they are remembered apart from the table. */
 #define MAX_IGNORED 64
@@ -230,7 +230,7 @@ trc_thread_ignore(VALUE th, int on)
 	uint32_t idx = index_find(&threads, th, 0);
 	if (idx != UINT32_MAX)
 		trc_thread_at(idx)->ignored = (uint8_t)on;
-	last_th = Qnil;
+	trc_names_last_thread = Qnil;
 	agent_th = Qnil;
 }
 
@@ -299,13 +299,13 @@ trc_thread_current(void)
 	VALUE th = rb_thread_current();
 	struct trc_thread *t;
 
-	if (th == last_th)
-		return last_t;
+	if (th == trc_names_last_thread)
+		return trc_names_last_entry;
 	t = trc_thread_get(th);
 	if (t != NULL && t->ignored)
 		t = NULL;
-	last_th = th;
-	last_t = t;
+	trc_names_last_thread = th;
+	trc_names_last_entry = t;
 	return t;
 }
 
@@ -373,8 +373,8 @@ trc_names_reset(void)
 {
 	table_reset(&methods, free_method);
 	table_reset(&threads, free_thread);
-	last_th = Qnil;
-	last_t = NULL;
+	trc_names_last_thread = Qnil;
+	trc_names_last_entry = NULL;
 }
 
 void

@@ -70,6 +70,12 @@ struct trc_thread *trc_thread_get(VALUE th);
 int trc_thread_is_agent(VALUE th);
 /* GVL held. The current thread's entry, or NULL for the agent's own threads. */
 struct trc_thread *trc_thread_current(void);
+/*
+ * trc_thread_current's one-entry cache, for the wrappers' fast path: when the current thread
+ * is trc_names_last_thread, its entry is trc_names_last_entry (NULL: one of the agent's).
+ */
+extern VALUE trc_names_last_thread;
+extern struct trc_thread *trc_names_last_entry;
 struct trc_thread *trc_thread_at(uint32_t idx);
 uint32_t trc_thread_count(void);
 

@@ -34,37 +34,15 @@ trc_ring_release(struct trc_ring *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void
-write_pad(struct trc_ring *r, size_t gap)
+/* A record that does not fit before the end: a pad record fills the gap (8 to TRC_REC_MAX). */
+void
+trc_ring_pad(struct trc_ring *r, size_t gap)
 {
-	/* gap is a multiple of 8, at least 8 and below TRC_REC_MAX: type and size fit. */
 	struct trc_rec *pad = (struct trc_rec *)(r->buf + (r->head & r->mask));
+
 	pad->type = TRC_REC_PAD;
 	pad->size = (uint16_t)gap;
-	r->head += gap;
-}
-
-struct trc_rec *
-trc_ring_reserve(struct trc_ring *r, size_t n)
-{
-	size_t cap = r->mask + 1;
-	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-	size_t off = r->head & r->mask;
-	size_t gap = off + n > cap ? cap - off : 0;
-
-	if ((r->head - tail) + gap + n > cap)
-		return NULL;
-	if (gap != 0) {
-		write_pad(r, gap);
-		__atomic_store_n(&r->head, r->head, __ATOMIC_RELEASE);
-	}
-	return (struct trc_rec *)(r->buf + (r->head & r->mask));
-}
-
-void
-trc_ring_commit(struct trc_ring *r, struct trc_rec *rec)
-{
-	__atomic_store_n(&r->head, r->head + rec->size, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->head, r->head + gap, __ATOMIC_RELEASE);
 }
 
 size_t

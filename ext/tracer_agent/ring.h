@@ -48,10 +48,31 @@ void trc_ring_release(struct trc_ring *r);
 
 /*
  * Producer side, GVL held. trc_ring_reserve returns room for n bytes or NULL when the ring is
- * full (the caller counts the loss). trc_ring_commit publishes it.
+ * full (the caller counts the loss). trc_ring_commit publishes it. Inline: every traced call
+ * makes two records.
  */
-struct trc_rec *trc_ring_reserve(struct trc_ring *r, size_t n);
-void trc_ring_commit(struct trc_ring *r, struct trc_rec *rec);
+void trc_ring_pad(struct trc_ring *r, size_t gap);
+
+static inline struct trc_rec *
+trc_ring_reserve(struct trc_ring *r, size_t n)
+{
+	size_t cap = r->mask + 1;
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	size_t off = r->head & r->mask;
+	size_t gap = off + n > cap ? cap - off : 0;
+
+	if ((r->head - tail) + gap + n > cap)
+		return NULL;
+	if (gap != 0)
+		trc_ring_pad(r, gap);
+	return (struct trc_rec *)(r->buf + (r->head & r->mask));
+}
+
+static inline void
+trc_ring_commit(struct trc_ring *r, struct trc_rec *rec)
+{
+	__atomic_store_n(&r->head, r->head + rec->size, __ATOMIC_RELEASE);
+}
 
 /* Consumer side, any thread: bytes ready to read at *out, or 0. */
 size_t trc_ring_peek(struct trc_ring *r, const unsigned char **out);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "encode.h"
 #include "hook.h"
 #include "names.h"
@@ -46,13 +47,6 @@ static struct {
 	volatile int armed;
 } T = { .newobj = Qnil };
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 
 static inline uint32_t
@@ -171,7 +165,7 @@ time_call(struct trc_thread *t, const struct site *s)
 
 	if (f == NULL)
 		return;
-	f->start = now_ns();
+	f->start = trc_clock_now();
 	f->child = 0;
 	f->method = s->method;
 	f->path = s->file;
@@ -196,7 +190,7 @@ time_return(struct trc_thread *t, const struct site *s)
 		return;         /* its call came before we attached */
 	t->depth = d - 1;
 	f = &t->frames[t->depth];
-	total = now_ns() - f->start;
+	total = trc_clock_now() - f->start;
 	if (t->depth > 0)
 		t->frames[t->depth - 1].child += total;
 	for (uint32_t i = 0; i < t->depth && outermost; i++)
@@ -366,7 +360,7 @@ clear_rows(void)
 	}
 	T.nused = 0;
 	T.events = T.lost = 0;
-	T.since = now_ns();
+	T.since = trc_clock_now();
 }
 
 int
@@ -379,6 +373,7 @@ trc_top_start(int mode, const struct trc_scope *scope)
 	if (T.rows == NULL || T.used == NULL)
 		goto fail;
 	T.mode = mode;
+	trc_clock_calibrate();
 	clear_rows();
 	T.armed = 1;
 	T.wrapped = (mode == TRC_TOP_CALLS || mode == TRC_TOP_TIME) && !scope->all;
@@ -469,8 +464,8 @@ pack_row(msgpack_packer *pk, const struct row *r)
 	msgpack_pack_int(pk, by_class ? 0 : r->line);
 	trc_pack_str(pk, RSTRING_PTR(label), (size_t)RSTRING_LEN(label));
 	msgpack_pack_uint64(pk, r->count);
-	msgpack_pack_uint64(pk, r->total);
-	msgpack_pack_uint64(pk, r->self);
+	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->total));
+	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->self));
 }
 
 void
@@ -485,7 +480,7 @@ trc_top_pack(msgpack_packer *pk)
 		n += !T.rows[T.used[i]].excluded && T.rows[T.used[i]].count != 0;
 	msgpack_pack_array(pk, 5);
 	msgpack_pack_uint8(pk, TRC_MSG_TOP);
-	msgpack_pack_uint64(pk, now_ns() - T.since);
+	msgpack_pack_uint64(pk, trc_clock_dur_ns(trc_clock_now() - T.since));
 	msgpack_pack_uint64(pk, T.events);
 	msgpack_pack_uint64(pk, T.lost);
 	msgpack_pack_array(pk, n);

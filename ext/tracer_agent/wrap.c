@@ -223,49 +223,15 @@ trc_wrap_mark(void)
 /*
  * Wrappers are methods: another Ractor may call them. The agent's tables are the main Ractor's
  * (its hooks are too: the VM keeps them per Ractor), and other Ractors run in parallel with it,
- * so their calls are left out: counted, and not traced. The entry points are declared
- * Ractor-safe, or the VM would raise into the app's Ractor instead.
+ * so their calls are left out (hook.c counts them). The entry points are declared Ractor-safe,
+ * or the VM would raise into the app's Ractor instead.
  */
-static uint64_t other_ractor_calls;
-
-static int
-in_main_ractor(void)
-{
-	if (trc_control_main_ractor())
-		return 1;
-	__atomic_fetch_add(&other_ractor_calls, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-uint64_t
-trc_wrap_other_ractor_calls(void)
-{
-	return __atomic_load_n(&other_ractor_calls, __ATOMIC_RELAXED);
-}
-
-/* TracerAgent.__enter(token, receiver) { [expression values] }: a wrapped call begins. */
-static VALUE
-agent_enter(VALUE self, VALUE token, VALUE receiver)
-{
-	if (in_main_ractor())
-		trc_hook_call(token, receiver, rb_block_given_p());
-	return Qnil;
-}
-
-/* TracerAgent.__leave(token): the wrapped call ended, however it ended. */
-static VALUE
-agent_leave(VALUE self, VALUE token)
-{
-	if (in_main_ractor())
-		trc_hook_return(token);
-	return Qnil;
-}
 
 /* TracerAgent.__watching: whether method definitions matter now (Module#method_added). */
 static VALUE
 agent_watching(VALUE self)
 {
-	return nwraps > 0 && !installing && in_main_ractor() ? Qtrue : Qfalse;
+	return nwraps > 0 && !installing && trc_control_main_ractor() ? Qtrue : Qfalse;
 }
 
 struct defined_args {
@@ -315,8 +281,7 @@ trc_wrap_init(VALUE mod)
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(true);
 #endif
-	rb_define_singleton_method(mod, "__enter", agent_enter, 2);
-	rb_define_singleton_method(mod, "__leave", agent_leave, 1);
+	trc_hook_define(mod);
 	rb_define_singleton_method(mod, "__watching", agent_watching, 0);
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(false);

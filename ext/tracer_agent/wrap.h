@@ -32,8 +32,6 @@ void trc_unwrap_all(void);
 int trc_wrap_sweep(void);
 /* Any thread: whether a sweep is still to come (a plain read: a late answer costs a retry). */
 int trc_wrap_unswept(void);
-/* Calls of wrappers made in other Ractors than the main one: not traced (any thread). */
-uint64_t trc_wrap_other_ractor_calls(void);
 /* GVL held. How many wrappers are in place. */
 int trc_wrapped(void);
 void trc_wrap_mark(void);

@@ -157,6 +157,62 @@ when 'each'
     a.select(&:odd?)
     sleep 0.001
   end
+when 'signatures'
+  # Methods of every parameter shape, called in every way; what each call returns is checked
+  # against the first round's, before any tracer came: a wrapper must bind arguments, blocks
+  # and keywords exactly as the method itself does. "MISMATCH ..." if it ever does not.
+  class Sig
+    def req(a, b) = [a, b]
+    def opt(a, b = 2, c = b + 1) = [a, b, c]
+    def rest(a, *r) = [a, r]
+    def post(a, b = :b, *r, c) = [a, b, r, c]
+    def kw(a, k:, j: :j) = [a, k, j]
+    def kwrest(a, k: 1, **o) = [a, k, o]
+    def blk(a, &b) = [a, b&.call(a)]
+    def yields(a) = [a, block_given? ? yield(a) : :none]
+    def fwd(...) = req(...)
+    def anon(a, &) = blk(a, &)
+    def nokw(a, **nil) = [a]
+    def last_hash(a, h = {}) = [a, h]
+    def if(if:) = binding.local_variable_get(:if)
+    def []=(k, v)
+      @h = [k, v]
+    end
+    def +(o) = [:plus, o]
+    def q? = :q
+    private def priv(a) = [:priv, a]
+    def calls_priv(a) = priv(a)
+    protected def prot(a) = [:prot, a]
+    def calls_prot(o, a) = o.prot(a)
+  end
+  class SigChild < Sig
+    def req(a, b) = [:child, super]
+    def opt(a, b = 5, c = 6) = [:child, super(a)]
+    def yields(a) = [:child, super]
+  end
+  calls = lambda do
+    s = Sig.new
+    c = SigChild.new
+    [s.req(1, 2), s.opt(1), s.opt(1, 5), s.opt(1, 5, 7), s.rest(1), s.rest(1, 2, 3), s.post(1, 9),
+     s.post(1, 2, 3, 4, 9), s.kw(1, k: 2), s.kw(1, k: 2, j: 3), s.kwrest(1), s.kwrest(1, k: 2, z: 3),
+     s.blk(1) { |x| x * 10 }, s.blk(1), s.yields(1) { |x| x + 1 }, s.yields(1), s.fwd(1, 2),
+     s.anon(1) { |x| -x }, s.nokw(1), s.last_hash(1, { x: 1 }), s.last_hash(1, x: 1), s.if(if: 3),
+     (s[:k] = :v), s + 2, s.q?, s.calls_priv(1), s.calls_prot(s, 1), (s.priv(1) rescue :private),
+     c.req(1, 2), c.opt(1), c.yields(1) { |x| x * 3 },
+     # (while attached, the originals are also there as private __tracer_oN aliases)
+     Sig.public_instance_methods(false).sort, Sig.private_instance_methods(false).grep_v(/\A__tracer_o/).sort,
+     Sig.instance_method(:opt).arity, Sig.instance_method(:kw).parameters]
+  end
+  baseline = calls.call
+  ready
+  rounds = 0
+  loop do
+    got = calls.call
+    puts "MISMATCH #{baseline.zip(got).reject { |a, b| a == b }.inspect}" if got != baseline
+    rounds += 1
+    puts "rounds #{rounds}" if (rounds % 100).zero?
+    sleep 0.0005
+  end
 when 'alias'
   # Calls Hash#key?; once ALIAS_FILE exists (made while -m 'Hash#key?' is attached), it aliases
   # key? as old_key? and calls that too, for ever, saying if it ever raises.

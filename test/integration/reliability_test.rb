@@ -90,7 +90,7 @@ class ReliabilityTest < Minitest::Test
       assert status.success?, "client #{i + 1}: #{err}"
       assert_equal "=> 42\n", out
     end
-    20.times(&client) # warm up: the first eval threads and sessions grow Ruby's heap and malloc's
+    100.times(&client) # warm up: eval threads and sessions settle Ruby's heap and malloc's arenas
     before = footprint(t.pid)
     200.times(&client)
     after = footprint(t.pid)

@@ -87,8 +87,34 @@ class TraceTest < Minitest::Test
     assert c.finish.success?, c.err
     assert_match(/process #{t.pid} runs 2 Ractors: only the main one is traced/, c.err)
     refute_match(/@n=2/, c.out)
+    out, err, status = tracer('-p', t.pid, '-e', 'TracerAgent.stats[:other_ractor_calls].positive?')
+    assert status.success?, err
+    assert_equal "=> true\n", out, "the other Ractor's calls were seen and left out"
     assert t.alive?
     refute_match(/Error|died/, t.err)
+  end
+
+  # Wrappers bind every kind of parameter, block and keyword exactly as the methods do, and
+  # private and protected methods stay so: the app (target.rb signatures) compares each call's
+  # result with its untraced first round, while every method of the class is traced.
+  def test_wrappers_are_transparent_for_every_signature
+    t = target('signatures')
+    c = client('-p', t.pid, '-m', 'Sig#', 'SigChild#')
+    c.wait_for(/SigChild#yields\n  Sig#yields <[\d.]+>\nSigChild#yields <[\d.]+>\n/)
+    rounds = t.out.scan(/rounds (\d+)/).flatten.last.to_i
+    t.wait_for(/rounds #{rounds + 200}/)
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    %w[req opt rest post kw kwrest blk yields fwd anon nokw last_hash if []= + q? priv calls_priv prot calls_prot].each do |m|
+      assert c.out.match?(/^\s*Sig##{Regexp.escape(m)} <[\d.]+>$/), "Sig##{m} was not traced"
+    end
+    rounds = t.out.scan(/rounds (\d+)/).flatten.last.to_i
+    t.wait_for(/rounds #{rounds + 100}/) # and after detach
+    refute_match(/MISMATCH/, t.out)
+    assert_empty t.err
+    out, err, status = tracer('-p', t.pid, '-e', '(Sig.private_instance_methods(false) + SigChild.private_instance_methods(false)).grep(/tracer/)')
+    assert status.success?, err
+    assert_equal "=> []\n", out, 'the saved originals are gone after detach'
   end
 
   def test_c_method
