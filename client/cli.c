@@ -697,6 +697,19 @@ find_ps(struct opts *o)
 	free(found);
 }
 
+/* Another user's process; in a container (a nested pid namespace) only root can reach it. */
+static void
+die_denied(pid_t pid)
+{
+	pid_t inner;
+	int levels;
+
+	if (trc_proc_nspid(pid, &inner, &levels) == 0 && levels > 1)
+		die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user and is in "
+		    "another pid namespace (a container?): attaching needs root", (int)pid);
+	die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user", (int)pid);
+}
+
 static void
 check_targets(const struct opts *o)
 {
@@ -707,8 +720,7 @@ check_targets(const struct opts *o)
 		case TRC_PROC_GONE:
 			die(TRC_EXIT_ERROR, "no such process %d", (int)o->pids[i]);
 		case TRC_PROC_DENIED:
-			die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user",
-			    (int)o->pids[i]);
+			die_denied(o->pids[i]);
 		case TRC_PROC_ALIVE:
 			break;
 		}

@@ -150,14 +150,30 @@ class ProtocolTest < Minitest::Test
     refute_match(/RuntimeError/, t.err)
   end
 
+  # A client of protocol 2 listened on a socket file, and its hello named the path: the agent
+  # still connects to one, so that such a client hears why it cannot go on, not nothing.
+  def test_protocol_2_client_is_told_the_version
+    t = target('sleep')
+    Dir.mktmpdir('tracer-fake-') do |dir|
+      reply = fake_client(t.pid, path: File.join(dir, 'sock')) do |sock|
+        sock.write(MiniPack.pack([1, 2, Process.pid]))
+        read_all(sock)
+      end
+      assert_includes reply, "\x93\x41\x01".b, 'no ERROR/TRC_ERR_VERSION reply'
+      assert_includes reply, "protocol version #{PROTOCOL_VERSION} expected, client speaks 2"
+    end
+    assert t.alive?
+  end
+
   private
 
-  # The client's side of the attach, by hand: socket, hello in the queue, SIGURG.
-  def fake_client(pid)
-    dir = Dir.mktmpdir('tracer-fake-')
-    server = UNIXServer.new(File.join(dir, 'sock'))
+  # The client's side of the attach, by hand: socket (an abstract name unless path is given),
+  # hello in the queue, SIGURG.
+  def fake_client(pid, path: nil)
+    addr = path || "@tracer-#{Process.pid}-#{pid}-#{format('%016x', rand(1 << 64))}"
+    server = UNIXServer.new(path || "\0#{addr[1..]}")
     q = SysV.create(pid)
-    hello = [SysV::HELLO_MAGIC, 1, Process.pid, File.join(dir, 'sock')].pack('L<L<l<a108')
+    hello = [SysV::HELLO_MAGIC, PROTOCOL_VERSION, Process.pid, addr].pack('L<L<l<a108')
     assert SysV.send(q, 1, hello)
     sock = wait_until(message: 'the agent to connect') do
       Process.kill('URG', pid)
@@ -170,7 +186,6 @@ class ProtocolTest < Minitest::Test
     sock&.close
     server&.close
     SysV.remove(q) if q
-    FileUtils.rm_rf(dir) if dir
   end
 
   def read_all(sock)
