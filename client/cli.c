@@ -380,7 +380,7 @@ static const struct option_def options[] = {
 	{ "eval", 'e', ARG_REQUIRED, "CODE", "evaluate Ruby CODE in the process, print the result",
 	  set_eval },
 	{ "heapdump", 0, ARG_OPTIONAL, "[FILE]",
-	  "dump the heap to FILE (/tmp/tracer-heap-PID-DATE-TIME.json)", set_heapdump },
+	  "dump the heap to FILE ($TMPDIR/tracer-heap-PID-DATE-TIME.json)", set_heapdump },
 	{ "backtraces", 0, ARG_NONE, NULL, "print the backtrace of every thread", set_backtraces },
 	{ "top", 0, ARG_REQUIRED, "MODE", "live table of calls, time, allocations... (below)",
 	  set_top },
@@ -727,7 +727,18 @@ check_targets(const struct opts *o)
 	}
 }
 
-/* The agent writes the dump in its own cwd: send it an absolute path. */
+static const char *
+tmpdir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t != NULL && *t != '\0' ? t : "/tmp";
+}
+
+/*
+ * The client makes the file itself (heapfile.c), here: an absolute path only says where, in
+ * the messages, whatever directory the target runs in.
+ */
 static char *
 heapdump_path(const struct opts *o, pid_t pid)
 {
@@ -737,7 +748,7 @@ heapdump_path(const struct opts *o, pid_t pid)
 
 	if (o->heapdump_path == NULL) {
 		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
-		return xasprintf("/tmp/tracer-heap-%d-%s.json", (int)pid, stamp);
+		return xasprintf("%s/tracer-heap-%d-%s.json", tmpdir(), (int)pid, stamp);
 	}
 	if (o->heapdump_path[0] == '/')
 		return xstrdup(o->heapdump_path);

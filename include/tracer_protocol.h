@@ -57,6 +57,11 @@
  * client, TRC_MSG_WELCOME (or TRC_MSG_ERROR) from the agent. A peer that receives a type it
  * does not know, or an array of the wrong shape, reports a protocol error and closes.
  *
+ * File descriptors: only a heap dump request (TRC_CMD_EVAL, TRC_EVAL_HEAPDUMP) carries one, the
+ * file to write, passed with SCM_RIGHTS on the first byte of that message. The agent keeps at
+ * most one received descriptor per session (it closes any other at once), hands it to the heap
+ * dump, which closes it when done, and closes it when the session ends unused.
+ *
  * Timestamps are CLOCK_MONOTONIC nanoseconds of the target; TRC_MSG_WELCOME carries one
  * monotonic/realtime pair so the client can turn them into wall-clock times.
  */
@@ -138,7 +143,9 @@ enum trc_spec_kind {
 
 enum trc_eval_kind {
 	TRC_EVAL_CODE = 0,      /* text: Ruby code; reply: inspect of the value */
-	TRC_EVAL_HEAPDUMP = 1,  /* text: absolute path; reply: "PATH SIZE" */
+	TRC_EVAL_HEAPDUMP = 1,  /* text: the file's name, for messages only; the message carries the
+				 * open file (SCM_RIGHTS, above), which the agent writes and closes;
+				 * reply: its size in bytes */
 	TRC_EVAL_BACKTRACES = 2,/* text: ""; reply: every thread's name and backtrace */
 };
 

@@ -1,5 +1,6 @@
 # helper.rb: starts target processes with the agent and runs the real tracer client against them.
 require 'minitest/autorun'
+require 'etc'
 require 'open3'
 require 'timeout'
 require 'json'
@@ -112,11 +113,22 @@ module TracerTest
     Client.new(*args).tap { |c| @clients << c }
   end
 
-  # Runs the client to completion: [stdout, stderr, status].
-  def tracer(*args, within: WAIT)
+  # Runs the client to completion: [stdout, stderr, status]. prefix: a command to run it under.
+  def tracer(*args, within: WAIT, env: {}, prefix: [])
     out, err, status = nil
-    Timeout.timeout(within) { out, err, status = Open3.capture3(TRACER, *args.map(&:to_s)) }
+    Timeout.timeout(within) { out, err, status = Open3.capture3(env, *prefix, TRACER, *args.map(&:to_s)) }
     [out, err, status]
+  end
+
+  # Runs a target as user nobody (setpriv execs it: the pid stays the target's).
+  AS_NOBODY = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups].freeze
+
+  # The descriptors pid has open.
+  def fds(pid) = Dir.children("/proc/#{pid}/fd")
+
+  # How many of pid's descriptors are open on path.
+  def holding(pid, path)
+    fds(pid).count { |fd| (File.readlink("/proc/#{pid}/fd/#{fd}") rescue nil) == path }
   end
 
   def wait_until(within: WAIT, message: 'condition')
