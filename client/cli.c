@@ -463,7 +463,8 @@ static const char spec_text[] =
 	"     out, the agent refused, the eval raised, protocol error, lost connection\n"
 	"  2  usage error: bad option or method spec\n"
 	"  3  the process exited while tracer was attached\n"
-	"  4  permission denied: the process belongs to another user\n"
+	"  4  permission denied: the process belongs to another user, or is in\n"
+	"     namespaces (a container) that only root may enter\n"
 	"With several pids, the highest code wins.\n";
 
 static void
