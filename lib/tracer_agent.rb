@@ -44,13 +44,15 @@ module TracerAgent
     # Writes into the file the client made (it belongs to whoever asked, and it may live where
     # this process cannot even see: another user's directory, another mount namespace). The
     # agent owns fd and closes it after this returns, whatever happens here: autoclose off.
+    # sync: nothing stays buffered in the IO, which its finalizer could otherwise flush later
+    # into whatever reuses the descriptor's number after a failed write.
     def heapdump(fd)
-      require 'objspace'
-      GC.start
       io = IO.for_fd(fd, 'w', autoclose: false)
       io.binmode
+      io.sync = true
+      require 'objspace'
+      GC.start
       ObjectSpace.dump_all(output: io)
-      io.flush
       io.stat.size.to_s
     end
 
