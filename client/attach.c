@@ -360,8 +360,7 @@ trc_attach_start(struct trc_attach *a, struct ev_loop *loop, pid_t pid,
 	a->pid = pid;
 	a->lfd = -1;
 	a->qid = -1;
-	for (int k = 0; k < TRC_NS_KINDS; k++)
-		a->ns.target[k] = a->ns.home[k] = -1;
+	trc_ns_init(&a->ns);
 	a->done = done;
 	a->ctx = ctx;
 	ev_io_init(&a->accept_w, on_accept, -1, EV_READ);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,11 +65,17 @@ open_kind(struct trc_ns *ns, pid_t pid, enum trc_ns_kind kind)
 	return 0;
 }
 
-int
-trc_ns_open(struct trc_ns *ns, pid_t pid)
+void
+trc_ns_init(struct trc_ns *ns)
 {
 	for (int k = 0; k < TRC_NS_KINDS; k++)
 		ns->target[k] = ns->home[k] = -1;
+}
+
+int
+trc_ns_open(struct trc_ns *ns, pid_t pid)
+{
+	trc_ns_init(ns);
 	for (int k = 0; k < TRC_NS_KINDS; k++) {
 		if (open_kind(ns, pid, (enum trc_ns_kind)k) < 0) {
 			int saved = errno;
@@ -79,12 +86,6 @@ trc_ns_open(struct trc_ns *ns, pid_t pid)
 		}
 	}
 	return 0;
-}
-
-bool
-trc_ns_foreign(const struct trc_ns *ns, enum trc_ns_kind kind)
-{
-	return ns->target[kind] >= 0;
 }
 
 int
@@ -111,8 +112,8 @@ trc_ns_close(struct trc_ns *ns)
 			close(ns->target[k]);
 		if (ns->home[k] >= 0)
 			close(ns->home[k]);
-		ns->target[k] = ns->home[k] = -1;
 	}
+	trc_ns_init(ns);
 }
 
 const char *

@@ -2,7 +2,6 @@
 #ifndef TRC_NS_H
 #define TRC_NS_H
 
-#include <stdbool.h>
 #include <sys/types.h>
 
 enum trc_ns_kind {
@@ -17,14 +16,14 @@ struct trc_ns {
 	int home[TRC_NS_KINDS];         /* ours, to come back to, while target[] is open */
 };
 
+/* Holds nothing yet: trc_ns_close and the others are no-ops on it. */
+void trc_ns_init(struct trc_ns *ns);
 /*
  * Opens those of pid's namespaces that differ from the client's. One the client may not look
  * at (/proc/PID/ns needs the right to ptrace-read the process: another user's) counts as ours,
  * so attaching goes as it always did. Returns 0, or -1 with errno. Main thread.
  */
 int trc_ns_open(struct trc_ns *ns, pid_t pid);
-/* Whether the target's namespace of this kind is not ours. */
-bool trc_ns_foreign(const struct trc_ns *ns, enum trc_ns_kind kind);
 /*
  * Moves the calling thread into the target's namespace of this kind; nothing when it is ours.
  * Returns 0, or -1 with errno (EPERM: it needs CAP_SYS_ADMIN, root). The client has one thread.
