@@ -194,13 +194,24 @@ class ReliabilityTest < Minitest::Test
 
   # What the process holds. Its garbage is collected first: a leak survives a GC, garbage the
   # agent made does not (when the app itself allocates little, as here, Ruby 3.3 collects rarely).
+  # Only its own queue counts: other processes on the machine attach and detach meanwhile.
   def footprint(pid)
     {
       threads: stats_threads(pid),
-      fds: Dir.children("/proc/#{pid}/fd").size,
-      queues: `ipcs -q`.lines.count { |l| l =~ /^0x/ },
+      fds: settled_fds(pid),
+      queues: `ipcs -q`.lines.count { |l| l.start_with?(format('0x%08x', 0x74000000 | pid)) },
       rss_kib: File.read("/proc/#{pid}/status")[/VmRSS:\s+(\d+)/, 1].to_i
     }
+  end
+
+  # The process's descriptors once the agent has closed the session that asked for the threads:
+  # its client has gone, but the agent ends a session a moment later. These targets have no
+  # socket of their own.
+  def settled_fds(pid)
+    wait_until(message: 'the last session to end') do
+      fds(pid).none? { |fd| (File.readlink("/proc/#{pid}/fd/#{fd}") rescue '').start_with?('socket:') }
+    end
+    fds(pid).size
   end
 
   def stats_threads(pid)
