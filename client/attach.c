@@ -1,24 +1,24 @@
-/* attach.c: client side of the attach handshake: directory, listener, hello queue, doorbell. */
+/* attach.c: client side of the attach handshake: listener, hello queue, doorbell. */
 #define _GNU_SOURCE     /* accept4, struct ucred */
 #include "attach.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/msg.h>
+#include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "proc.h"
+
+#define BIND_TRIES 8            /* random names to try before giving up */
 
 /* Records why the attach failed; keeps errno. Returns -1. */
 static int __attribute__((format(printf, 3, 4)))
@@ -35,118 +35,106 @@ fail(struct trc_attach *a, enum trc_attach_failure why, const char *fmt, ...)
 	return -1;
 }
 
-static const char *
-tmpdir(void)
+/* Records why entering the target's namespace of kind failed. Returns -1. */
+static int
+enter_failed(struct trc_attach *a, enum trc_ns_kind kind)
 {
-	const char *t = getenv("TMPDIR");
-
-	return t != NULL && *t != '\0' ? t : "/tmp";
+	if (errno == EPERM)
+		return fail(a, TRC_ATTACH_DENIED, "process %d is in another %s namespace (a container?): "
+			    "attaching needs root", (int)a->pid, trc_ns_label(kind));
+	return fail(a, TRC_ATTACH_FAILED, "cannot enter the %s namespace of process %d: %s",
+		    trc_ns_label(kind), (int)a->pid, strerror(errno));
 }
 
-/* Removes dir/sock and dir, if dir is a real directory of ours (never follows a symlink). */
-static void
-remove_sock_dir(int parent, const char *name)
+/* Records that the thread could not come back to its own namespace. Returns -1. */
+static int
+leave_failed(struct trc_attach *a, enum trc_ns_kind kind)
 {
-	struct stat st;
-	int fd;
-
-	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid())
-		return;
-	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		unlinkat(fd, TRC_SOCK_NAME, 0);
-		close(fd);
-	}
-	unlinkat(parent, name, AT_REMOVEDIR);
+	return fail(a, TRC_ATTACH_FAILED, "cannot return to tracer's own %s namespace: %s",
+		    trc_ns_label(kind), strerror(errno));
 }
 
 /*
- * The client pid in a name "tracer-CPID-TPID", or -1 for any other name. Anyone can make names
- * in /tmp: strtol, not sscanf("%d"), whose behaviour on an out-of-range number is undefined.
+ * The listening socket, made in the target's network namespace: a socket stays in the
+ * namespace it was made in, and its abstract name with it, wherever the thread goes next.
  */
-static pid_t
-stale_dir_client(const char *name)
-{
-	static const char prefix[] = "tracer-";
-	long cpid, tpid;
-	char *end;
-
-	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
-		return -1;
-	errno = 0;
-	cpid = strtol(name + sizeof(prefix) - 1, &end, 10);
-	if (*end != '-')
-		return -1;
-	tpid = strtol(end + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || cpid <= 0 || cpid > INT_MAX || tpid <= 0 || tpid > INT_MAX)
-		return -1;
-	return (pid_t)cpid;
-}
-
-/* Directories "tracer-CPID-TPID" left by clients that died (SIGKILL) before cleaning up. */
-static void
-remove_stale_dirs(const char *tmp)
-{
-	DIR *d = opendir(tmp);
-	struct dirent *e;
-	pid_t cpid;
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		cpid = stale_dir_client(e->d_name);
-		if (cpid <= 0 || cpid == getpid())
-			continue;
-		if (kill(cpid, 0) < 0 && errno == ESRCH)
-			remove_sock_dir(dirfd(d), e->d_name);
-	}
-	closedir(d);
-}
-
-/* The 0700 directory only the client (or, for a root client, the target's user) may enter. */
 static int
-make_dir(struct trc_attach *a)
+make_socket(struct trc_attach *a)
 {
-	const char *tmp = tmpdir();
-	int n;
+	int fd, saved;
 
-	remove_stale_dirs(tmp);
-	n = snprintf(a->dir, sizeof(a->dir), TRC_SOCK_DIR_FMT, tmp, (int)getpid(), (int)a->pid);
-	if (n < 0 || (size_t)n + sizeof("/" TRC_SOCK_NAME) > sizeof(a->path)) {
-		errno = ENAMETOOLONG;
-		return fail(a, TRC_ATTACH_FAILED, "socket path in '%s' is too long; set TMPDIR to a "
-			    "shorter directory", tmp);
+	if (trc_ns_enter(&a->ns, TRC_NS_NET) < 0)
+		return enter_failed(a, TRC_NS_NET);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	saved = errno;
+	if (trc_ns_leave(&a->ns, TRC_NS_NET) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return leave_failed(a, TRC_NS_NET);
 	}
-	memcpy(a->path, a->dir, (size_t)n);
-	memcpy(a->path + n, "/" TRC_SOCK_NAME, sizeof("/" TRC_SOCK_NAME));
-	if (mkdir(a->dir, 0700) < 0)
-		return fail(a, TRC_ATTACH_FAILED, "cannot create '%s': %s", a->dir, strerror(errno));
-	a->made_dir = true;
-	if (a->give_away && chown(a->dir, a->uid, a->gid) < 0)
-		return fail(a, TRC_ATTACH_FAILED, "cannot chown '%s': %s", a->dir, strerror(errno));
+	errno = saved;
+	if (fd < 0)
+		return fail(a, TRC_ATTACH_FAILED, "socket: %s", strerror(errno));
+	a->lfd = fd;
 	return 0;
 }
 
+/* Binds a fresh random abstract name; -1 with EADDRINUSE when that one is taken. */
+static int
+bind_random_name(struct trc_attach *a)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	uint32_t r[2];
+	int n;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -1;
+	a->addr[0] = TRC_SOCK_ABSTRACT;
+	n = snprintf(a->addr + 1, sizeof(a->addr) - 1, TRC_SOCK_NAME_FMT, (int)getpid(),
+		     (int)a->pid, (unsigned)r[0], (unsigned)r[1]);
+	/* sun_path[0] stays NUL: abstract. The length counts the name's bytes and no more. */
+	memcpy(sun.sun_path + 1, a->addr + 1, (size_t)n);
+	return bind(a->lfd, (struct sockaddr *)&sun,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n));
+}
+
+/*
+ * Anyone in the network namespace may bind any abstract name: one that is taken (by chance,
+ * or by someone who saw an earlier one) is left alone, and another drawn.
+ */
 static int
 make_listener(struct trc_attach *a)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int tries = 0, rc;
 
-	memcpy(sun.sun_path, a->path, strlen(a->path) + 1);
-	a->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (a->lfd < 0)
-		return fail(a, TRC_ATTACH_FAILED, "socket: %s", strerror(errno));
-	unlink(a->path);
-	if (bind(a->lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
-		return fail(a, TRC_ATTACH_FAILED, "cannot bind '%s': %s", a->path, strerror(errno));
-	/* connect() needs write permission on the socket file, which root's umask may deny. */
-	if (a->give_away && chown(a->path, a->uid, a->gid) < 0)
-		return fail(a, TRC_ATTACH_FAILED, "cannot chown '%s': %s", a->path, strerror(errno));
-	if (listen(a->lfd, 8) < 0)
-		return fail(a, TRC_ATTACH_FAILED, "cannot listen on '%s': %s", a->path,
+	if (make_socket(a) < 0)
+		return -1;
+	do
+		rc = bind_random_name(a);
+	while (rc < 0 && errno == EADDRINUSE && ++tries < BIND_TRIES);
+	if (rc < 0)
+		return fail(a, TRC_ATTACH_FAILED, "cannot bind a socket name (%s): %s", a->addr,
 			    strerror(errno));
+	if (listen(a->lfd, 8) < 0)
+		return fail(a, TRC_ATTACH_FAILED, "cannot listen on %s: %s", a->addr, strerror(errno));
 	return 0;
+}
+
+/*
+ * Runs fn in the target's IPC namespace, where its queue lives (a queue id means something
+ * only in the namespace that gave it), and comes back.
+ */
+static int
+in_target_ipc(struct trc_attach *a, int (*fn)(struct trc_attach *))
+{
+	int rc;
+
+	if (trc_ns_enter(&a->ns, TRC_NS_IPC) < 0)
+		return enter_failed(a, TRC_NS_IPC);
+	rc = fn(a);
+	if (trc_ns_leave(&a->ns, TRC_NS_IPC) < 0)
+		return leave_failed(a, TRC_NS_IPC);
+	return rc;
 }
 
 /* The agent ignores queues not owned by its user or root: hand ours over when root. */
@@ -181,21 +169,21 @@ replace_foreign_queue(struct trc_attach *a)
 		return 0;
 	if (msgctl(a->qid, IPC_RMID, NULL) < 0)
 		return fail(a, TRC_ATTACH_FAILED, "message queue 0x%08x of process %d belongs to uid %d; remove it with ipcrm -Q 0x%08x",
-			    (unsigned)TRC_QUEUE_KEY(a->pid), (int)a->pid, (int)ds.msg_perm.uid,
-			    (unsigned)TRC_QUEUE_KEY(a->pid));
-	a->qid = msgget(TRC_QUEUE_KEY(a->pid), IPC_CREAT | IPC_EXCL | 0600);
+			    (unsigned)TRC_QUEUE_KEY(a->own_pid), (int)a->pid, (int)ds.msg_perm.uid,
+			    (unsigned)TRC_QUEUE_KEY(a->own_pid));
+	a->qid = msgget(TRC_QUEUE_KEY(a->own_pid), IPC_CREAT | IPC_EXCL | 0600);
 	return a->qid < 0 ? -1 : 0;
 }
 
 static int
 open_queue(struct trc_attach *a)
 {
-	a->qid = msgget(TRC_QUEUE_KEY(a->pid), IPC_CREAT | 0600);
+	a->qid = msgget(TRC_QUEUE_KEY(a->own_pid), IPC_CREAT | 0600);
 	if (a->qid >= 0 && replace_foreign_queue(a) < 0 && a->error[0] != 0)
 		return -1;
 	if (a->qid < 0 || give_queue_away(a) < 0)
 		return fail(a, TRC_ATTACH_FAILED, "cannot open message queue 0x%08x: %s",
-			    (unsigned)TRC_QUEUE_KEY(a->pid), strerror(errno));
+			    (unsigned)TRC_QUEUE_KEY(a->own_pid), strerror(errno));
 	a->hello_queued = false;
 	return 0;
 }
@@ -210,7 +198,7 @@ send_hello(struct trc_attach *a)
 	struct trc_hello h = { .mtype = TRC_HELLO_MTYPE, .magic = TRC_HELLO_MAGIC,
 			       .version = TRC_PROTOCOL_VERSION, .client_pid = (int32_t)getpid() };
 
-	memcpy(h.path, a->path, strlen(a->path) + 1);
+	memcpy(h.addr, a->addr, strlen(a->addr) + 1);
 	for (int tries = 0; tries < 2; tries++) {
 		if (msgsnd(a->qid, &h, TRC_HELLO_SIZE, IPC_NOWAIT) == 0) {
 			a->hello_queued = true;
@@ -233,14 +221,14 @@ send_hello(struct trc_attach *a)
 static int
 refresh_hello(struct trc_attach *a)
 {
-	int id = msgget(TRC_QUEUE_KEY(a->pid), 0);
+	int id = msgget(TRC_QUEUE_KEY(a->own_pid), 0);
 
 	if (id < 0 && errno == ENOENT) {
 		if (open_queue(a) < 0)
 			return -1;
 	} else if (id < 0) {
 		return fail(a, TRC_ATTACH_FAILED, "cannot open message queue 0x%08x: %s",
-			    (unsigned)TRC_QUEUE_KEY(a->pid), strerror(errno));
+			    (unsigned)TRC_QUEUE_KEY(a->own_pid), strerror(errno));
 	} else if (id != a->qid) {
 		a->qid = id;
 		a->hello_queued = false;
@@ -264,6 +252,28 @@ ring(struct trc_attach *a)
 		    (int)a->pid);
 }
 
+/* Queues the first hello: in the target's IPC namespace. */
+static int
+queue_hello(struct trc_attach *a)
+{
+	return open_queue(a) < 0 ? -1 : send_hello(a);
+}
+
+/*
+ * In the target's IPC namespace, which the queue was opened in (so entering worked before).
+ * What went wrong first, if anything, is what the user hears about: nothing is recorded here.
+ */
+static void
+remove_queue(struct trc_attach *a)
+{
+	if (trc_ns_enter(&a->ns, TRC_NS_IPC) < 0)
+		return;
+	msgctl(a->qid, IPC_RMID, NULL);
+	if (trc_ns_leave(&a->ns, TRC_NS_IPC) < 0)
+		(void)0;        /* our own namespace, held open: leaving it again cannot fail */
+}
+
+/* Closing the listener frees its name: nothing of it is left in any file system. */
 static void
 cleanup(struct trc_attach *a)
 {
@@ -273,13 +283,9 @@ cleanup(struct trc_attach *a)
 		close(a->lfd);
 	a->lfd = -1;
 	if (a->qid >= 0)
-		msgctl(a->qid, IPC_RMID, NULL);
+		remove_queue(a);
 	a->qid = -1;
-	if (a->made_dir) {
-		unlink(a->path);
-		rmdir(a->dir);
-	}
-	a->made_dir = false;
+	trc_ns_close(&a->ns);
 }
 
 static void
@@ -318,8 +324,31 @@ on_resignal(struct ev_loop *loop, ev_timer *w, int revents)
 	struct trc_attach *a = w->data;
 
 	(void)loop, (void)revents;
-	if (refresh_hello(a) < 0 || ring(a) < 0)
+	if (in_target_ipc(a, refresh_hello) < 0 || ring(a) < 0)
 		finish(a, -1);
+}
+
+/*
+ * Where the target lives: the pid it knows itself by (its queue's key), and its namespaces.
+ * A root client whose uid the target's user namespace does not map would reach an agent that
+ * sees it as the overflow uid and hangs up: say so now rather than time out.
+ */
+static int
+find_target(struct trc_attach *a)
+{
+	int levels;
+
+	if (trc_proc_nspid(a->pid, &a->own_pid, &levels) < 0)
+		return fail(a, TRC_ATTACH_GONE, "process %d exited before tracer could attach",
+			    (int)a->pid);
+	if (trc_ns_open(&a->ns, a->pid) < 0)
+		return fail(a, TRC_ATTACH_FAILED, "cannot open the namespaces of process %d: %s",
+			    (int)a->pid, strerror(errno));
+	if (trc_ns_uid_mapped(a->pid, geteuid()) == 0)
+		return fail(a, TRC_ATTACH_DENIED, "process %d is in another user namespace (a rootless "
+			    "container?) that has no mapping for uid %d, so its agent cannot trust "
+			    "tracer: run tracer inside that namespace", (int)a->pid, (int)geteuid());
+	return 0;
 }
 
 int
@@ -331,6 +360,7 @@ trc_attach_start(struct trc_attach *a, struct ev_loop *loop, pid_t pid,
 	a->pid = pid;
 	a->lfd = -1;
 	a->qid = -1;
+	trc_ns_init(&a->ns);
 	a->done = done;
 	a->ctx = ctx;
 	ev_io_init(&a->accept_w, on_accept, -1, EV_READ);
@@ -340,7 +370,7 @@ trc_attach_start(struct trc_attach *a, struct ev_loop *loop, pid_t pid,
 	a->resignal_w.data = a;
 	if (geteuid() == 0 && trc_proc_owner(pid, &a->uid, &a->gid) == 0)
 		a->give_away = a->uid != 0;
-	if (make_dir(a) < 0 || make_listener(a) < 0 || open_queue(a) < 0 || send_hello(a) < 0 ||
+	if (find_target(a) < 0 || make_listener(a) < 0 || in_target_ipc(a, queue_hello) < 0 ||
 	    ring(a) < 0) {
 		cleanup(a);
 		return -1;

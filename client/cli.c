@@ -380,7 +380,7 @@ static const struct option_def options[] = {
 	{ "eval", 'e', ARG_REQUIRED, "CODE", "evaluate Ruby CODE in the process, print the result",
 	  set_eval },
 	{ "heapdump", 0, ARG_OPTIONAL, "[FILE]",
-	  "dump the heap to FILE (/tmp/tracer-heap-PID-DATE-TIME.json)", set_heapdump },
+	  "dump the heap to FILE ($TMPDIR/tracer-heap-PID-DATE-TIME.json)", set_heapdump },
 	{ "backtraces", 0, ARG_NONE, NULL, "print the backtrace of every thread", set_backtraces },
 	{ "top", 0, ARG_REQUIRED, "MODE", "live table of calls, time, allocations... (below)",
 	  set_top },
@@ -463,7 +463,8 @@ static const char spec_text[] =
 	"     out, the agent refused, the eval raised, protocol error, lost connection\n"
 	"  2  usage error: bad option or method spec\n"
 	"  3  the process exited while tracer was attached\n"
-	"  4  permission denied: the process belongs to another user\n"
+	"  4  permission denied: the process belongs to another user, or is in\n"
+	"     namespaces (a container) that only root may enter\n"
 	"With several pids, the highest code wins.\n";
 
 static void
@@ -697,6 +698,19 @@ find_ps(struct opts *o)
 	free(found);
 }
 
+/* Another user's process; in a container (a nested pid namespace) only root can reach it. */
+static void
+die_denied(pid_t pid)
+{
+	pid_t inner;
+	int levels;
+
+	if (trc_proc_nspid(pid, &inner, &levels) == 0 && levels > 1)
+		die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user and is in "
+		    "another pid namespace (a container?): attaching needs root", (int)pid);
+	die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user", (int)pid);
+}
+
 static void
 check_targets(const struct opts *o)
 {
@@ -707,15 +721,25 @@ check_targets(const struct opts *o)
 		case TRC_PROC_GONE:
 			die(TRC_EXIT_ERROR, "no such process %d", (int)o->pids[i]);
 		case TRC_PROC_DENIED:
-			die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user",
-			    (int)o->pids[i]);
+			die_denied(o->pids[i]);
 		case TRC_PROC_ALIVE:
 			break;
 		}
 	}
 }
 
-/* The agent writes the dump in its own cwd: send it an absolute path. */
+static const char *
+tmpdir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t != NULL && *t != '\0' ? t : "/tmp";
+}
+
+/*
+ * The client makes the file itself (heapfile.c), here: an absolute path only says where, in
+ * the messages, whatever directory the target runs in.
+ */
 static char *
 heapdump_path(const struct opts *o, pid_t pid)
 {
@@ -725,7 +749,7 @@ heapdump_path(const struct opts *o, pid_t pid)
 
 	if (o->heapdump_path == NULL) {
 		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
-		return xasprintf("/tmp/tracer-heap-%d-%s.json", (int)pid, stamp);
+		return xasprintf("%s/tracer-heap-%d-%s.json", tmpdir(), (int)pid, stamp);
 	}
 	if (o->heapdump_path[0] == '/')
 		return xstrdup(o->heapdump_path);

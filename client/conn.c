@@ -86,6 +86,51 @@ on_readable(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* The queued bytes from the message that carries pass_fd on, with the descriptor. */
+static ssize_t
+send_with_fd(struct trc_conn *c)
+{
+	union {
+		struct cmsghdr align;
+		char bytes[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = c->wbuf.data, .iov_len = c->wbuf.len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.bytes,
+			     .msg_controllen = sizeof(ctl.bytes) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	memset(ctl.bytes, 0, sizeof(ctl.bytes));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &c->pass_fd, sizeof(int));
+	return sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
+ * Up to the message that carries a descriptor, a plain send; from its first byte, a sendmsg
+ * with the descriptor, which the kernel attaches to that byte (the agent gets it with them).
+ */
+static ssize_t
+send_some(struct trc_conn *c)
+{
+	if (c->pass_fd >= 0 && c->pass_at == 0)
+		return send_with_fd(c);
+	return send(c->fd, c->wbuf.data, c->pass_fd >= 0 ? c->pass_at : c->wbuf.len,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* n bytes went out: they may have taken the descriptor along. */
+static void
+sent(struct trc_conn *c, size_t n)
+{
+	if (c->pass_fd >= 0 && c->pass_at == 0)
+		c->pass_fd = -1;
+	else if (c->pass_fd >= 0)
+		c->pass_at -= n;
+	trc_buf_consume(&c->wbuf, n);
+}
+
 static void
 on_writable(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -93,12 +138,13 @@ on_writable(struct ev_loop *loop, ev_io *w, int revents)
 	ssize_t n;
 
 	(void)revents;
-	n = send(c->fd, c->wbuf.data, c->wbuf.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	n = send_some(c);
 	if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
 		/* The agent is gone, but what it sent before (an ERROR, say) may still wait to be
 		 * read: stop writing and let the reader reach the end. */
 		ev_io_stop(loop, &c->write_w);
 		c->wbuf.len = 0;
+		c->pass_fd = -1;
 		return;
 	}
 	if (n < 0) {
@@ -106,7 +152,7 @@ on_writable(struct ev_loop *loop, ev_io *w, int revents)
 			c->on_end(c->ctx, TRC_CONN_IO_ERROR, strerror(errno));
 		return;
 	}
-	trc_buf_consume(&c->wbuf, (size_t)n);
+	sent(c, (size_t)n);
 	if (c->wbuf.len == 0)
 		ev_io_stop(loop, &c->write_w);
 }
@@ -118,6 +164,7 @@ trc_conn_init(struct trc_conn *c, struct ev_loop *loop, int fd, trc_conn_msg_fn 
 	memset(c, 0, sizeof(*c));
 	c->loop = loop;
 	c->fd = fd;
+	c->pass_fd = -1;
 	c->need = 1;
 	c->on_msg = on_msg;
 	c->on_end = on_end;
@@ -134,8 +181,18 @@ trc_conn_init(struct trc_conn *c, struct ev_loop *loop, int fd, trc_conn_msg_fn 
 void
 trc_conn_send(struct trc_conn *c, const struct trc_buf *msg)
 {
+	trc_conn_send_fd(c, msg, -1);
+}
+
+void
+trc_conn_send_fd(struct trc_conn *c, const struct trc_buf *msg, int fd)
+{
 	if (c->fd < 0)
 		return;
+	if (fd >= 0) {
+		c->pass_fd = fd;
+		c->pass_at = c->wbuf.len;
+	}
 	trc_buf_add(&c->wbuf, msg->data, msg->len);
 	ev_io_start(c->loop, &c->write_w);
 }

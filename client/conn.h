@@ -34,6 +34,8 @@ struct trc_conn {
 	size_t rstart, rend, rcap;
 	size_t need;            /* decode again once this many bytes are buffered */
 	struct trc_buf wbuf;    /* bytes not sent yet */
+	int pass_fd;            /* a descriptor to send with wbuf's byte pass_at, or -1 */
+	size_t pass_at;
 	struct trc_decoder dec;
 	trc_conn_msg_fn *on_msg;
 	trc_conn_end_fn *on_end;
@@ -45,6 +47,11 @@ void trc_conn_init(struct trc_conn *c, struct ev_loop *loop, int fd, trc_conn_ms
 		   trc_conn_end_fn *on_end, void *ctx);
 /* Queues the bytes of msg (copied) for sending. Ignored once closed. */
 void trc_conn_send(struct trc_conn *c, const struct trc_buf *msg);
+/*
+ * As trc_conn_send, and passes fd (SCM_RIGHTS) with msg's first byte, unless fd is -1. The
+ * caller keeps fd, and keeps it open until the connection is closed; one at a time.
+ */
+void trc_conn_send_fd(struct trc_conn *c, const struct trc_buf *msg, int fd);
 /* Stops the watchers, closes the fd and frees the buffers. Safe to repeat. */
 void trc_conn_close(struct trc_conn *c);
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,6 +62,51 @@ trc_proc_owner(pid_t pid, uid_t *uid, gid_t *gid)
 	}
 	*uid = (uid_t)u;
 	*gid = (gid_t)g;
+	return 0;
+}
+
+/*
+ * "NSpid:\t4242\t7\t1\n": pid in the pid namespace of this /proc, then in each nested one
+ * down to the process's own. The kernel writes decimal pids: strtol cannot overflow them.
+ */
+static int
+parse_nspid(const char *line, pid_t *inner, int *levels)
+{
+	const char *p = line + strlen("NSpid:");
+	char *end;
+	long v;
+
+	*levels = 0;
+	for (;;) {
+		v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		*inner = (pid_t)v;
+		++*levels;
+		p = end;
+	}
+	return *levels > 0 ? 0 : -1;
+}
+
+int
+trc_proc_nspid(pid_t pid, pid_t *inner, int *levels)
+{
+	char path[64], line[256];
+	int rc = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	while (rc < 0 && fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "NSpid:", strlen("NSpid:")) == 0)
+			rc = parse_nspid(line, inner, levels);
+	fclose(f);
+	/* No NSpid line (a kernel before 4.1): no pid namespaces to tell apart. */
+	if (rc < 0) {
+		*inner = pid;
+		*levels = 1;
+	}
 	return 0;
 }
 

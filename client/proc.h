@@ -16,4 +16,11 @@ enum trc_proc_status trc_proc_check(pid_t pid);
 /* The effective uid and gid of pid (from /proc/PID/status). Returns 0, or -1 with errno. */
 int trc_proc_owner(pid_t pid, uid_t *uid, gid_t *gid);
 
+/*
+ * pid as the process sees itself (*inner, the last NSpid field of /proc/PID/status) and how
+ * many pid namespaces it is seen in from ours (*levels: 1 in ours, more in a nested one, a
+ * container's). Returns 0, or -1 with errno when pid does not exist.
+ */
+int trc_proc_nspid(pid_t pid, pid_t *inner, int *levels);
+
 #endif

@@ -1,6 +1,7 @@
 /* session.c: the per-target protocol state machine: attach, hello, trace, top or eval, detach. */
 #include "session.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "attach.h"
 #include "conn.h"
 #include "encode.h"
+#include "heapfile.h"
 #include "proc.h"
 #include "xmalloc.h"
 
@@ -47,6 +49,7 @@ struct trc_session {
 	struct trc_attach attach;
 	struct trc_conn conn;
 	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
+	struct trc_heapfile heap;       /* --heapdump only: the file the agent writes into */
 	char *cwd;                      /* from WELCOME, or NULL */
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
 	int gone_checks;
@@ -114,14 +117,23 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	stop_timers(s);
 	trc_conn_close(&s->conn);
 	trc_sink_close(&s->sink);
+	/* A dump that did not complete leaves nothing behind. */
+	trc_heapfile_release(&s->heap);
 	s->done(s, s->ctx);
+}
+
+/* Sends b, passing fd with it unless fd is -1. */
+static void
+send_buf_fd(struct trc_session *s, struct trc_buf *b, int fd)
+{
+	trc_conn_send_fd(&s->conn, b, fd);
+	trc_buf_release(b);
 }
 
 static void
 send_buf(struct trc_session *s, struct trc_buf *b)
 {
-	trc_conn_send(&s->conn, b);
-	trc_buf_release(b);
+	send_buf_fd(s, b, -1);
 }
 
 static void
@@ -165,22 +177,18 @@ print_value(struct trc_session *s, struct trc_str text)
 	put_line(s, "=> ", text, "\n");
 }
 
-/* The agent answers "PATH SIZE"; the path may itself hold spaces. */
+/* The agent has written and closed the file and answers its size: now it gets its name. */
 static void
-print_heapdump(struct trc_session *s, struct trc_str text)
+print_heapdump(struct trc_session *s, struct trc_str size)
 {
-	const char *sp = text.ptr + text.len;
-	struct trc_str path = text, size;
+	struct trc_str path = { s->heap.path, (uint32_t)strlen(s->heap.path) };
 	char tail[64];
 
-	while (sp > text.ptr && sp[-1] != ' ')
-		sp--;
-	if (sp == text.ptr) {
-		put_line(s, "heap dump written: ", text, "\n");
+	if (trc_heapfile_commit(&s->heap) < 0) {
+		remember(s, TRC_EXIT_ERROR, "heap dump failed: cannot rename '%s' to '%s': %s",
+			 s->heap.tmp, s->heap.path, strerror(errno));
 		return;
 	}
-	path.len = (uint32_t)(sp - 1 - text.ptr);
-	size = (struct trc_str){ sp, (uint32_t)(text.len - path.len - 1) };
 	snprintf(tail, sizeof(tail), " (%.*s bytes)\n", (int)(size.len < 30 ? size.len : 30),
 		 size.ptr);
 	put_line(s, "heap dump written to ", path, tail);
@@ -257,7 +265,8 @@ on_welcome(struct trc_session *s, const struct trc_message *m)
 		ask_top(s, m, &b);
 	else
 		ask_eval(s, m, &b);
-	send_buf(s, &b);
+	/* A heap dump request carries its file: the agent writes there, whoever and wherever it is. */
+	send_buf_fd(s, &b, s->job->mode == TRC_MODE_HEAPDUMP ? s->heap.fd : -1);
 }
 
 static void
@@ -560,6 +569,12 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 void
 trc_session_start(struct trc_session *s)
 {
+	/* Made before attaching: a file that cannot be made is not worth the target's time. */
+	if (s->job->mode == TRC_MODE_HEAPDUMP && trc_heapfile_open(&s->heap, s->text) < 0) {
+		finish(s, TRC_EXIT_ERROR, "cannot create the heap dump file beside '%s': %s", s->text,
+		       strerror(errno));
+		return;
+	}
 	s->state = S_ATTACHING;
 	ev_timer_start(s->loop, &s->timeout_w);
 	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
@@ -608,6 +623,7 @@ trc_session_free(struct trc_session *s)
 	trc_conn_close(&s->conn);
 	stop_timers(s);
 	trc_sink_close(&s->sink);
+	trc_heapfile_release(&s->heap);
 	free(s->text);
 	free(s->cwd);
 	free(s->error);

@@ -10,24 +10,46 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 2
+#define TRC_PROTOCOL_VERSION 3
 
 /*
- * How a client attaches (all of it in the client's attach.c and the agent's control.c):
+ * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
  *
- *  1. The client makes a directory only it (or, when it runs as root, only the target's user)
- *     can enter, TRC_SOCK_DIR_FMT, mode 0700, and listens there on a SOCK_STREAM UNIX socket
- *     named TRC_SOCK_NAME.
- *  2. It opens the SysV message queue TRC_QUEUE_KEY(target pid) with IPC_CREAT and mode 0600
- *     (owned by the target's user when the client is root), puts one struct trc_hello in it and
- *     sends SIGURG to the target's main thread. It repeats the signal every
- *     TRC_RESIGNAL_MS until the agent connects or --timeout expires.
+ *  1. The client listens on a SOCK_STREAM UNIX socket with an abstract name (Linux: no file,
+ *     the name lives in the network namespace), TRC_SOCK_NAME_FMT with 64 random bits, made in
+ *     the target's network namespace. Nothing of it is in a file system: a private /tmp
+ *     (systemd's PrivateTmp), a different TMPDIR or a container's own root on either side does
+ *     not matter. A name already taken is replaced by another random one.
+ *  2. It opens the SysV message queue TRC_QUEUE_KEY(pid) in the target's IPC namespace, where
+ *     pid is the target's pid as the target sees it (the last NSpid field of /proc/PID/status),
+ *     with IPC_CREAT and mode 0600 (owned by the target's user when the client is root), puts one
+ *     struct trc_hello in it and sends SIGURG to the target's main thread. It repeats the signal
+ *     every TRC_RESIGNAL_MS until the agent connects or --timeout expires.
  *  3. The agent's SIGURG handler triggers a postponed job; at the next safe point the job reads
  *     every hello in the queue (IPC_NOWAIT), ignores queues not owned by its own user or root,
- *     and connects to each hello's socket path. Both sides check the other with SO_PEERCRED:
+ *     and connects to each hello's address. Both sides check the other with SO_PEERCRED:
  *     the client that the peer is the target pid, the agent that the peer's uid is its own or 0.
- *  4. The client removes the queue as soon as a connection is accepted (or on timeout). From then
- *     on everything travels over the socket, in both directions.
+ *  4. The client removes the queue as soon as a connection is accepted (or on timeout), and
+ *     closes the listening socket, which frees the name. From then on everything travels over
+ *     the socket, in both directions.
+ *
+ * Namespaces. The client enters the target's network namespace only around socket() (a socket
+ * stays in the namespace it was made in) and its IPC namespace only around the queue calls; it
+ * signals and checks the target by the pid it sees. Entering another namespace needs root
+ * (CAP_SYS_ADMIN): an unprivileged client is told so rather than left waiting. SO_PEERCRED
+ * gives each reader the peer's pid and uid in the reader's own namespaces: the client, which
+ * names the target by the pid it sees, compares that; the agent compares uids only (a client
+ * in a parent pid namespace has pid 0 there). A root client whose uid has no mapping in the
+ * target's user namespace would look like "nobody" to the agent: it is told so before trying.
+ *
+ * Why an abstract name is as safe as the 0700 socket directory of protocol 2: an abstract
+ * socket has no file permissions, and anyone in the network namespace can read the name in
+ * /proc/net/unix and connect. But the client accepts only a peer whose SO_PEERCRED pid is the
+ * target and closes any other, so a stranger gets nothing and cannot take the target's place;
+ * the name is bound before its hello exists, so nobody can hold it first; and the agent
+ * connects only to addresses from a queue of its own user or root with mode 0600, and stays
+ * only when the listener's SO_PEERCRED uid is its own or root's, so a name taken by someone
+ * else after the client left leads nowhere. As before, only the target's user or root gets in.
  *
  * On the socket each message is one msgpack array whose first element is the message type
  * (a positive integer from the ranges below); messages follow each other with no framing, as
@@ -35,22 +57,33 @@
  * client, TRC_MSG_WELCOME (or TRC_MSG_ERROR) from the agent. A peer that receives a type it
  * does not know, or an array of the wrong shape, reports a protocol error and closes.
  *
+ * File descriptors: only a heap dump request (TRC_CMD_EVAL, TRC_EVAL_HEAPDUMP) carries one, the
+ * file to write, passed with SCM_RIGHTS on the first byte of that message. The agent keeps at
+ * most one received descriptor per session (it closes any other at once), hands it to the heap
+ * dump, which closes it when done, and closes it when the session ends unused.
+ *
  * Timestamps are CLOCK_MONOTONIC nanoseconds of the target; TRC_MSG_WELCOME carries one
  * monotonic/realtime pair so the client can turn them into wall-clock times.
  */
 #define TRC_QUEUE_KEY(pid) ((key_t)(0x74000000 | ((pid) & 0x00ffffff)))
-#define TRC_SOCK_DIR_FMT "%s/tracer-%d-%d"      /* tmpdir, client pid, target pid */
-#define TRC_SOCK_NAME "sock"
+#define TRC_SOCK_ABSTRACT '@'           /* first byte of a hello's addr: an abstract name */
+#define TRC_SOCK_NAME_FMT "tracer-%d-%d-%08x%08x"  /* client pid, target pid, 64 random bits */
 #define TRC_RESIGNAL_MS 20
 #define TRC_HELLO_MAGIC 0x54524331u /* "TRC1" */
 
-/* The only message that travels through the SysV queue: "connect to me". */
+/*
+ * The only message that travels through the SysV queue: "connect to me". addr is
+ * TRC_SOCK_ABSTRACT followed by the abstract name, whose bytes are exactly those up to the NUL
+ * (the address length counts no padding). An addr starting with '/' is a socket file path:
+ * the agent still connects to one, so that a protocol 2 client reaches it and is told
+ * TRC_ERR_VERSION instead of hearing nothing.
+ */
 struct trc_hello {
 	long mtype;                     /* always TRC_HELLO_MTYPE */
 	uint32_t magic;                 /* TRC_HELLO_MAGIC */
 	uint32_t version;               /* TRC_PROTOCOL_VERSION */
-	int32_t client_pid;
-	char path[108];                 /* NUL-terminated socket path (sun_path size) */
+	int32_t client_pid;             /* the client's pid as it sees itself */
+	char addr[108];                 /* NUL-terminated "@name" or path (sun_path size) */
 };
 #define TRC_HELLO_MTYPE 1
 #define TRC_HELLO_SIZE (sizeof(struct trc_hello) - sizeof(long))
@@ -110,7 +143,9 @@ enum trc_spec_kind {
 
 enum trc_eval_kind {
 	TRC_EVAL_CODE = 0,      /* text: Ruby code; reply: inspect of the value */
-	TRC_EVAL_HEAPDUMP = 1,  /* text: absolute path; reply: "PATH SIZE" */
+	TRC_EVAL_HEAPDUMP = 1,  /* text: the file's name, for messages only; the message carries the
+				 * open file (SCM_RIGHTS, above), which the agent writes and closes;
+				 * reply: its size in bytes */
 	TRC_EVAL_BACKTRACES = 2,/* text: ""; reply: every thread's name and backtrace */
 };
 

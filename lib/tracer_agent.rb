@@ -30,27 +30,30 @@ module TracerAgent
     end
 
     # Called by the agent in a thread of its own; returns the String sent back to the client.
-    def __eval(kind, text)
+    # fd: the heap dump's file, which the client made and passed over the socket (kind 1).
+    def __eval(kind, text, fd = nil)
       case kind
       when 0 then TOPLEVEL_BINDING.eval(text, '(tracer -e)').inspect
-      when 1 then heapdump(text)
+      when 1 then heapdump(fd)
       when 2 then backtraces
       end
     end
 
     private
 
-    def heapdump(path)
+    # Writes into the file the client made (it belongs to whoever asked, and it may live where
+    # this process cannot even see: another user's directory, another mount namespace). The
+    # agent owns fd and closes it after this returns, whatever happens here: autoclose off.
+    # sync: nothing stays buffered in the IO, which its finalizer could otherwise flush later
+    # into whatever reuses the descriptor's number after a failed write.
+    def heapdump(fd)
+      io = IO.for_fd(fd, 'w', autoclose: false)
+      io.binmode
+      io.sync = true
       require 'objspace'
       GC.start
-      tmp = "#{path}.#{Process.pid}.tmp"
-      File.open(tmp, File::WRONLY | File::CREAT | File::TRUNC, 0o600) do |io|
-        ObjectSpace.dump_all(output: io)
-      end
-      File.rename(tmp, path)
-      "#{path} #{File.size(path)}"
-    ensure
-      File.unlink(tmp) if tmp && File.exist?(tmp)
+      ObjectSpace.dump_all(output: io)
+      io.stat.size.to_s
     end
 
     def backtraces

@@ -2,6 +2,7 @@
 #include "command.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -212,6 +213,7 @@ struct eval_job {
 	uint64_t id;
 	int kind;
 	VALUE text;
+	int fd;                 /* the heap dump's file (the client passed it), or -1; ours to close */
 };
 
 static VALUE pending;   /* the texts of running evals, kept from the GC */
@@ -221,7 +223,9 @@ eval_call(VALUE arg)
 {
 	struct eval_job *job = (struct eval_job *)arg;
 	VALUE mod = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	return rb_funcall(mod, rb_intern("__eval"), 2, INT2FIX(job->kind), job->text);
+	VALUE fd = job->fd >= 0 ? INT2FIX(job->fd) : Qnil;
+
+	return rb_funcall(mod, rb_intern("__eval"), 3, INT2FIX(job->kind), job->text, fd);
 }
 
 static VALUE
@@ -261,6 +265,10 @@ eval_main(void *arg)
 	trc_thread_ignore(self, 1);
 	rb_funcall(self, rb_intern("name="), 1, rb_str_new_cstr("tracer-eval"));
 	result = rb_protect(eval_call, (VALUE)job, &state);
+	/* Whatever Ruby did, the file is complete (it flushed) or abandoned: closed before the
+	 * client hears, which then renames it into place. */
+	if (job->fd >= 0)
+		close(job->fd);
 	if (state) {
 		VALUE exc = rb_errinfo();
 		rb_set_errinfo(Qnil);
@@ -286,10 +294,24 @@ eval_allowed(VALUE unused)
 	return rb_funcall(mod, rb_intern("eval_allowed?"), 0);
 }
 
+/* Refuses an eval with an error reply; closes the heap dump's file, which nothing will write. */
+static int
+refuse_eval(struct trc_session *s, int fd, int code, const char *why)
+{
+	if (fd >= 0)
+		close(fd);
+	trc_reply_error(s, code, "%s", why);
+	return 0;
+}
+
 static int
 cmd_eval(struct trc_session *s, const msgpack_object *argv)
 {
 	VALUE text = str_value(&argv[3]), allowed, th;
+	int kind = (int)argv[2].via.u64;
+	/* Taken first, so that every way out below closes it. */
+	int fd = kind == TRC_EVAL_HEAPDUMP ? trc_session_take_fd(s) : -1;
+	char why[64];
 	struct eval_job *job;
 	int state = 0;
 
@@ -297,16 +319,17 @@ cmd_eval(struct trc_session *s, const msgpack_object *argv)
 	if (state)
 		rb_set_errinfo(Qnil);
 	if (!RTEST(allowed)) {
-		trc_reply_error(s, TRC_ERR_EVAL_DISABLED, "eval is disabled in process %d", (int)getpid());
-		return 0;
+		snprintf(why, sizeof(why), "eval is disabled in process %d", (int)getpid());
+		return refuse_eval(s, fd, TRC_ERR_EVAL_DISABLED, why);
 	}
-	if ((job = malloc(sizeof(*job))) == NULL) {
-		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
-		return 0;
-	}
+	if (kind == TRC_EVAL_HEAPDUMP && fd < 0)
+		return refuse_eval(s, fd, TRC_ERR_PROTOCOL, "heap dump request without a file descriptor");
+	if ((job = malloc(sizeof(*job))) == NULL)
+		return refuse_eval(s, fd, TRC_ERR_INTERNAL, "out of memory");
 	job->session = s->id;
 	job->id = argv[1].via.u64;
-	job->kind = (int)argv[2].via.u64;
+	job->kind = kind;
+	job->fd = fd;
 	job->text = text;
 	rb_ary_push(pending, text);
 	th = rb_thread_create(eval_main, job);

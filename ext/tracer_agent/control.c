@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/eventfd.h>
@@ -164,6 +165,11 @@ queue_trusted(int q)
 	return (ds.msg_perm.uid == me || ds.msg_perm.uid == 0) && (ds.msg_perm.mode & 077) == 0;
 }
 
+/*
+ * The listener's uid, as the kernel recorded it at listen() and translated into our user
+ * namespace: our own or root's. An abstract name can be bound by anyone in the network
+ * namespace; this is what keeps a stranger who took a name (after its client left) out.
+ */
 static int
 peer_trusted(int fd)
 {
@@ -175,19 +181,34 @@ peer_trusted(int fd)
 	return cred.uid == geteuid() || cred.uid == 0;
 }
 
+/*
+ * The socket address of a hello's addr (checked by trc_wire_hello): "@name" is the abstract
+ * name, a NUL then exactly the name's bytes; "/path" a socket file. Returns its length.
+ */
+static socklen_t
+hello_addr(const struct trc_hello *h, struct sockaddr_un *addr)
+{
+	size_t n = strlen(h->addr);     /* < sizeof(h->addr) == sizeof(addr->sun_path) */
+
+	memset(addr, 0, sizeof(*addr));
+	addr->sun_family = AF_UNIX;
+	memcpy(addr->sun_path, h->addr, n);
+	if (h->addr[0] == TRC_SOCK_ABSTRACT)
+		addr->sun_path[0] = '\0';
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+}
+
 static void
 connect_client(const struct trc_hello *h)
 {
 	struct sockaddr_un addr;
+	socklen_t len = hello_addr(h, &addr);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
 	if (fd < 0)
 		return;
-	memset(&addr, 0, sizeof(addr));
-	addr.sun_family = AF_UNIX;
-	memcpy(addr.sun_path, h->path, sizeof(addr.sun_path) - 1);
 	/* A hello left by a client that died has nobody listening: connect fails, we move on. */
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || !peer_trusted(fd)) {
+	if (connect(fd, (struct sockaddr *)&addr, len) < 0 || !peer_trusted(fd)) {
 		close(fd);
 		return;
 	}

@@ -31,6 +31,7 @@
 #define GOODBYE_MS 2000         /* how long a closing session tries to deliver the rest */
 #define READ_CHUNK 65536
 #define IO_STACK (256u << 10)
+#define PASS_MAX 4              /* descriptors one read takes in (all but one are closed) */
 
 static struct trc_session *current;
 static struct { int fd; pid_t pid; } next_client = { -1, 0 };  /* came while current was ending */
@@ -193,14 +194,62 @@ flush(struct trc_session *s)
 	return 0;
 }
 
-/* Reads what the client sent into the inbox; 1 if there is something, 0 if not, -1 at EOF. */
+/* Keeps fd as the session's passed descriptor if it has none yet; closes it otherwise. */
+static void
+keep_fd(struct trc_session *s, int fd)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->passed_fd < 0) {
+		s->passed_fd = fd;
+		fd = -1;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Every descriptor that came with the bytes just read (SCM_RIGHTS): one is kept, the rest closed. */
+static void
+take_fds(struct trc_session *s, struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			keep_fd(s, fd);
+		}
+	}
+}
+
+/*
+ * Reads what the client sent into the inbox; 1 if there is something, 0 if not, -1 at EOF.
+ * recvmsg, not read: a descriptor passed with the bytes would otherwise be dropped by the
+ * kernel. It arrives with the first byte of its message, so it is kept before the GVL side can
+ * see that message. Descriptors beyond PASS_MAX in one read are closed by the kernel
+ * (MSG_CTRUNC); MSG_CMSG_CLOEXEC keeps them out of anything the app execs meanwhile.
+ */
 static int
 receive(struct trc_session *s)
 {
 	char buf[READ_CHUNK];
-	ssize_t n = read(s->fd, buf, sizeof(buf));
+	union {
+		struct cmsghdr align;
+		char bytes[CMSG_SPACE(PASS_MAX * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.bytes,
+			     .msg_controllen = sizeof(ctl.bytes) };
+	ssize_t n = recvmsg(s->fd, &mh, MSG_CMSG_CLOEXEC);
 	int ok;
 
+	if (n > 0)
+		take_fds(s, &mh);
 	if (n == 0)
 		return -1;
 	if (n < 0)
@@ -389,11 +438,26 @@ stop(struct trc_session *s)
 	wake(s);
 }
 
+int
+trc_session_take_fd(struct trc_session *s)
+{
+	int fd;
+
+	pthread_mutex_lock(&s->lock);
+	fd = s->passed_fd;
+	s->passed_fd = -1;
+	pthread_mutex_unlock(&s->lock);
+	return fd;
+}
+
 static void
 session_free(struct trc_session *s)
 {
 	if (s->fd >= 0)
 		close(s->fd);
+	/* A descriptor the client passed and no command took: ours to close (the I/O thread is gone). */
+	if (s->passed_fd >= 0)
+		close(s->passed_fd);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	msgpack_unpacker_destroy(&s->in);
@@ -483,6 +547,7 @@ session_new(int fd, pid_t client_pid)
 		return NULL;
 	}
 	s->fd = fd;
+	s->passed_fd = -1;
 	s->client_pid = client_pid;
 	s->id = next_id++;
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -612,6 +677,10 @@ trc_session_forked(void)
 	close(current->wake_fd);
 	current->fd = -1;
 	current->wake_fd = -1;
+	/* Read without the lock, which the parent's I/O thread may have held: it is gone here. */
+	if (current->passed_fd >= 0)
+		close(current->passed_fd);
+	current->passed_fd = -1;
 }
 
 void

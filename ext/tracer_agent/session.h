@@ -43,6 +43,7 @@ struct trc_session {
 	pthread_mutex_t lock;
 	msgpack_sbuffer ctl;
 	msgpack_sbuffer inbox;
+	int passed_fd;          /* a descriptor the client sent (SCM_RIGHTS) no command took, or -1 */
 	int tracing;            /* set with STARTED queued: from then on the ring is sent */
 
 	/* Atomics. */
@@ -76,6 +77,12 @@ void trc_session_service(void);
 struct trc_session *trc_session_current(void);
 /* GVL held. Asks for the session to close (enum trc_close). */
 void trc_session_close(struct trc_session *s, int how);
+
+/*
+ * GVL held. The descriptor the client passed (tracer_protocol.h), or -1 if none came: the
+ * caller owns it from now on and must close it.
+ */
+int trc_session_take_fd(struct trc_session *s);
 
 /* GVL held. Sends the --top counts every ms milliseconds from now on. */
 void trc_session_count_every(struct trc_session *s, uint64_t ms);

@@ -140,6 +140,15 @@ trc_wire_command(const msgpack_object *msg)
 	return -1;
 }
 
+/* "@name" (an abstract socket, the name not empty) or "/path", NUL-terminated in its field. */
+static int
+is_hello_addr(const char *addr, size_t size)
+{
+	if (memchr(addr, 0, size) == NULL)
+		return 0;
+	return addr[0] == '/' || (addr[0] == TRC_SOCK_ABSTRACT && addr[1] != '\0');
+}
+
 int
 trc_wire_hello(const void *buf, size_t n)
 {
@@ -148,6 +157,5 @@ trc_wire_hello(const void *buf, size_t n)
 	if (n != TRC_HELLO_SIZE)
 		return 0;
 	memcpy((char *)&h + sizeof(long), buf, n);
-	return h.magic == TRC_HELLO_MAGIC && h.client_pid > 0 && memchr(h.path, 0, sizeof(h.path)) != NULL &&
-	    h.path[0] == '/';
+	return h.magic == TRC_HELLO_MAGIC && h.client_pid > 0 && is_hello_addr(h.addr, sizeof(h.addr));
 }

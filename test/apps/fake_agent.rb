@@ -43,7 +43,8 @@ until sock
   next if msgrcv.call(q, buf, HELLO_SIZE, 0, IPC_NOWAIT | MSG_NOERROR).negative?
 
   _mtype, magic, _version, _client_pid, path = buf.to_str(8 + HELLO_SIZE).unpack('q<L<L<l<Z108')
-  sock = UNIXSocket.new(path) if magic == 0x54524331
+  # "@name": an abstract socket, a NUL then the name.
+  sock = UNIXSocket.new(path.start_with?('@') ? "\0#{path[1..]}" : path) if magic == 0x54524331
 end
 
 mono = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)

@@ -49,6 +49,7 @@ end
 def msgs(*list) = list.map { |m| Pack.pack(m) }.join.b
 
 DIR = File.join(__dir__, 'corpus')
+VERSION = Integer(File.read(File.join(__dir__, '../../include/tracer_protocol.h'))[/#define TRC_PROTOCOL_VERSION (\d+)/, 1])
 
 def write(target, name, bytes)
   FileUtils.mkdir_p(File.join(DIR, target))
@@ -57,7 +58,7 @@ end
 
 # ---- client -> agent (fuzz_agent_command): first byte = read size (0: whole reads) ----
 a = 'fuzz_agent_command'
-hello = [1, 2, 4242]
+hello = [1, VERSION, 4242]
 write(a, 'hello', "\0".b + msgs(hello))
 write(a, 'trace_firehose', "\0".b + msgs(hello, [2, 1, 0, [], [true, [], []]]))
 write(a, 'trace_specs', "\0".b + msgs(hello, [2, 6, 10, [['Foo::Bar', 0, 'baz', ['self', '@x']],
@@ -70,13 +71,16 @@ write(a, 'backtraces', "\x07".b + msgs(hello, [3, 3, 2, ''], [4]))
 write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, [false, ['/app/', '/lib/'], ['^Rack']]], [4]))
 write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, [true, [], []]]))
 write(a, 'detach', "\x01".b + msgs(hello, [4]))
-# A queue message body (struct trc_hello without mtype), also checked by trc_wire_hello.
+# Queue message bodies (struct trc_hello without mtype), also checked by trc_wire_hello: an
+# abstract socket name, and a protocol 2 client's socket path.
+name = '@tracer-100-200-0123456789abcdef'
+write(a, 'queue_hello', [0x54524331, VERSION, 100].pack('LLl') + name.b + "\0".b * (108 - name.size))
 path = '/tmp/tracer-100-200/sock'
-write(a, 'queue_hello', [0x54524331, 1, 100].pack('LLl') + path.b + "\0".b * (108 - path.size))
+write(a, 'queue_hello_path', [0x54524331, 2, 100].pack('LLl') + path.b + "\0".b * (108 - path.size))
 
 # ---- agent -> client (fuzz_client_decode): byte 0 printer options, byte 1 read sizes ----
 c = 'fuzz_client_decode'
-welcome = [64, 2, 200, '3.1.2', '/app', 1_000_000_000, 1_700_000_000_000_000_000, false, 1]
+welcome = [64, VERSION, 200, '3.1.2', '/app', 1_000_000_000, 1_700_000_000_000_000_000, false, 1]
 write(c, 'welcome', "\x02\x00".b + msgs(welcome))
 write(c, 'error', "\x02\x00".b + msgs([65, 2, 'process 200 is already traced by pid 99']))
 write(c, 'eval', "\x02\x05".b + msgs(welcome, [68, 1, true, '42'], [68, 1, false, 'NameError: x'],

@@ -1,8 +1,10 @@
 # eval_test.rb: -e, heap dumps and backtraces.
 require_relative 'helper'
+require_relative 'fake_client'
 
 class EvalTest < Minitest::Test
   include TracerTest
+  include FakeClient
 
   def test_eval_prints_inspect
     t = target('sleep')
@@ -49,6 +51,64 @@ class EvalTest < Minitest::Test
       assert_equal 0o600, File.stat(path).mode & 0o777
       assert_empty Dir.glob("#{path}*.tmp")
     end
+  end
+
+  # Root asks, the process runs as www-data (here nobody), the directory is root's, 0755: the
+  # process could not make a file there. tracer makes it and hands the process the descriptor,
+  # so the dump is there, and it is the asker's.
+  def test_heapdump_belongs_to_who_asked
+    assert Process.uid.zero?, 'this test runs the target as nobody and must run as root'
+    t = target('sleep', prefix: AS_NOBODY)
+    assert_equal Etc.getpwnam('nobody').uid, File.stat("/proc/#{t.pid}").uid
+    Dir.mktmpdir do |dir|
+      File.chmod(0o755, dir)
+      path = File.join(dir, 'heap.json')
+      out, err, status = tracer('-p', t.pid, '--heapdump', path)
+      assert status.success?, err
+      st = File.stat(path)
+      assert_equal [0, 0, 0o600], [st.uid, st.gid, st.mode & 0o777]
+      assert_equal "heap dump written to #{path} (#{st.size} bytes)\n", out
+      lines = File.readlines(path)
+      assert_operator lines.size, :>, 1000
+      lines.each { |l| JSON.parse(l) }
+      assert_equal ['heap.json'], Dir.children(dir)
+    end
+  end
+
+  def test_heapdump_file_that_cannot_be_made_stops_before_attaching
+    t = target('sleep')
+    _, err, status = tracer('-p', t.pid, '--heapdump', '/nonexistent/heap.json')
+    assert_equal 1, status.exitstatus
+    assert_match(%r{cannot create the heap dump file beside '/nonexistent/heap.json': No such file or directory}, err)
+    # The only session the target ever had is the one asking.
+    assert_equal "=> 1\n", tracer('-p', t.pid, '-e', 'TracerAgent.stats[:sessions]').first
+  end
+
+  # Descriptors a client passes never stay in the process: the one no command took, extra ones,
+  # the heap dump's when the client is gone before it is written, one sent with half a message.
+  def test_passed_descriptors_are_closed_when_the_client_goes
+    t = target('sleep')
+    tracer('-p', t.pid, '-e', '1') # the first session leaves what every later one finds
+    before = fds(t.pid).size
+    hello = MiniPack.pack([1, PROTOCOL_VERSION, Process.pid])
+    dump = MiniPack.pack([3, 1, 1, 'heap.json'])
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, 'passed')
+      # [bytes, descriptors, how many the agent keeps while the client stays]
+      [[hello, 1, 1], [hello, 3, 1], [hello + dump[0, 3], 1, 1], [hello + dump, 1, nil]].each do |bytes, n, kept|
+        File.open(path, 'w') do |f|
+          fake_client(t.pid) do |sock|
+            sock.sendmsg(bytes, 0, nil, Socket::AncillaryData.unix_rights(*[f] * n))
+            # nil: the heap dump takes it: the client dies at once, whatever the agent is doing.
+            wait_until(message: "the agent to keep #{kept} of #{n}") { holding(t.pid, path) == kept } if kept
+          end
+        end
+        wait_until(message: "#{n} descriptors closed after #{bytes.bytesize} bytes") do
+          holding(t.pid, path).zero? && fds(t.pid).size == before
+        end
+      end
+    end
+    assert t.alive?
   end
 
   def test_backtraces_without_agent_threads

@@ -1,5 +1,6 @@
 # helper.rb: starts target processes with the agent and runs the real tracer client against them.
 require 'minitest/autorun'
+require 'etc'
 require 'open3'
 require 'timeout'
 require 'json'
@@ -21,15 +22,17 @@ AGENT_LIB = ENV['TRACER_AGENT_LIB'] || File.join(ROOT, 'lib')
 class Target
   attr_reader :pid, :out
 
-  def initialize(mode, env: {}, agent: true, script: TARGET)
+  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [])
     # agent: false is a process without our lib/ at all (it may load an installed gem itself).
-    args = [RUBY]
+    # prefix: a command to run the target under (unshare ...), which execs it, or forks it:
+    # then pid is the prefix's, and the target, which says its own pid, is its child.
+    args = prefix + [RUBY]
     args += ["-I#{AGENT_LIB}", '-rtracer_agent'] if agent
     @out, @err = +'', +''
     @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode)
     @pid = @wait.pid
     @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new { @stderr.each_line { |l| @err << l } }]
-    wait_for(/ready #{@pid}/) { "target #{mode} did not start: #{@err}" }
+    wait_for(prefix.empty? ? /ready #{@pid}/ : /ready \d+/) { "target #{mode} did not start: #{@err}" }
   end
 
   def wait_for(re, within: WAIT)
@@ -110,11 +113,22 @@ module TracerTest
     Client.new(*args).tap { |c| @clients << c }
   end
 
-  # Runs the client to completion: [stdout, stderr, status].
-  def tracer(*args, within: WAIT)
+  # Runs the client to completion: [stdout, stderr, status]. prefix: a command to run it under.
+  def tracer(*args, within: WAIT, env: {}, prefix: [])
     out, err, status = nil
-    Timeout.timeout(within) { out, err, status = Open3.capture3(TRACER, *args.map(&:to_s)) }
+    Timeout.timeout(within) { out, err, status = Open3.capture3(env, *prefix, TRACER, *args.map(&:to_s)) }
     [out, err, status]
+  end
+
+  # Runs a target as user nobody (setpriv execs it: the pid stays the target's).
+  AS_NOBODY = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups].freeze
+
+  # The descriptors pid has open.
+  def fds(pid) = Dir.children("/proc/#{pid}/fd")
+
+  # How many of pid's descriptors are open on path.
+  def holding(pid, path)
+    fds(pid).count { |fd| (File.readlink("/proc/#{pid}/fd/#{fd}") rescue nil) == path }
   end
 
   def wait_until(within: WAIT, message: 'condition')
@@ -127,9 +141,14 @@ module TracerTest
     v
   end
 
-  def leftovers_for(pid)
-    queues = `ipcs -q`.lines.grep(/0x#{format('%08x', 0x74000000 | pid)}/)
-    dirs = Dir.glob("#{Dir.tmpdir}/tracer-*-#{pid}")
-    queues + dirs
+  # What attaching to pid may have left: its queue, a listening socket named for it. For a
+  # target in namespaces of its own, host is its pid here and pid the one it sees itself by
+  # (its queue's key; a client inside names it so too); both are looked for where it lives.
+  def leftovers_for(pid, host: nil)
+    ipcs = host ? ['nsenter', '-t', host.to_s, '-i', 'ipcs', '-q'] : %w[ipcs -q]
+    queues = IO.popen(ipcs, &:read).lines.grep(/0x#{format('%08x', 0x74000000 | (pid & 0xffffff))}/)
+    names = [pid, host].compact.join('|')
+    sockets = File.read("/proc/#{host || 'self'}/net/unix").lines.grep(/@tracer-\d+-(#{names})-/)
+    queues + sockets
   end
 end

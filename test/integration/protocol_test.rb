@@ -1,63 +1,12 @@
 # protocol_test.rb: hostile bytes on every channel: a broken agent (test/apps/fake_agent.rb) must
 # get a protocol error from the client, never a crash; garbage in a target's queue and a
 # malformed command must leave the real agent and its application unharmed.
-require 'fiddle'
-require 'socket'
 require_relative 'helper'
-
-# The SysV message queue calls, from libc.
-module SysV
-  LIBC = Fiddle.dlopen(nil)
-  INT = Fiddle::TYPE_INT
-  MSGGET = Fiddle::Function.new(LIBC['msgget'], [INT, INT], INT)
-  MSGSND = Fiddle::Function.new(LIBC['msgsnd'], [INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, INT], INT)
-  MSGCTL = Fiddle::Function.new(LIBC['msgctl'], [INT, INT, Fiddle::TYPE_VOIDP], INT)
-  IPC_CREAT = 0o1000
-  IPC_NOWAIT = 0o4000
-  IPC_RMID = 0
-  HELLO_MAGIC = 0x54524331
-  HELLO_SIZE = 120 # struct trc_hello without its long mtype
-
-  module_function
-
-  def key(pid) = 0x74000000 | (pid & 0xffffff)
-
-  def create(pid)
-    q = MSGGET.call(key(pid), IPC_CREAT | 0o600)
-    raise "msgget: #{Fiddle.last_error}" if q.negative?
-
-    q
-  end
-
-  # Queues body with mtype; false when the queue is full.
-  def send(q, mtype, body)
-    msg = [mtype].pack('q<') + body.b
-    return true if MSGSND.call(q, msg, body.bytesize, IPC_NOWAIT).zero?
-    return false if Fiddle.last_error == Errno::EAGAIN::Errno
-
-    raise "msgsnd: #{Fiddle.last_error}"
-  end
-
-  def remove(q) = MSGCTL.call(q, IPC_RMID, nil)
-end
-
-# Just enough msgpack to speak to an agent.
-module MiniPack
-  module_function
-
-  def pack(v)
-    case v
-    when Integer then v < 128 ? [v].pack('C') : "\xcf".b + [v].pack('Q>')
-    when String then [0xdb, v.bytesize].pack('CN') + v.b
-    when false then "\xc2".b
-    when true then "\xc3".b
-    when Array then [0x90 | v.size].pack('C') + v.map { |e| pack(e) }.join.b
-    end
-  end
-end
+require_relative 'fake_client'
 
 class ProtocolTest < Minitest::Test
   include TracerTest
+  include FakeClient
 
   FAKE_AGENT = File.join(ROOT, 'test', 'apps', 'fake_agent.rb')
 
@@ -150,36 +99,18 @@ class ProtocolTest < Minitest::Test
     refute_match(/RuntimeError/, t.err)
   end
 
-  private
-
-  # The client's side of the attach, by hand: socket, hello in the queue, SIGURG.
-  def fake_client(pid)
-    dir = Dir.mktmpdir('tracer-fake-')
-    server = UNIXServer.new(File.join(dir, 'sock'))
-    q = SysV.create(pid)
-    hello = [SysV::HELLO_MAGIC, 1, Process.pid, File.join(dir, 'sock')].pack('L<L<l<a108')
-    assert SysV.send(q, 1, hello)
-    sock = wait_until(message: 'the agent to connect') do
-      Process.kill('URG', pid)
-      IO.select([server], nil, nil, 0.02) && server.accept
+  # A client of protocol 2 listened on a socket file, and its hello named the path: the agent
+  # still connects to one, so that such a client hears why it cannot go on, not nothing.
+  def test_protocol_2_client_is_told_the_version
+    t = target('sleep')
+    Dir.mktmpdir('tracer-fake-') do |dir|
+      reply = fake_client(t.pid, path: File.join(dir, 'sock')) do |sock|
+        sock.write(MiniPack.pack([1, 2, Process.pid]))
+        read_all(sock)
+      end
+      assert_includes reply, "\x93\x41\x01".b, 'no ERROR/TRC_ERR_VERSION reply'
+      assert_includes reply, "protocol version #{PROTOCOL_VERSION} expected, client speaks 2"
     end
-    SysV.remove(q)
-    q = nil
-    yield sock
-  ensure
-    sock&.close
-    server&.close
-    SysV.remove(q) if q
-    FileUtils.rm_rf(dir) if dir
-  end
-
-  def read_all(sock)
-    data = +''.b
-    Timeout.timeout(WAIT) do
-      loop { data << sock.readpartial(65_536) }
-    rescue EOFError, Errno::ECONNRESET
-      nil
-    end
-    data
+    assert t.alive?
   end
 end

@@ -40,22 +40,17 @@ class ReliabilityTest < Minitest::Test
     assert_empty leftovers_for(t.pid)
   end
 
-  def test_stale_queue_and_socket_dir_of_dead_processes_do_not_block
+  def test_stale_queue_of_a_dead_client_does_not_block
     t = target('sleep')
-    # A client that died (pid 1 is never ours to clean: use a dead pid) left its directory and
-    # its hello, which points at a socket nobody listens on, in the target's queue.
+    # A client that died (SIGKILL) left its hello in the target's queue; its socket name went
+    # with it, so the hello points at a name nobody listens on.
     dead = Process.spawn('true').tap { |p| Process.wait(p) }
-    dir = File.join(Dir.tmpdir, "tracer-#{dead}-#{t.pid}")
-    Dir.mkdir(dir, 0o700)
-    File.write(File.join(dir, 'sock'), '')
     key = 0x74000000 | t.pid
-    system(RUBY, '-e', STALE_HELLO, key.to_s, dead.to_s, File.join(dir, 'sock'), exception: true)
+    system(RUBY, '-e', STALE_HELLO, key.to_s, dead.to_s, "@tracer-#{dead}-#{t.pid}-00000000deadbeef", exception: true)
     out, err, status = tracer('-p', t.pid, '-e', '1')
     assert status.success?, err
     assert_equal "=> 1\n", out
     assert_empty leftovers_for(t.pid)
-  ensure
-    FileUtils.rm_rf(dir) if dir
   end
 
   STALE_HELLO = <<~RUBY.freeze
@@ -149,20 +144,43 @@ class ReliabilityTest < Minitest::Test
     assert Process.uid.zero?, 'this test creates a queue as user nobody and must run as root'
     t = target('sleep')
     key = 0x74000000 | t.pid
-    dir = Dir.mktmpdir
-    File.chmod(0o777, dir)
-    sock = File.join(dir, 'sock')
+    name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
     # nobody makes the queue (so it is nobody's) and waits for a connection that must never come.
-    script = STALE_HELLO + "\nrequire 'socket'; s = UNIXServer.new(#{sock.inspect}); Process.kill('URG', #{t.pid}); " \
+    script = STALE_HELLO + "\nrequire 'socket'; s = UNIXServer.new(\"\\0#{name}\"); Process.kill('URG', #{t.pid}); " \
                            "exit(IO.select([s], nil, nil, 1.0) ? 1 : 0)"
     ok = system('setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', RUBY, '-e', script,
-                key.to_s, Process.pid.to_s, sock)
+                key.to_s, Process.pid.to_s, "@#{name}")
     assert ok, 'the agent connected to a queue owned by another user'
     # The only session the agent ever had is the one asking: none was opened for nobody's hello.
     assert_equal({ sessions: 1, last_session: nil, hooks: 0 }, stats(t.pid).slice(:sessions, :last_session, :hooks))
   ensure
     system("ipcrm -Q #{key} 2>/dev/null") if key
-    FileUtils.rm_rf(dir) if dir
+  end
+
+  # An abstract name has no file permissions: anyone may listen on one. A hello in a queue the
+  # agent trusts that names another user's listener (one who took a name after its client left,
+  # say) gets a connection that is hung up at once: the agent checks who listens.
+  def test_agent_hangs_up_on_a_listener_of_another_user
+    assert Process.uid.zero?, 'this test listens as user nobody and must run as root'
+    t = target('sleep')
+    key = 0x74000000 | t.pid
+    name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
+    r, w = IO.pipe
+    # nobody listens, and reports what reached it: EOF with no bytes means hung up on.
+    listener = Process.spawn('setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', RUBY, '-rsocket', '-e',
+                             "s = UNIXServer.new(\"\\0#{name}\"); puts 'listening'; $stdout.flush; " \
+                             'c = s.accept; puts "got #{c.read.bytesize}"', out: w)
+    w.close
+    assert_equal "listening\n", r.gets
+    # The queue is root's, as a root client's would be: trusted. Only the listener is wrong.
+    system(RUBY, '-e', STALE_HELLO, key.to_s, Process.pid.to_s, "@#{name}", exception: true)
+    wait_until(message: 'the agent to connect') { Process.kill('URG', t.pid) && IO.select([r], nil, nil, 0.02) }
+    assert_equal "got 0\n", r.gets
+    assert_equal({ sessions: 1, last_session: nil, hooks: 0 }, stats(t.pid).slice(:sessions, :last_session, :hooks))
+  ensure
+    Process.kill('KILL', listener) rescue nil if listener
+    Process.wait(listener) rescue nil if listener
+    system("ipcrm -Q #{key} 2>/dev/null") if key
   end
 
   private
@@ -176,13 +194,24 @@ class ReliabilityTest < Minitest::Test
 
   # What the process holds. Its garbage is collected first: a leak survives a GC, garbage the
   # agent made does not (when the app itself allocates little, as here, Ruby 3.3 collects rarely).
+  # Only its own queue counts: other processes on the machine attach and detach meanwhile.
   def footprint(pid)
     {
       threads: stats_threads(pid),
-      fds: Dir.children("/proc/#{pid}/fd").size,
-      queues: `ipcs -q`.lines.count { |l| l =~ /^0x/ },
+      fds: settled_fds(pid),
+      queues: `ipcs -q`.lines.count { |l| l.start_with?(format('0x%08x', 0x74000000 | pid)) },
       rss_kib: File.read("/proc/#{pid}/status")[/VmRSS:\s+(\d+)/, 1].to_i
     }
+  end
+
+  # The process's descriptors once the agent has closed the session that asked for the threads:
+  # its client has gone, but the agent ends a session a moment later. These targets have no
+  # socket of their own.
+  def settled_fds(pid)
+    wait_until(message: 'the last session to end') do
+      fds(pid).none? { |fd| (File.readlink("/proc/#{pid}/fd/#{fd}") rescue '').start_with?('socket:') }
+    end
+    fds(pid).size
   end
 
   def stats_threads(pid)

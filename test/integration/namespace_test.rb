@@ -1,0 +1,128 @@
+# namespace_test.rb: attaching whatever namespaces each side has: a private /tmp, different
+# TMPDIRs, a container traced from the host and from inside, and what a user who may not is told.
+require_relative 'helper'
+
+class NamespaceTest < Minitest::Test
+  include TracerTest
+
+  # A container: its own mount, pid, IPC and network namespaces. unshare forks the target (pid 1
+  # in there) and kills it when unshare itself is killed.
+  CONTAINER = %w[unshare --fork --kill-child --pid --mount --ipc --net --mount-proc].freeze
+
+  def setup
+    super
+    assert Process.uid.zero?, 'namespaces need root: run the tests as root'
+  end
+
+  # systemd's PrivateTmp: the target's /tmp is a directory of its own, which the client's /tmp
+  # is not. Attaching, tracing and a heap dump into the client's /tmp all work.
+  def test_private_tmp
+    Dir.mktmpdir do |private_tmp|
+      t = target('work', prefix: ['unshare', '-m', 'sh', '-c', 'mount --bind "$0" /tmp && exec "$@"', private_tmp])
+      assert_equal File.stat(private_tmp).ino, File.stat("/proc/#{t.pid}/root/tmp").ino, 'the target sees its own /tmp'
+      check_eval_and_trace(t.pid, { 'Dir.children("/tmp").size' => '0' })
+      check_heapdump(t.pid, File.join(Dir.tmpdir, "tracer-ns-test-#{t.pid}.json"))
+      assert_empty leftovers_for(t.pid)
+      assert_empty Dir.children(private_tmp)
+    end
+  end
+
+  # Each side's TMPDIR is its own; a default heap dump goes to the client's.
+  def test_different_tmpdirs
+    Dir.mktmpdir do |theirs|
+      Dir.mktmpdir do |ours|
+        t = target('work', env: { 'TMPDIR' => theirs })
+        check_eval_and_trace(t.pid, { 'ENV["TMPDIR"]' => theirs.inspect }, env: { 'TMPDIR' => ours })
+        out, err, status = tracer('-p', t.pid, '--heapdump', env: { 'TMPDIR' => ours })
+        assert status.success?, err
+        dump = out[/^heap dump written to (\S+) /, 1]
+        assert_equal ours, File.dirname(dump)
+        assert_match(/\Atracer-heap-#{t.pid}-\d{8}-\d{6}\.json\z/, File.basename(dump))
+        assert_empty Dir.children(theirs)
+        assert_empty leftovers_for(t.pid)
+      end
+    end
+  end
+
+  # rbspy and py-spy's way: root on the host names the process by its host pid.
+  def test_container_traced_from_the_host
+    t = target('work', prefix: CONTAINER)
+    host, inside = container_pids(t)
+    assert_equal 1, inside
+    check_eval_and_trace(host, { 'Process.pid' => '1' })
+    check_heapdump(host, File.join(Dir.tmpdir, "tracer-ns-test-#{host}.json"))
+    assert_empty leftovers_for(inside, host: host)
+    assert_empty leftovers_for(host)
+  end
+
+  # tracer inside the container, with the pid the container gives the process.
+  def test_client_inside_the_container
+    t = target('work', prefix: CONTAINER)
+    host, inside = container_pids(t)
+    check_eval_and_trace(inside, { 'Process.pid' => '1' }, prefix: ['nsenter', '-t', host.to_s, '-m', '-i', '-n', '-p', '--'])
+    assert_empty leftovers_for(inside, host: host)
+  end
+
+  # A user who is not root cannot reach into a container, and is told so, not left waiting.
+  def test_user_cannot_attach_to_roots_process_in_a_container
+    t = target('sleep', prefix: CONTAINER)
+    host, inside = container_pids(t)
+    out, err, status = tracer('-p', host, '-e', '1', prefix: AS_NOBODY)
+    assert_equal 4, status.exitstatus, err
+    assert_equal "tracer: permission denied: process #{host} belongs to another user and is in another pid " \
+                 "namespace (a container?): attaching needs root\n", err
+    assert_empty out
+    assert_empty leftovers_for(inside, host: host)
+  end
+
+  # A process of nobody's own, in a user and network namespace of its own (`unshare -rn`, as a
+  # rootless container runs): nobody may signal it, but not enter its network namespace; and
+  # root, whom that user namespace does not map, would look like a stranger to its agent.
+  def test_user_and_network_namespace_of_a_user_process
+    t = target('sleep', prefix: AS_NOBODY + %w[unshare --user --map-root-user --net])
+    out, err, status = tracer('-p', t.pid, '-e', '1', prefix: AS_NOBODY)
+    assert_equal 4, status.exitstatus, err
+    assert_equal "tracer: process #{t.pid} is in another network namespace (a container?): attaching needs root\n", err
+    assert_empty out
+    _, err, status = tracer('-p', t.pid, '-e', '1')
+    assert_equal 4, status.exitstatus, err
+    assert_match(/\Atracer: process #{t.pid} is in another user namespace \(a rootless container\?\) that has no mapping for uid 0, so its agent cannot trust tracer: run tracer inside that namespace\n\z/, err)
+    assert_empty leftovers_for(t.pid)
+    # In its namespaces it works: there, nobody is the root the namespace maps.
+    out, err, status = tracer('-p', t.pid, '-e', 'Process.pid', prefix: AS_NOBODY + ['nsenter', '--preserve-credentials', '-t', t.pid.to_s, '-U', '-n', '--'])
+    assert status.success?, err
+    assert_equal "=> #{t.pid}\n", out
+  end
+
+  private
+
+  # The target's pid here (the child unshare forked) and inside (the last NSpid field).
+  def container_pids(target)
+    host = wait_until(message: 'the contained process') do
+      File.read("/proc/#{target.pid}/task/#{target.pid}/children").split.first&.to_i
+    end
+    [host, Integer(File.read("/proc/#{host}/status")[/^NSpid:(.*)$/, 1].split.last)]
+  end
+
+  # -e CODE prints what expect says for each; -m sees Worker#work called.
+  def check_eval_and_trace(pid, expect, env: {}, prefix: [])
+    expect.each do |code, value|
+      out, err, status = tracer('-p', pid, '-e', code, env: env, prefix: prefix)
+      assert status.success?, err
+      assert_equal "=> #{value}\n", out
+    end
+    out, err, status = tracer('-p', pid, '-m', 'Worker#work', '--duration', '0.5', env: env, prefix: prefix)
+    assert status.success?, err
+    assert_match(/^Worker#work <[\d.]+>$/, out)
+  end
+
+  def check_heapdump(pid, path)
+    out, err, status = tracer('-p', pid, '--heapdump', path)
+    assert status.success?, err
+    assert_equal "heap dump written to #{path} (#{File.size(path)} bytes)\n", out
+    assert_equal 0o600, File.stat(path).mode & 0o777
+    File.foreach(path) { |l| JSON.parse(l) }
+  ensure
+    FileUtils.rm_f(path)
+  end
+end
