@@ -22,6 +22,7 @@
 #include "session.h"
 #include "spec.h"
 #include "top.h"
+#include "trace.h"
 #include "tracer_protocol.h"
 #include "xmalloc.h"
 
@@ -35,6 +36,10 @@
 #define DEFAULT_RESET 300.0
 #define MIN_INTERVAL 0.01
 #define MAX_INTERVAL 3600.0
+/* TRC_TRACE_MAX_INDENT, for the help text. */
+#define STRINGIFY(x) #x
+#define DECIMAL(x) STRINGIFY(x)
+#define MAX_INDENT_TEXT DECIMAL(TRC_TRACE_MAX_INDENT)
 /* What --all left behind after detach, from make bench (README, Performance). */
 #define TRC_RESIDUE_TEXT "up to 2.3x on Ruby 3.1, up to 9x on Ruby 3.4 with YJIT"
 
@@ -371,7 +376,9 @@ static const struct option_def options[] = {
 	  set_start_time },
 	{ "no-duration", 'n', ARG_NONE, NULL, "hide the time spent in each call", set_no_duration },
 	{ "stats", 0, ARG_NONE, NULL, "at detach, print the events the agent sent, received and lost", set_stats },
-	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2)", set_prefix },
+	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2), "
+	  MAX_INDENT_TEXT " levels at most",
+	  set_prefix },
 	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout",
 	  set_output },
 	{ "append", 'a', ARG_NONE, NULL, "append to the --output FILE", set_append },
@@ -425,7 +432,8 @@ static const char spec_text[] =
 	"                      also print these values at each call\n"
 	"\n"
 	"Trace formats (--format, for -m, -f and -s):\n"
-	"  text        the call tree, as it happens (the default)\n"
+	"  text        the call tree, as it happens (the default); a call nested more\n"
+	"              than " MAX_INDENT_TEXT " deep starts with [depth N] instead of its indent\n"
 	"  chrome      Trace Event Format JSON for Perfetto and chrome://tracing\n"
 	"  speedscope  speedscope's JSON, one profile per thread (held in memory)\n"
 	"  collapsed   folded stacks weighted by self time in microseconds, for\n"

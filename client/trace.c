@@ -189,10 +189,20 @@ line_start(struct trc_trace *t, const struct thread *th, const uint64_t *ts)
 	}
 }
 
+/*
+ * A Rails stack is some 160 calls deep: indenting each line by its depth made 2 s of -f over
+ * four workers 800 MB of mostly spaces. Past TRC_TRACE_MAX_INDENT the depth is a number.
+ */
 static void
 put_indent(struct trc_trace *t, uint32_t depth)
 {
-	put_spaces(t, (size_t)depth * t->opts.prefix);
+	if (depth <= TRC_TRACE_MAX_INDENT) {
+		put_spaces(t, (size_t)depth * t->opts.prefix);
+		return;
+	}
+	put(t, "[depth ", 7);
+	put_uint(t, depth);
+	put(t, "] ", 2);
 }
 
 static void

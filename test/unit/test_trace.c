@@ -443,6 +443,65 @@ test_limits(void)
 	test_str("free ends the open line", text(), "(unknown)\n");
 }
 
+/* The lines of calls 39 to 42 deep, as -r 2 prints them: the indent stops at 40 levels. */
+static void
+test_depth_number(void)
+{
+	struct trc_trace *t = start(2, false, true);
+	const char *all, *tail;
+	char want[512];
+	int n;
+
+	method(t, 0, "A", "#", "a");
+	method(t, 1, "B", "#", "b");
+	for (uint32_t d = 0; d < 42; d++)
+		call(t, 0, 0, d);
+	call(t, 0, 1, 100);
+	ret(t, 0, 1, 101);
+	ret(t, 0, 0, 102);
+	ret(t, 0, 0, 103);
+	n = snprintf(want, sizeof(want), "%*sA#a\n%*sA#a\n[depth 41] A#a\n[depth 42] B#b\n"
+		     "[depth 41] A#a\n%*sA#a\n", 78, "", 80, "", 80, "");
+	all = text();
+	tail = all + strlen(all) - (n > 0 && (size_t)n < strlen(all) ? (size_t)n : 0);
+	test_cond("want fits", n > 0 && (size_t)n < sizeof(want));
+	test_str("past depth 40, [depth N] instead of the indent", tail, want);
+	trc_trace_free(t);
+}
+
+/* A firehose 1000 calls deep: every line stays short, whatever the depth. */
+static void
+test_deep_output_is_bounded(void)
+{
+	struct trc_trace *t = start(2, true, false);
+	const uint32_t depth = 1000, rounds = 3;
+	size_t events = 0, longest = 0, line = 0, bound;
+	const char *s, *longer = "ActiveSupport::Callbacks::CallTemplate#invoke_before";
+
+	thread(t, 0, "main");
+	thread(t, 1, "worker");
+	method(t, 0, "ApplicationController", "#", "process_action");
+	method(t, 1, "ActiveSupport::Callbacks::CallTemplate", "#", "invoke_before");
+	for (uint32_t r = 0; r < rounds; r++) {
+		for (uint32_t d = 0; d < depth; d++, events++)
+			call(t, r % 2, d % 2, d * US);
+		for (uint32_t d = depth; d-- > 0; events++)
+			ret(t, r % 2, d % 2, (2 * depth - d) * US);
+	}
+	for (s = text(); *s != '\0'; s++) {
+		line = *s == '\n' ? 0 : line + 1;
+		if (line > longest)
+			longest = line;
+	}
+	/* "[worker] ", the clock, the indent, the longer name, " <0.001999>" */
+	bound = 9 + 16 + 2 * TRC_TRACE_MAX_INDENT + strlen(longer) + 11;
+	test_cond("no line longer than the deepest indent, a name and a duration", longest <= bound);
+	/* Indenting by depth would average 1000 bytes of spaces per event. */
+	test_cond("output per event bounded by the same, not by the depth",
+		  out.out.len <= events * (bound + 1));
+	trc_trace_free(t);
+}
+
 /* Empty writes into a fresh output, as an eval with an empty answer makes. */
 static void
 test_empty_writes(void)
@@ -474,6 +533,8 @@ test_trace(void)
 	test_unmatched_returns();
 	test_shared_output();
 	test_limits();
+	test_depth_number();
+	test_deep_output_is_bounded();
 	test_empty_writes();
 	trc_output_release(&out);
 }
