@@ -12,6 +12,8 @@ class Worker
   def self.nap(s) = sleep(s)
   def outer = (inner; inner)
   def inner = sleep(0.001)
+  def misspelt = helpr(1) # NoMethodError: Ruby 3.1's message adds lines (error_highlight, Did you mean?)
+  def fail_lines = raise(ArgumentError, "first line\nsecond line")
 end
 
 def ready = puts("ready #{Process.pid}")
@@ -91,6 +93,23 @@ when 'fork'
     end
     Process.detach(pid)
     loop { w.work(1); sleep 0.01 }
+  end
+when 'multiline'
+  # Exceptions whose messages have several lines, raised inside methods of Worker.
+  w = Worker.new(1)
+  ready
+  loop do
+    begin
+      w.misspelt
+    rescue NameError
+      nil
+    end
+    begin
+      w.fail_lines
+    rescue ArgumentError
+      nil
+    end
+    sleep 0.005
   end
 when 'trap'
   # The app traps URG itself. Started with -rtracer_agent, it traps after the agent loaded;

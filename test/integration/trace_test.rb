@@ -109,6 +109,26 @@ class TraceTest < Minitest::Test
     assert_match(/^Worker#fail_once\n  EXCEPTION ArgumentError: worker failed \(\S+target\.rb:\d+\)\nWorker#fail_once <[\d.]+>$/, out)
   end
 
+  # Every line of a multi-line message keeps the [PID] prefix and the indent of its EXCEPTION
+  # line, under which it goes; the location stays on the first line.
+  def test_multiline_exception_message_keeps_the_tree
+    a = target('multiline')
+    b = target('multiline')
+    c = client('-p', a.pid, '-p', b.pid, '-m', 'Worker#misspelt', 'Worker#fail_lines')
+    [a, b].each { |t| c.wait_for(/^\[#{t.pid}\] Worker#fail_lines <[\d.]+>\n/) }
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    lines = c.out.lines
+    bad = lines.reject { |l| l =~ /\A\[(#{a.pid}|#{b.pid})\] \S|\A\[(#{a.pid}|#{b.pid})\]   \S|\A\[(#{a.pid}|#{b.pid})\] {13}/ }
+    assert_empty bad, "lines without their prefix and indent:\n#{c.out}"
+    [a, b].each do |t|
+      p = Regexp.escape("[#{t.pid}]")
+      assert_match(/^#{p} Worker#fail_lines\n#{p}   EXCEPTION ArgumentError: first line \(\S+target\.rb:\d+\)\n#{p} {13}second line\n#{p} Worker#fail_lines <[\d.]+>$/, c.out)
+      assert_match(/^#{p} Worker#misspelt\n#{p}   EXCEPTION NoMethodError: undefined method .helpr. for [^\n]*\(\S+target\.rb:\d+\)\n(#{p} {13}.*\S\n)*#{p} Worker#misspelt <[\d.]+>$/, c.out)
+    end
+    assert_match(/^\[#{a.pid}\] {13}Did you mean\?  helper$/, c.out) if RUBY_VERSION < '3.3'
+  end
+
   # By default the firehose is the app's own methods (here: test/apps, under the target's
   # working directory), through wrappers that leave nothing behind.
   def test_firehose_shows_the_apps_methods

@@ -331,6 +331,40 @@ test_raise(void)
 	trc_trace_free(t);
 }
 
+/* A NameError as Ruby 3.1 words it: every line keeps the [pid] and [thread] prefixes and the
+ * indent; the location stays on the first line; blank lines go. */
+static void
+test_multiline_raise(void)
+{
+	struct trc_trace_opts o = { .prefix = 2, .pid = 42 };
+	struct trc_trace *t;
+
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	t = trc_trace_new(&out, &o, NULL, 0);
+	thread(t, 0, "main");
+	thread(t, 1, "worker");
+	method(t, 0, "Worker", "#", "go");
+	call(t, 1, 0, 0);
+	call(t, 0, 0, 0);
+	raise_ev(t, 0, "NameError", "undefined local variable or method `helpr' for #<Worker>\n"
+		 "\n  go = helpr\r\n       ^^^^^\nDid you mean?  helper\n", "w.rb");
+	ret(t, 0, 0, 1 * MS);
+	raise_ev(t, 1, "RuntimeError", "two\nlines", "");
+	test_str("multi-line message", text(),
+		 "[42] Worker#go\n"
+		 "[42] [main] Worker#go\n"
+		 "[42] [main]   EXCEPTION NameError: undefined local variable or method `helpr' "
+		 "for #<Worker> (w.rb:3)\n"
+		 "[42] [main]               go = helpr\n"
+		 "[42] [main]                    ^^^^^\n"
+		 "[42] [main]             Did you mean?  helper\n"
+		 "[42] [main] Worker#go <0.001000>\n"
+		 "[42] [worker]   EXCEPTION RuntimeError: two\n"
+		 "[42] [worker]             lines\n");
+	trc_trace_free(t);
+}
+
 static void
 test_slow(void)
 {
@@ -528,6 +562,7 @@ test_trace(void)
 	test_threads();
 	test_exprs();
 	test_raise();
+	test_multiline_raise();
 	test_slow();
 	test_lost();
 	test_unmatched_returns();
