@@ -14,6 +14,7 @@
 
 #include <ev.h>
 
+#include "compress.h"
 #include "export.h"
 #include "output.h"
 #include "proc.h"
@@ -379,9 +380,9 @@ static const struct option_def options[] = {
 	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2), "
 	  MAX_INDENT_TEXT " levels at most",
 	  set_prefix },
-	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout",
-	  set_output },
-	{ "append", 'a', ARG_NONE, NULL, "append to the --output FILE", set_append },
+	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout; "
+	  "FILE.gz, FILE.zst: compressed", set_output },
+	{ "append", 'a', ARG_NONE, NULL, "append to the --output FILE (.gz, .zst too)", set_append },
 	{ "format", 0, ARG_REQUIRED, "FORMAT", "write the trace as FORMAT (text; see below)",
 	  set_format },
 	{ "eval", 'e', ARG_REQUIRED, "CODE", "evaluate Ruby CODE in the process, print the result",
@@ -755,6 +756,22 @@ open_output(const struct opts *o)
 	return fd;
 }
 
+/*
+ * -o FILE.gz, FILE.zst: every byte is compressed on its way to the file. With --append the
+ * new stream is one more gzip member or zstd frame after those already there, which gzip -dc
+ * and zstd -dc read on as one text.
+ */
+static void
+compress_output(struct trc_output *out, const struct opts *o)
+{
+	enum trc_compression kind = o->output ? trc_compression_of(o->output) : TRC_COMPRESS_NONE;
+	struct trc_codec codec;
+
+	if (trc_compress_codec(kind, &codec) < 0)
+		die(TRC_EXIT_ERROR, "cannot compress '%s': %s", o->output, strerror(errno));
+	trc_output_set_codec(out, codec);
+}
+
 /* The running client: the shared output, the job, one session per pid, the loop. */
 struct cli {
 	struct ev_loop *loop;
@@ -944,6 +961,7 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
 	if (mode == TRC_MODE_TOP)
 		c.top = new_top(o);
 	trc_output_init(&c.out, fd, STDERR_FILENO);
+	compress_output(&c.out, o);
 	if (mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
 		c.export = new_export(&c.out, o, specs);
 	make_job(&c, o, mode, specs);
@@ -961,7 +979,7 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
 	/* Every session has ended its part: the file can be completed. */
 	if (c.export != NULL)
 		trc_export_finish(c.export);
-	if (trc_output_flush(&c.out) < 0 && c.out.error != EPIPE) {
+	if (trc_output_end(&c.out) < 0 && c.out.error != EPIPE) {
 		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(c.out.error));
 		if (c.code < TRC_EXIT_ERROR)
 			c.code = TRC_EXIT_ERROR;

@@ -190,6 +190,40 @@ class TraceTest < Minitest::Test
     end
   end
 
+  # -o FILE.gz and FILE.zst: the same text as a plain file, compressed as it is written; with
+  # --append, one more gzip member or zstd frame, which the tools read on as one text.
+  def test_compressed_output
+    t = target('work')
+    Dir.mktmpdir do |dir|
+      unzip = { '.gz' => %w[gzip -dc], '.zst' => %w[zstd -dcq] }
+      read = ->(path) { unzip[File.extname(path)] ? IO.popen([*unzip[File.extname(path)], path], &:read) : File.read(path) }
+      code = '(1..300).map { |i| "line #{i}" }'
+      paths = ['', '.gz', '.zst'].map { |ext| File.join(dir, "eval.txt#{ext}") }
+      paths.each do |path|
+        _, err, status = tracer('-p', t.pid, '-e', code, '-o', path)
+        assert status.success?, err
+      end
+      plain = read.call(paths[0])
+      assert_match(/\A=> \["line 1", .*"line 300"\]\n\z/, plain)
+      paths.drop(1).each { |path| assert_equal plain, read.call(path), path }
+      assert_operator File.size(paths[1]), :<, plain.size / 2, 'compressed'
+
+      traces = ['', '.gz', '.zst'].map { |ext| File.join(dir, "trace.txt#{ext}") }
+      traces.each do |path|
+        _, err, status = tracer('-p', t.pid, '-n', '-m', 'Worker#work', 'Worker#helper', '--duration', '0.5', '-o', path)
+        assert status.success?, err
+      end
+      texts = traces.map { |path| read.call(path) }
+      texts.each { |text| assert_match(/\AWorker#work\n  Worker#helper\nWorker#work\n\n(Worker#work\n  Worker#helper\nWorker#work\n\n)+\z/, text) }
+
+      paths.drop(1).each do |path|
+        _, err, status = tracer('-p', t.pid, '-e', '1 + 1', '-o', path, '--append')
+        assert status.success?, err
+        assert_equal "#{plain}=> 2\n", read.call(path), "#{path} appended to"
+      end
+    end
+  end
+
   def test_duration_detaches
     t = target('work')
     out, err, status = tracer('-p', t.pid, '-m', 'Worker#helper', '--duration', '0.5')
