@@ -59,7 +59,7 @@ struct opts {
 	/* --top and --ps */
 	bool top, all, json;
 	enum trc_top_mode top_mode;
-	const char **filters, **ignores;
+	const char **filters, **ignores;        /* filters: absolute, owned */
 	size_t nfilters, nignores;
 	unsigned rows;
 	double interval, reset;         /* reset 0: not given */
@@ -271,12 +271,33 @@ push(const char **list, size_t *n, const char *v)
 	return list;
 }
 
+/*
+ * The agents match absolute paths (a script run by a relative path included): a relative
+ * PREFIX is taken from tracer's working directory, as --heapdump FILE is. Returns a copy the
+ * caller frees.
+ */
+static char *
+absolute_prefix(const char *v)
+{
+	char cwd[PATH_MAX];
+
+	if (v[0] == '/')
+		return xstrdup(v);
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		die(TRC_EXIT_ERROR, "cannot find the current directory: %s", strerror(errno));
+	while (v[0] == '.' && v[1] == '/')
+		v += 2;
+	if (strcmp(v, ".") == 0 || v[0] == '\0')
+		v = "";
+	return xasprintf("%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", v);
+}
+
 static void
 set_filter(struct opts *o, const char *v)
 {
 	if (*v == '\0')
 		die(TRC_EXIT_USAGE, "--filter needs a non-empty PREFIX");
-	o->filters = push(o->filters, &o->nfilters, v);
+	o->filters = push(o->filters, &o->nfilters, absolute_prefix(v));
 	o->scope_option = "--filter";
 }
 
@@ -458,10 +479,11 @@ static const char spec_text[] =
 	"  exceptions     FILENAME LINE EXCEPTION COUNT: raises by site and class\n"
 	"Rows from several processes add up; a PIDS column says in how many each was\n"
 	"seen. Only files under each process's working directory count, unless\n"
-	"--filter or --all says otherwise; --ignore also hides rows by the class part\n"
-	"of their label (before '#' or '.'). On a terminal the table fills the screen\n"
-	"and q quits; otherwise a table is printed every --interval, or only once, at\n"
-	"the end, with --duration (which also turns the default --reset off).\n"
+	"--filter (a relative PREFIX is taken from here) or --all says otherwise;\n"
+	"--ignore also hides rows by the class part of their label (before '#' or\n"
+	"'.'). On a terminal the table fills the screen and q quits; otherwise a\n"
+	"table is printed every --interval, or only once, at the end, with --duration\n"
+	"(which also turns the default --reset off).\n"
 	"\n"
 	"--ps REGEX attaches to every process of your user, tracer itself aside, whose\n"
 	"command line matches the extended REGEX and that loaded tracer_agent.\n"
@@ -1026,6 +1048,8 @@ main(int argc, char **argv)
 		trc_spec_release(&specs[i]);
 	free(specs);
 	free(o.specs);
+	for (size_t i = 0; i < o.nfilters; i++)
+		free((void *)o.filters[i]);     /* absolute_prefix's copies */
 	free(o.filters);
 	free(o.ignores);
 	free(o.pids);
