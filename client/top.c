@@ -58,6 +58,7 @@ struct trc_top {
 	regex_t *ignore;
 	size_t nignore;
 	uint64_t events, lost;
+	uint64_t events_at_reset;       /* events when the rows were last cleared */
 };
 
 const char *
@@ -101,6 +102,7 @@ trc_top_reset(struct trc_top *t)
 		free(t->entries[i].file);
 	t->nentries = 0;
 	memset(t->slots, 0, t->nslots * sizeof(*t->slots));
+	t->events_at_reset = t->events;
 }
 
 void
@@ -702,8 +704,53 @@ add_filter(struct trc_buf *b, const struct trc_top_view *v)
 	add_list(b, v->filter, v->nfilter, ", ");
 }
 
+/* "the app dir /srv/app" or "--filter /srv/app/lib/, /srv/gems/" */
 static void
-put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_view *v)
+add_where(struct trc_buf *b, const struct trc_top_view *v)
+{
+	trc_buf_adds(b, v->app_dirs ? "the app dir " : "--filter ");
+	if (v->nfilter == 0)
+		trc_buf_adds(b, "?");
+	add_list(b, v->filter, v->nfilter, ", ");
+}
+
+/*
+ * Why a table shows no row, in b; false when it shows some. The agents count only what is
+ * under the filter (their events count all they saw), and --ignore hides rows here.
+ */
+static bool
+empty_note(const struct trc_top *t, const struct trc_top_view *v, size_t shown,
+	   struct trc_buf *b)
+{
+	if (shown > 0)
+		return false;
+	if (t->nentries > 0) {
+		trc_buf_addf(b, "no row: --ignore hides all %zu counted", t->nentries);
+	} else if (v->all) {
+		trc_buf_adds(b, "no row: nothing counted so far");
+	} else if (t->events > t->events_at_reset) {
+		trc_buf_adds(b, "no row: everything counted is outside ");
+		add_where(b, v);
+	} else {
+		trc_buf_adds(b, "no row: nothing counted under ");
+		add_where(b, v);
+		trc_buf_adds(b, " so far");
+	}
+	return true;
+}
+
+/* A line of text cut to the view's width, control characters as '?'. */
+static void
+put_line(struct trc_buf *out, const struct trc_buf *line, const struct trc_top_view *v)
+{
+	put_safe(out, line->data, head_bytes(line->data, line->len, v->width));
+	trc_buf_addc(out, '\n');
+}
+
+/* The header line, and under it why there is no row, if there is none. */
+static void
+put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_view *v,
+	   size_t shown)
 {
 	struct trc_buf h;
 
@@ -716,8 +763,10 @@ put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_vi
 	trc_buf_addf(&h, "  elapsed: %.0fs  events/s: %.0f  lost: %" PRIu64 "  ", v->elapsed,
 		     v->events_per_sec, t->lost);
 	add_filter(&h, v);
-	put_safe(out, h.data, head_bytes(h.data, h.len, v->width));
-	trc_buf_addc(out, '\n');
+	put_line(out, &h, v);
+	h.len = 0;
+	if (empty_note(t, v, shown, &h))
+		put_line(out, &h, v);
 	trc_buf_release(&h);
 }
 
@@ -728,7 +777,7 @@ trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struc
 	size_t n;
 	const struct entry **rows = sorted(t, v->rows, &n);
 
-	put_header(out, t, v);
+	put_header(out, t, v, n);
 	trc_buf_addc(out, '\n');
 	choose_cols(&l, t->def, v->pids_column);
 	natural_widths(&l, t->def, rows, n);
@@ -764,6 +813,20 @@ json_row(struct trc_buf *b, const struct trc_top *t, const struct entry *e)
 	trc_buf_addf(b, ",\"pids\":%" PRIu32 "}", e->npids);
 }
 
+/* With no row, "note": why (as the text table's header says). */
+static void
+json_note(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view *v, size_t shown)
+{
+	struct trc_buf note;
+
+	trc_buf_init(&note);
+	if (empty_note(t, v, shown, &note)) {
+		json_key(b, "note");
+		trc_json_str(b, note.data, note.len);
+	}
+	trc_buf_release(&note);
+}
+
 static void
 json_head(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view *v)
 {
@@ -788,6 +851,7 @@ trc_top_format_json(const struct trc_top *t, const struct trc_top_view *v, struc
 	const struct entry **rows = sorted(t, v->rows, &n);
 
 	json_head(out, t, v);
+	json_note(out, t, v, n);
 	trc_buf_adds(out, ",\"rows\":[");
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0)

@@ -276,6 +276,7 @@ class TopTest < Minitest::Test
     assert_equal ['/nonexistent/', "#{ROOT}/test/apps/nothing"], snap['filter']
     # No method of the app is under those prefixes: none was wrapped, nothing was counted.
     assert snapshots(c).all? { |s| s['rows'].empty? && s['events'].zero? }, snapshots(c).inspect
+    assert_equal "no row: nothing counted under --filter /nonexistent/, #{ROOT}/test/apps/nothing so far", snap['note']
     stop(c, t)
 
     @go = File.join(@dir, 'go2')
@@ -314,6 +315,17 @@ class TopTest < Minitest::Test
       assert snap['rows'].all? { |r| r['file'] == TOP_TARGET }, snap['rows'].inspect
       stop(c, t)
     end
+  end
+
+  # A filter that leaves nothing: the header says so instead of an empty table.
+  def test_a_filter_that_hides_every_row_is_named
+    t = app('objects')
+    c = client('-p', t.pid, '--top', 'objects', '--filter', '/nonexistent/', '--duration', '2')
+    c.wait_for(/\*\*\* attached to process #{t.pid}$/, stream: :err)
+    FileUtils.touch(@go)
+    t.wait_for(/^done$/)
+    assert c.finish.success?, c.err
+    assert_match(%r{\Atracer --top objects  pids: #{t.pid} .* filter: /nonexistent/\nno row: everything counted is outside --filter /nonexistent/\n\nFILENAME  LINE  OBJECT  COUNT\n\n\z}, c.out)
   end
 
   # The default scope: the app's own methods, through wrappers; no C method, and no wrapper left

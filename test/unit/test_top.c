@@ -522,6 +522,62 @@ test_ignore(void)
 	trc_top_free(t);
 }
 
+/* A table with no row says why under its header, in text and JSON. */
+static void
+test_empty_notes(void)
+{
+	static const char *const prefixes[] = { "/nowhere/", "/x" };
+	struct trc_top *t = trc_top_new(TRC_TOP_OBJECTS, two_pids, 1);
+	struct trc_top_row rows[] = { R("/srv/app/a.rb", 1, "String", 3) };
+	struct trc_top_view v = view(200, 25);
+	char why[128], *s;
+
+	s = text(t, &v);
+	test_str("nothing yet", s,
+		 "tracer --top objects  pids: 100  elapsed: 12s  events/s: 45678  lost: 0  "
+		 "app dir: /srv/app\n"
+		 "no row: nothing counted under the app dir /srv/app so far\n\n"
+		 "FILENAME  LINE  OBJECT  COUNT\n");
+	free(s);
+	feed(t, 100, rows, 0, 40, 0);
+	v.filter = prefixes;
+	v.nfilter = 2;
+	v.app_dirs = false;
+	s = text(t, &v);
+	test_cond("events outside the filter",
+		  strstr(s, "filter: /nowhere/, /x\nno row: everything counted is outside "
+			 "--filter /nowhere/, /x\n\nFILENAME") != NULL);
+	free(s);
+	s = json(t, &v);
+	test_cond("JSON note", strstr(s, ",\"note\":\"no row: everything counted is outside "
+				 "--filter /nowhere/, /x\",\"rows\":[]}") != NULL);
+	free(s);
+	trc_top_reset(t);
+	s = text(t, &v);
+	test_cond("after a reset, the events before it do not count",
+		  strstr(s, "no row: nothing counted under --filter /nowhere/, /x so far\n") != NULL);
+	free(s);
+	v.all = true;
+	s = text(t, &v);
+	test_cond("all files", strstr(s, "all files\nno row: nothing counted so far\n") != NULL);
+	free(s);
+	trc_top_ignore(t, "String", why, sizeof(why));
+	feed(t, 100, rows, 1, 3, 0);
+	s = text(t, &v);
+	test_cond("--ignore hides all", strstr(s, "\nno row: --ignore hides all 1 counted\n") != NULL);
+	free(s);
+	trc_top_free(t);
+	t = trc_top_new(TRC_TOP_OBJECTS, two_pids, 1);
+	feed(t, 100, rows, 1, 3, 0);
+	s = json(t, &v);
+	test_cond("a table with rows has no note", strstr(s, "note") == NULL);
+	free(s);
+	s = text(t, &v);
+	test_cond("nor a note line", strstr(s, "no row") == NULL);
+	free(s);
+	trc_top_free(t);
+}
+
 /* Enough keys to grow the hash table several times; every one keeps its count. */
 static void
 test_many_rows(void)
@@ -562,5 +618,6 @@ test_top(void)
 	test_json_escaping();
 	test_json_like_exporters();
 	test_ignore();
+	test_empty_notes();
 	test_many_rows();
 }
