@@ -139,6 +139,7 @@ test_aggregate(void)
 	feed(t, 200, b, 2, 40, 2);
 	feed(t, 100, again, 2, 10, 0);
 	v.pids_column = true;
+	v.npids = 2;
 	test_cond("three keys", trc_top_size(t) == 3);
 	test_cond("events summed", trc_top_events(t) == 100);
 	test_cond("lost summed", trc_top_lost(t) == 3);
@@ -147,6 +148,13 @@ test_aggregate(void)
 		   "/a.rb        3  A#x        12     2\n"
 		   "/a.rb        9  A#y         5     1\n"
 		   "/b.rb        1  B#z         1     1\n");
+	v.npids = 1;
+	check_text("PIDS counts the targets shown (200 exited): the rows stay", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x        12     1\n"
+		   "/a.rb        9  A#y         5     1\n"
+		   "/b.rb        1  B#z         1     0\n");
+	v.npids = 2;
 	trc_top_reset(t);
 	test_cond("reset empties", trc_top_size(t) == 0);
 	test_cond("reset keeps the events", trc_top_events(t) == 100);
@@ -578,6 +586,40 @@ test_empty_notes(void)
 	trc_top_free(t);
 }
 
+/* Targets --ps finds later: the bitmaps of the rows widen past 64 and keep their bits. */
+static void
+test_added_pids(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 2);
+	struct trc_top_row a[] = { R("/a.rb", 3, "A#x", 5) }, b[] = { R("/b.rb", 1, "B#y", 1) };
+	struct trc_top_view v = view(80, 25);
+	pid_t pids[130];
+
+	for (int i = 0; i < 130; i++)
+		pids[i] = 1000 + i;
+	feed(t, 100, a, 1, 0, 0);
+	feed(t, 200, a, 1, 0, 0);
+	for (int i = 0; i < 130; i++)
+		trc_top_add_pid(t, pids[i]);
+	trc_top_add_pid(t, 100);
+	feed(t, 1129, a, 1, 0, 0);
+	feed(t, 1064, b, 1, 0, 0);
+	v.pids_column = true;
+	v.pids = pids;
+	v.npids = 130;
+	check_text("a later pid counts; the first ones are not shown", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x        15     1\n"
+		   "/b.rb        1  B#y         1     1\n");
+	v.pids = two_pids;
+	v.npids = 2;
+	check_text("the first ones kept their bits", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x        15     2\n"
+		   "/b.rb        1  B#y         1     0\n");
+	trc_top_free(t);
+}
+
 /* Enough keys to grow the hash table several times; every one keeps its count. */
 static void
 test_many_rows(void)
@@ -593,6 +635,7 @@ test_many_rows(void)
 		feed(t, two_pids[k % 2], rows, 500, 0, 0);
 	test_cond("500 keys", trc_top_size(t) == 500);
 	v.pids_column = true;
+	v.npids = 2;
 	s = text(t, &v);
 	test_str("largest summed", table_of(s),
 		 "FILENAME  LINE  COUNT  PIDS\n"
@@ -619,5 +662,6 @@ test_top(void)
 	test_json_like_exporters();
 	test_ignore();
 	test_empty_notes();
+	test_added_pids();
 	test_many_rows();
 }
