@@ -491,7 +491,8 @@ static const char spec_text[] =
 	"Exit codes:\n"
 	"  0  success (for --top: quit with q or a signal, or --duration ran out)\n"
 	"  1  runtime error: no such process (or none for --ps), attach failed or timed\n"
-	"     out, the agent refused, the eval raised, protocol error, lost connection\n"
+	"     out, the agent refused, the eval raised, protocol error, lost connection,\n"
+	"     no -m SPEC matched a method in any process\n"
 	"  2  usage error: bad option or method spec\n"
 	"  3  the process exited while tracer was attached\n"
 	"  4  permission denied: the process belongs to another user\n"
@@ -799,8 +800,10 @@ struct cli {
 	struct ev_loop *loop;
 	struct trc_output out;
 	struct trc_job job;
+	struct trc_session_cbs cbs;
 	struct trc_session **sessions;
 	size_t nsessions, running;
+	bool specs_checked;             /* check_specs() has judged the -m specs */
 	int interrupts;
 	bool output_failed;
 	enum trc_exit code;
@@ -811,11 +814,87 @@ struct cli {
 	struct trc_export *export;      /* --format other than text */
 };
 
+/* An error of the run, under the trace; held with the notes while a screen is up. */
+static void __attribute__((format(printf, 2, 3)))
+say_error(struct cli *c, const char *fmt, ...)
+{
+	struct trc_buf b;
+	va_list ap;
+
+	trc_buf_init(&b);
+	trc_buf_adds(&b, "tracer: ");
+	va_start(ap, fmt);
+	trc_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	trc_buf_addc(&b, '\n');
+	trc_output_flush(&c->out);
+	if (c->out.err_fd < 0)
+		trc_buf_add(&c->out.err, b.data, b.len);
+	else
+		fwrite(b.data, 1, b.len, stderr);
+	trc_buf_release(&b);
+}
+
 static void
 stop_all(struct cli *c, enum trc_stop_reason why)
 {
 	for (size_t i = 0; i < c->nsessions; i++)
 		trc_session_stop(c->sessions[i], why);
+}
+
+/*
+ * -m: once every target so far has answered (or ended), the specs that matched nothing in
+ * any are said; when no spec matched anything, there is nothing to trace: the run ends with 1.
+ */
+static void
+check_specs(struct cli *c)
+{
+	const struct trc_job *j = &c->job;
+	size_t traced = 0, unmatched = 0;
+	struct trc_buf names;
+
+	if (c->specs_checked || j->mode != TRC_MODE_TRACE || j->nspecs == 0)
+		return;
+	for (size_t i = 0; i < c->nsessions; i++) {
+		if (!trc_session_traced(c->sessions[i]) && !trc_session_finished(c->sessions[i]))
+			return;
+		traced += trc_session_traced(c->sessions[i]);
+	}
+	if (traced == 0)
+		return;
+	c->specs_checked = true;
+	trc_buf_init(&names);
+	for (size_t k = 0; k < j->nspecs; k++) {
+		bool hit = false;
+
+		for (size_t i = 0; i < c->nsessions && !hit; i++)
+			hit = trc_session_spec_matched(c->sessions[i], k);
+		if (!hit)
+			trc_buf_addf(&names, "%s%s", unmatched++ ? ", " : "", j->specs[k].text);
+	}
+	trc_buf_addc(&names, '\0');
+	if (unmatched == j->nspecs) {
+		if (traced == 1)
+			say_error(c, "no method matches -m %s in process %d", names.data,
+				  (int)trc_session_pid(c->sessions[0]));
+		else
+			say_error(c, "no method matches -m %s in any of the %zu processes", names.data,
+				  traced);
+		if (c->code < TRC_EXIT_ERROR)
+			c->code = TRC_EXIT_ERROR;
+		stop_all(c, TRC_STOP_END);
+	} else if (unmatched > 0 && traced > 1) {
+		trc_output_note(&c->out, "no method matches %s in any of the %zu processes", names.data,
+				traced);
+	}
+	trc_buf_release(&names);
+}
+
+static void
+on_session_started(struct trc_session *s, void *ctx)
+{
+	(void)s;
+	check_specs(ctx);
 }
 
 static void
@@ -825,14 +904,13 @@ on_session_done(struct trc_session *s, void *ctx)
 	const char *err = trc_session_error(s);
 
 	trc_output_flush(&c->out);
-	/* While notes wait in memory (a screen is up), errors wait with them. */
-	if (err != NULL && c->out.err_fd < 0)
-		trc_buf_addf(&c->out.err, "tracer: %s\n", err);
-	else if (err != NULL)
-		fprintf(stderr, "tracer: %s\n", err);
+	if (err != NULL)
+		say_error(c, "%s", err);
 	if (trc_session_status(s) > c->code)
 		c->code = trc_session_status(s);
-	if (--c->running == 0)
+	c->running--;
+	check_specs(c);
+	if (c->running == 0)
 		ev_break(c->loop, EVBREAK_ALL);
 	else if (c->live != NULL)
 		trc_live_update(c->live);
@@ -915,12 +993,13 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 static void
 start_sessions(struct cli *c, const struct opts *o)
 {
+	c->cbs = (struct trc_session_cbs){ on_session_started, on_session_done };
 	c->sessions = xcalloc(o->npids, sizeof(*c->sessions));
 	for (size_t i = 0; i < o->npids; i++) {
 		char *text = c->job.mode == TRC_MODE_HEAPDUMP ? heapdump_path(o, o->pids[i])
 							      : xstrdup(o->eval ? o->eval : "");
 
-		c->sessions[i] = trc_session_new(c->loop, &c->job, o->pids[i], text, on_session_done, c);
+		c->sessions[i] = trc_session_new(c->loop, &c->job, o->pids[i], text, &c->cbs, c);
 		free(text);
 	}
 	c->nsessions = c->running = o->npids;

@@ -226,6 +226,34 @@ class TraceTest < Minitest::Test
     end
   end
 
+  # -m that matches nothing says so once every process has answered, and exits with 1: with one
+  # process, with several, with several specs; but not while any spec matches in any process.
+  def test_specs_that_match_nothing_anywhere
+    a = target('work')
+    out, err, status = tracer('-p', a.pid, '-m', 'Worker#nope')
+    assert_equal 1, status.exitstatus, err
+    assert_match(/^\*\*\* Worker#nope: matched no method$/, err)
+    assert_match(/^tracer: no method matches -m Worker#nope in process #{a.pid}$/, err)
+    assert_match(/^\*\*\* detached from process #{a.pid}$/, err)
+    assert_empty out
+
+    b = target('work')
+    _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#nope', 'Nope.x')
+    assert_equal 1, status.exitstatus, err
+    assert_match(/^\*\*\* \[#{b.pid}\] Nope\.x: no class or module named Nope$/, err)
+    assert_match(/^tracer: no method matches -m Worker#nope, Nope\.x in any of the 2 processes$/, err)
+
+    _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#nope', 'Worker#helper', '--duration', '0.5')
+    assert_equal 0, status.exitstatus, err
+    assert_match(/^\*\*\* no method matches Worker#nope in any of the 2 processes$/, err)
+
+    c = target('calls', env: { 'GO' => File.join(Dir.tmpdir, "never-#{a.pid}") }, script: File.join(ROOT, 'test', 'apps', 'top_target.rb'))
+    _, err, status = tracer('-p', a.pid, '-p', c.pid, '-m', 'Burst#tick', '--duration', '0.5')
+    assert_equal 0, status.exitstatus, err
+    assert_match(/^\*\*\* \[#{a.pid}\] Burst#tick: no class or module named Burst$/, err)
+    refute_match(/^tracer:/, err)
+  end
+
   def test_duration_detaches
     t = target('work')
     out, err, status = tracer('-p', t.pid, '-m', 'Worker#helper', '--duration', '0.5')
