@@ -111,6 +111,36 @@ when 'multiline'
     end
     sleep 0.005
   end
+when 'cluster'
+  # A Puma-like master: it keeps WORKERS (2) workers, forks a new one for each that dies, and
+  # one more whenever the file SPAWN_FILE appears (it removes it). Each worker names itself
+  # "cluster-worker-TAG", says "worker PID" and calls Worker#work until the master is gone.
+  master = Process.pid
+  spawn_worker = lambda do
+    fork do
+      Process.setproctitle("cluster-worker-#{ENV.fetch('TAG')}")
+      puts "worker #{Process.pid}"
+      w = Worker.new(1)
+      loop do
+        w.work(1)
+        sleep 0.005
+        exit!(0) if Process.ppid != master
+      end
+    end
+  end
+  Integer(ENV['WORKERS'] || 2).times { spawn_worker.call }
+  ready
+  loop do
+    while (pid = Process.wait(-1, Process::WNOHANG))
+      puts "exited #{pid}"
+      spawn_worker.call
+    end
+    if File.exist?(ENV.fetch('SPAWN_FILE'))
+      File.delete(ENV.fetch('SPAWN_FILE'))
+      spawn_worker.call
+    end
+    sleep 0.01
+  end
 when 'trap'
   # The app traps URG itself. Started with -rtracer_agent, it traps after the agent loaded;
   # started without, the require below loads the agent after the trap.
