@@ -84,7 +84,7 @@ gz_deflate(z_stream *z, int flush, struct trc_buf *out)
 }
 
 static int
-gz_put(void *impl, const void *p, size_t n, int end, struct trc_buf *out)
+gz_put(void *impl, const void *p, size_t n, bool end, struct trc_buf *out)
 {
 	z_stream *z = impl;
 	size_t done = 0;
@@ -132,7 +132,7 @@ gz_new(struct trc_codec *codec)
 /* ---- zstd ---- */
 
 static int
-zs_put(void *impl, const void *p, size_t n, int end, struct trc_buf *out)
+zs_put(void *impl, const void *p, size_t n, bool end, struct trc_buf *out)
 {
 	ZSTD_inBuffer in = { p, n, 0 };
 	ZSTD_EndDirective mode = end ? ZSTD_e_end : ZSTD_e_continue;

@@ -17,7 +17,7 @@ trc_output_init(struct trc_output *o, int fd, int err_fd)
 	o->line_owner = NULL;
 	o->line_close = NULL;
 	o->codec = (struct trc_codec){ NULL, NULL };
-	o->ended = 0;
+	o->ended = false;
 }
 
 void
@@ -59,7 +59,7 @@ write_all(int fd, const char *p, size_t n)
 
 /* The pending bytes through the codec, then to fd; end: the codec's stream ends too. */
 static int
-write_coded(struct trc_output *o, int end)
+write_coded(struct trc_output *o, bool end)
 {
 	struct trc_buf coded;
 	int rc;
@@ -74,7 +74,7 @@ write_coded(struct trc_output *o, int end)
 
 /* Writes (or, after an error or the end, drops) the pending bytes. */
 static int
-write_out(struct trc_output *o, int end)
+write_out(struct trc_output *o, bool end)
 {
 	int rc = 0;
 
@@ -93,7 +93,7 @@ trc_output_flush(struct trc_output *o)
 {
 	if (o->fd < 0 || o->out.len == 0)
 		return o->error ? -1 : 0;
-	return write_out(o, 0);
+	return write_out(o, false);
 }
 
 int
@@ -103,8 +103,8 @@ trc_output_end(struct trc_output *o)
 
 	if (o->fd < 0 || o->ended)
 		return o->error ? -1 : 0;
-	rc = write_out(o, 1);
-	o->ended = 1;
+	rc = write_out(o, true);
+	o->ended = true;
 	return rc;
 }
 

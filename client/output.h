@@ -2,6 +2,7 @@
 #ifndef TRC_OUTPUT_H
 #define TRC_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -16,7 +17,7 @@
  * -1 with errno. close frees impl. ops NULL: no codec, bytes go out as they are.
  */
 struct trc_codec_ops {
-	int (*put)(void *impl, const void *p, size_t n, int end, struct trc_buf *out);
+	int (*put)(void *impl, const void *p, size_t n, bool end, struct trc_buf *out);
 	void (*close)(void *impl);
 };
 
@@ -40,7 +41,7 @@ struct trc_output {
 	int error;              /* errno of the first failed write; later output is dropped */
 	struct trc_codec codec; /* what the bytes pass through on their way to fd: none, or a
 				 * compressor (trc_output_set_codec) */
-	int ended;              /* trc_output_end has run */
+	bool ended;             /* trc_output_end has run */
 	void *line_owner;       /* writer of the open line, or NULL */
 	void (*line_close)(void *owner);
 };
