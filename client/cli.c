@@ -14,6 +14,7 @@
 
 #include <ev.h>
 
+#include "compress.h"
 #include "export.h"
 #include "output.h"
 #include "proc.h"
@@ -22,6 +23,7 @@
 #include "session.h"
 #include "spec.h"
 #include "top.h"
+#include "trace.h"
 #include "tracer_protocol.h"
 #include "xmalloc.h"
 
@@ -32,16 +34,22 @@
 #define HELP_COLUMN 28
 #define DEFAULT_ROWS 25
 #define DEFAULT_INTERVAL 1.0
+#define DEFAULT_RESCAN 1.0      /* seconds between --ps's looks for new processes, but --top's */
 #define DEFAULT_RESET 300.0
 #define MIN_INTERVAL 0.01
 #define MAX_INTERVAL 3600.0
+/* TRC_TRACE_MAX_INDENT, for the help text. */
+#define STRINGIFY(x) #x
+#define DECIMAL(x) STRINGIFY(x)
+#define MAX_INDENT_TEXT DECIMAL(TRC_TRACE_MAX_INDENT)
 /* What --all left behind after detach, from make bench (README, Performance). */
 #define TRC_RESIDUE_TEXT "up to 2.3x on Ruby 3.1, up to 9x on Ruby 3.4 with YJIT"
 
 /* The command line, as given. */
 struct opts {
-	pid_t *pids;
+	pid_t *pids;            /* -p's, then those --ps found at the start */
 	size_t npids;
+	size_t npids_given;     /* how many of them -p gave */
 	const char **specs;
 	size_t nspecs;
 	bool firehose, slow, start_time, no_duration, append, heapdump, backtraces, stats;
@@ -53,7 +61,7 @@ struct opts {
 	/* --top and --ps */
 	bool top, all, json;
 	enum trc_top_mode top_mode;
-	const char **filters, **ignores;
+	const char **filters, **ignores;        /* filters: absolute, owned */
 	size_t nfilters, nignores;
 	unsigned rows;
 	double interval, reset;         /* reset 0: not given */
@@ -265,12 +273,33 @@ push(const char **list, size_t *n, const char *v)
 	return list;
 }
 
+/*
+ * The agents match absolute paths (a script run by a relative path included): a relative
+ * PREFIX is taken from tracer's working directory, as --heapdump FILE is. Returns a copy the
+ * caller frees.
+ */
+static char *
+absolute_prefix(const char *v)
+{
+	char cwd[PATH_MAX];
+
+	if (v[0] == '/')
+		return xstrdup(v);
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		die(TRC_EXIT_ERROR, "cannot find the current directory: %s", strerror(errno));
+	while (v[0] == '.' && v[1] == '/')
+		v += 2;
+	if (strcmp(v, ".") == 0 || v[0] == '\0')
+		v = "";
+	return xasprintf("%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", v);
+}
+
 static void
 set_filter(struct opts *o, const char *v)
 {
 	if (*v == '\0')
 		die(TRC_EXIT_USAGE, "--filter needs a non-empty PREFIX");
-	o->filters = push(o->filters, &o->nfilters, v);
+	o->filters = push(o->filters, &o->nfilters, absolute_prefix(v));
 	o->scope_option = "--filter";
 }
 
@@ -371,10 +400,12 @@ static const struct option_def options[] = {
 	  set_start_time },
 	{ "no-duration", 'n', ARG_NONE, NULL, "hide the time spent in each call", set_no_duration },
 	{ "stats", 0, ARG_NONE, NULL, "at detach, print the events the agent sent, received and lost", set_stats },
-	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2)", set_prefix },
-	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout",
-	  set_output },
-	{ "append", 'a', ARG_NONE, NULL, "append to the --output FILE", set_append },
+	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2), "
+	  MAX_INDENT_TEXT " levels at most",
+	  set_prefix },
+	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout; "
+	  "FILE.gz, FILE.zst: compressed", set_output },
+	{ "append", 'a', ARG_NONE, NULL, "append to the --output FILE (.gz, .zst too)", set_append },
 	{ "format", 0, ARG_REQUIRED, "FORMAT", "write the trace as FORMAT (text; see below)",
 	  set_format },
 	{ "eval", 'e', ARG_REQUIRED, "CODE", "evaluate Ruby CODE in the process, print the result",
@@ -425,7 +456,8 @@ static const char spec_text[] =
 	"                      also print these values at each call\n"
 	"\n"
 	"Trace formats (--format, for -m, -f and -s):\n"
-	"  text        the call tree, as it happens (the default)\n"
+	"  text        the call tree, as it happens (the default); a call nested more\n"
+	"              than " MAX_INDENT_TEXT " deep starts with [depth N] instead of its indent\n"
 	"  chrome      Trace Event Format JSON for Perfetto and chrome://tracing\n"
 	"  speedscope  speedscope's JSON, one profile per thread (held in memory)\n"
 	"  collapsed   folded stacks weighted by self time in microseconds, for\n"
@@ -449,23 +481,30 @@ static const char spec_text[] =
 	"  exceptions     FILENAME LINE EXCEPTION COUNT: raises by site and class\n"
 	"Rows from several processes add up; a PIDS column says in how many each was\n"
 	"seen. Only files under each process's working directory count, unless\n"
-	"--filter or --all says otherwise; --ignore also hides rows by the class part\n"
-	"of their label (before '#' or '.'). On a terminal the table fills the screen\n"
+	"--filter (a relative PREFIX is taken from here) or --all says otherwise;\n"
+	"--ignore also hides rows by the class part of their label (before '#' or\n"
+	"'.'). A table with no row says why. On a terminal the table fills the screen\n"
 	"and q quits; otherwise a table is printed every --interval, or only once, at\n"
 	"the end, with --duration (which also turns the default --reset off).\n"
 	"\n"
 	"--ps REGEX attaches to every process of your user, tracer itself aside, whose\n"
-	"command line matches the extended REGEX and that loaded tracer_agent.\n"
+	"command line matches the extended REGEX and that loaded tracer_agent. Tracing\n"
+	"and --top look again every second (--top: every --interval) and attach to the\n"
+	"new ones, as workers are spawned and recycled; trace lines start with [PID].\n"
+	"A process that exits, or that another client traces, is noted and the others\n"
+	"go on; --duration counts from the start for all of them.\n"
 	"\n"
 	"Exit codes:\n"
 	"  0  success (for --top: quit with q or a signal, or --duration ran out)\n"
 	"  1  runtime error: no such process (or none for --ps), attach failed or timed\n"
-	"     out, the agent refused, the eval raised, protocol error, lost connection\n"
+	"     out, the agent refused, the eval raised, protocol error, lost connection,\n"
+	"     no -m SPEC matched a method in any process\n"
 	"  2  usage error: bad option or method spec\n"
 	"  3  the process exited while tracer was attached\n"
 	"  4  permission denied: the process belongs to another user, or is in\n"
 	"     namespaces (a container) that only root may enter\n"
-	"With several pids, the highest code wins.\n";
+	"With several pids, the highest code wins; a process --ps found that exits or\n"
+	"is traced by another client counts only when no process could be traced.\n";
 
 static void
 usage(void)
@@ -667,21 +706,18 @@ parse_specs(const struct opts *o)
 	return specs;
 }
 
-/* --ps: adds the matching processes to the -p ones. */
+/* --ps: adds the matching processes to the -p ones; ps then knows them. */
 static void
-find_ps(struct opts *o)
+find_ps(struct opts *o, struct trc_ps *ps)
 {
-	regex_t re;
 	pid_t *found;
 	size_t n;
-	int rc;
 
+	o->npids_given = o->npids;
 	if (o->ps == NULL)
 		return;
-	regcomp(&re, o->ps, REG_EXTENDED | REG_NOSUB);  /* checked by set_ps */
-	rc = trc_ps_find(&re, &found, &n);
-	regfree(&re);
-	if (rc < 0)
+	trc_ps_init(ps, o->ps);         /* checked by set_ps */
+	if (trc_ps_scan(ps, &found, &n) < 0)
 		die(TRC_EXIT_ERROR, "cannot list the processes in /proc: %s", strerror(errno));
 	if (n == 0)
 		die(TRC_EXIT_ERROR, "no process matches %s with tracer_agent loaded", o->ps);
@@ -711,12 +747,13 @@ die_denied(pid_t pid)
 	die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user", (int)pid);
 }
 
+/* The pids -p gave must be there; those --ps found may be gone already (their sessions say). */
 static void
 check_targets(const struct opts *o)
 {
 	if (o->heapdump_path != NULL && o->npids > 1)
 		die(TRC_EXIT_USAGE, "--heapdump FILE takes one pid; leave FILE out for several");
-	for (size_t i = 0; i < o->npids; i++) {
+	for (size_t i = 0; i < o->npids_given; i++) {
 		switch (trc_proc_check(o->pids[i])) {
 		case TRC_PROC_GONE:
 			die(TRC_EXIT_ERROR, "no such process %d", (int)o->pids[i]);
@@ -771,13 +808,38 @@ open_output(const struct opts *o)
 	return fd;
 }
 
+/*
+ * -o FILE.gz, FILE.zst: every byte is compressed on its way to the file. With --append the
+ * new stream is one more gzip member or zstd frame after those already there, which gzip -dc
+ * and zstd -dc read on as one text.
+ */
+static void
+compress_output(struct trc_output *out, const struct opts *o)
+{
+	enum trc_compression kind = o->output ? trc_compression_of(o->output) : TRC_COMPRESS_NONE;
+	struct trc_codec codec;
+
+	if (trc_compress_codec(kind, &codec) < 0)
+		die(TRC_EXIT_ERROR, "cannot compress '%s': %s", o->output, strerror(errno));
+	trc_output_set_codec(out, codec);
+}
+
 /* The running client: the shared output, the job, one session per pid, the loop. */
 struct cli {
+	const struct opts *o;
 	struct ev_loop *loop;
 	struct trc_output out;
 	struct trc_job job;
-	struct trc_session **sessions;
-	size_t nsessions, running;
+	struct trc_session_cbs cbs;
+	struct trc_session **sessions;  /* in order of start; finished ones stay */
+	bool *found;                    /* per session: --ps found it (-p did not name it) */
+	size_t nsessions, cap, running;
+	struct trc_ps *ps;              /* --ps, tracing or --top: looks for new processes */
+	ev_timer rescan_w, end_w;       /* rescans; --duration for them all */
+	bool stopping;                  /* stop_all() ran: no new session, the loop ends */
+	bool worked;                    /* a target was traced, or answered */
+	bool specs_checked;             /* check_specs() has judged the -m specs */
+	enum trc_exit churn;            /* the worst outcome of --ps processes that went away */
 	int interrupts;
 	bool output_failed;
 	enum trc_exit code;
@@ -788,30 +850,164 @@ struct cli {
 	struct trc_export *export;      /* --format other than text */
 };
 
+/* An error of the run, under the trace; held with the notes while a screen is up. */
+static void __attribute__((format(printf, 2, 3)))
+say_error(struct cli *c, const char *fmt, ...)
+{
+	struct trc_buf b;
+	va_list ap;
+
+	trc_buf_init(&b);
+	trc_buf_adds(&b, "tracer: ");
+	va_start(ap, fmt);
+	trc_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	trc_buf_addc(&b, '\n');
+	trc_output_flush(&c->out);
+	if (c->out.err_fd < 0)
+		trc_buf_add(&c->out.err, b.data, b.len);
+	else
+		fwrite(b.data, 1, b.len, stderr);
+	trc_buf_release(&b);
+}
+
 static void
 stop_all(struct cli *c, enum trc_stop_reason why)
 {
+	c->stopping = true;
+	ev_timer_stop(c->loop, &c->rescan_w);
+	ev_timer_stop(c->loop, &c->end_w);
 	for (size_t i = 0; i < c->nsessions; i++)
 		trc_session_stop(c->sessions[i], why);
+	if (c->running == 0)
+		ev_break(c->loop, EVBREAK_ALL);
+}
+
+/*
+ * What a changing set of processes brings, and no error of the run: a process --ps found went
+ * away (before or while attached), another client traces it, or the run stopped before it
+ * answered. Its message becomes a note, and counts only if nothing else could be traced.
+ */
+static bool
+is_churn(const struct cli *c, const struct trc_session *s, size_t i)
+{
+	enum trc_exit st = trc_session_status(s);
+
+	if (!c->found[i] || st == TRC_EXIT_OK)
+		return false;
+	return st == TRC_EXIT_EXITED || trc_session_busy(s) ||
+	       (c->stopping && !trc_session_traced(s)) ||
+	       trc_proc_check(trc_session_pid(s)) == TRC_PROC_GONE;
+}
+
+static size_t
+session_index(const struct cli *c, const struct trc_session *s)
+{
+	size_t i = 0;
+
+	while (i < c->nsessions && c->sessions[i] != s)
+		i++;
+	return i;
+}
+
+/*
+ * -m: once every target so far has answered (or ended), the specs that matched nothing in
+ * any are said; when no spec matched anything, there is nothing to trace: the run ends with 1.
+ */
+static void
+check_specs(struct cli *c)
+{
+	const struct trc_job *j = &c->job;
+	size_t traced = 0, unmatched = 0;
+	struct trc_buf names;
+
+	if (c->specs_checked || j->mode != TRC_MODE_TRACE || j->nspecs == 0)
+		return;
+	for (size_t i = 0; i < c->nsessions; i++) {
+		if (!trc_session_traced(c->sessions[i]) && !trc_session_finished(c->sessions[i]))
+			return;
+		traced += trc_session_traced(c->sessions[i]);
+	}
+	if (traced == 0)
+		return;
+	c->specs_checked = true;
+	trc_buf_init(&names);
+	for (size_t k = 0; k < j->nspecs; k++) {
+		bool hit = false;
+
+		for (size_t i = 0; i < c->nsessions && !hit; i++)
+			hit = trc_session_spec_matched(c->sessions[i], k);
+		if (!hit)
+			trc_buf_addf(&names, "%s%s", unmatched++ ? ", " : "", j->specs[k].text);
+	}
+	trc_buf_addc(&names, '\0');
+	if (unmatched == j->nspecs) {
+		if (traced == 1)
+			say_error(c, "no method matches -m %s in process %d", names.data,
+				  (int)trc_session_pid(c->sessions[0]));
+		else
+			say_error(c, "no method matches -m %s in any of the %zu processes", names.data,
+				  traced);
+		if (c->code < TRC_EXIT_ERROR)
+			c->code = TRC_EXIT_ERROR;
+		stop_all(c, TRC_STOP_END);
+	} else if (unmatched > 0 && traced > 1) {
+		trc_output_note(&c->out, "no method matches %s in any of the %zu processes", names.data,
+				traced);
+	}
+	trc_buf_release(&names);
+}
+
+static void
+on_session_started(struct trc_session *s, void *ctx)
+{
+	struct cli *c = ctx;
+
+	(void)s;
+	c->worked = true;
+	check_specs(c);
+}
+
+/* A session's outcome: its error said (as a note if churn), its code counted. */
+static void
+account(struct cli *c, struct trc_session *s)
+{
+	const char *err = trc_session_error(s);
+	enum trc_exit st = trc_session_status(s);
+
+	if (trc_session_traced(s) || (c->job.mode != TRC_MODE_TRACE && c->job.mode != TRC_MODE_TOP &&
+				      st == TRC_EXIT_OK))
+		c->worked = true;
+	if (is_churn(c, s, session_index(c, s))) {
+		if (err != NULL)
+			trc_output_note(&c->out, "%s", err);
+		if (st > c->churn)
+			c->churn = st;
+		return;
+	}
+	if (err != NULL)
+		say_error(c, "%s", err);
+	if (st > c->code)
+		c->code = st;
 }
 
 static void
 on_session_done(struct trc_session *s, void *ctx)
 {
 	struct cli *c = ctx;
-	const char *err = trc_session_error(s);
 
 	trc_output_flush(&c->out);
-	/* While notes wait in memory (a screen is up), errors wait with them. */
-	if (err != NULL && c->out.err_fd < 0)
-		trc_buf_addf(&c->out.err, "tracer: %s\n", err);
-	else if (err != NULL)
-		fprintf(stderr, "tracer: %s\n", err);
-	if (trc_session_status(s) > c->code)
-		c->code = trc_session_status(s);
-	if (--c->running == 0)
+	account(c, s);
+	c->running--;
+	check_specs(c);
+	if (c->running == 0 && (c->ps == NULL || c->stopping)) {
 		ev_break(c->loop, EVBREAK_ALL);
-	else if (c->live != NULL)
+		return;
+	}
+	if (c->running == 0)
+		trc_output_note(&c->out, "no process left; waiting for one that matches %s",
+				c->o->ps);
+	if (c->live != NULL)
 		trc_live_update(c->live);
 }
 
@@ -883,26 +1079,97 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	j->scope.ignores = o->ignores;
 	j->scope.nignores = o->nignores;
 	j->top.table = c->top;
-	j->label_pids = o->npids > 1;
+	j->label_pids = o->npids > 1 || c->ps != NULL;
 	j->timeout = o->timeout;
-	j->duration = o->duration;
+	j->duration = c->ps != NULL ? 0 : o->duration;     /* with --ps: on_end */
 	j->out = &c->out;
 }
 
-static void
-start_sessions(struct cli *c, const struct opts *o)
+/* A session for pid, counted as running: the caller starts it. */
+static struct trc_session *
+add_session(struct cli *c, pid_t pid, bool found)
 {
-	c->sessions = xcalloc(o->npids, sizeof(*c->sessions));
-	for (size_t i = 0; i < o->npids; i++) {
-		char *text = c->job.mode == TRC_MODE_HEAPDUMP ? heapdump_path(o, o->pids[i])
-							      : xstrdup(o->eval ? o->eval : "");
+	const struct opts *o = c->o;
+	char *text = c->job.mode == TRC_MODE_HEAPDUMP ? heapdump_path(o, pid)
+						      : xstrdup(o->eval ? o->eval : "");
+	struct trc_session *s = trc_session_new(c->loop, &c->job, pid, text, &c->cbs, c);
 
-		c->sessions[i] = trc_session_new(c->loop, &c->job, o->pids[i], text, on_session_done, c);
-		free(text);
+	free(text);
+	if (c->nsessions == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 8;
+		c->sessions = xreallocarray(c->sessions, c->cap, sizeof(*c->sessions));
+		c->found = xreallocarray(c->found, c->cap, sizeof(*c->found));
 	}
-	c->nsessions = c->running = o->npids;
-	for (size_t i = 0; i < c->nsessions; i++)
+	c->sessions[c->nsessions] = s;
+	c->found[c->nsessions++] = found;
+	c->running++;
+	if (c->top != NULL)
+		trc_top_add_pid(c->top, pid);
+	if (c->live != NULL)
+		trc_live_set_sessions(c->live, c->sessions, c->nsessions);
+	return s;
+}
+
+static void
+start_sessions(struct cli *c)
+{
+	const struct opts *o = c->o;
+
+	c->cbs = (struct trc_session_cbs){ on_session_started, on_session_done };
+	for (size_t i = 0; i < o->npids; i++)
+		add_session(c, o->pids[i], i >= o->npids_given);
+	for (size_t i = 0; i < o->npids; i++)
 		trc_session_start(c->sessions[i]);
+}
+
+static bool
+has_session(const struct cli *c, pid_t pid)
+{
+	for (size_t i = 0; i < c->nsessions; i++)
+		if (trc_session_pid(c->sessions[i]) == pid && !trc_session_finished(c->sessions[i]))
+			return true;
+	return false;
+}
+
+/* Workers come and go: every rescan attaches to the matching processes that are new. */
+static void
+on_rescan(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct cli *c = w->data;
+	pid_t *fresh;
+	size_t n;
+
+	(void)loop, (void)revents;
+	if (trc_ps_scan(c->ps, &fresh, &n) < 0)
+		return;         /* /proc unreadable for a moment: the next scan will do */
+	for (size_t i = 0; i < n && !c->stopping; i++)
+		if (!has_session(c, fresh[i]))
+			trc_session_start(add_session(c, fresh[i], true));
+	free(fresh);
+}
+
+/* --duration with --ps: one end for every process, those found later too. */
+static void
+on_end(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	stop_all(w->data, TRC_STOP_END);
+}
+
+static void
+start_rescans(struct cli *c, const struct opts *o)
+{
+	double every = o->top ? o->interval : DEFAULT_RESCAN;
+
+	ev_timer_init(&c->rescan_w, on_rescan, every, every);
+	c->rescan_w.data = c;
+	ev_timer_init(&c->end_w, on_end, o->duration, 0);
+	c->end_w.data = c;
+	if (c->ps == NULL || c->stopping)
+		return;
+	ev_timer_start(c->loop, &c->rescan_w);
+	if (o->duration > 0)
+		ev_timer_start(c->loop, &c->end_w);
 }
 
 static struct trc_top *
@@ -940,58 +1207,82 @@ start_live(struct cli *c, const struct opts *o, bool full_screen)
 }
 
 static struct trc_export *
-new_export(struct trc_output *out, const struct opts *o, const struct trc_spec *specs)
+new_export(struct trc_output *out, const struct opts *o, const struct trc_spec *specs,
+	   bool watching)
 {
 	struct trc_export_opts eo = {
 		.format = o->format, .tool = "tracer " TRC_CLIENT_VERSION, .specs = specs,
-		.nspecs = o->nspecs, .label_pids = o->npids > 1,
+		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching,
 	};
 
 	return trc_export_new(out, &eo);
 }
 
-static enum trc_exit
-run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
+/*
+ * Tracing and --top with --ps go on while workers come and go; the one-shot modes (-e,
+ * --heapdump, --backtraces) ask the processes there at the start.
+ */
+static struct trc_ps *
+watched(enum trc_mode mode, struct trc_ps *ps, const struct opts *o)
 {
-	struct cli c = { .code = TRC_EXIT_OK };
+	return o->ps != NULL && (mode == TRC_MODE_TRACE || mode == TRC_MODE_TOP) ? ps : NULL;
+}
+
+static void
+free_run(struct cli *c)
+{
+	for (size_t i = 0; i < c->nsessions; i++)
+		trc_session_free(c->sessions[i]);
+	free(c->sessions);
+	free(c->found);
+	if (c->export != NULL)
+		trc_export_free(c->export);
+	if (c->out.fd != STDOUT_FILENO)
+		close(c->out.fd);
+	trc_output_release(&c->out);
+	if (c->top != NULL)
+		trc_top_free(c->top);
+}
+
+static enum trc_exit
+run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, struct trc_ps *ps)
+{
+	struct cli c = { .o = o, .code = TRC_EXIT_OK, .ps = watched(mode, ps, o) };
 	int fd = open_output(o);
 	bool full_screen = mode == TRC_MODE_TOP && !o->json && isatty(fd);
 
 	if (mode == TRC_MODE_TOP)
 		c.top = new_top(o);
 	trc_output_init(&c.out, fd, STDERR_FILENO);
+	compress_output(&c.out, o);
 	if (mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
-		c.export = new_export(&c.out, o, specs);
+		c.export = new_export(&c.out, o, specs, c.ps != NULL);
 	make_job(&c, o, mode, specs);
 	c.loop = ev_default_loop(0);
 	if (c.loop == NULL)
 		die(TRC_EXIT_ERROR, "cannot start the event loop");
 	watch_signals(&c);
-	start_sessions(&c, o);
-	if (mode == TRC_MODE_TOP && c.running > 0)
+	start_sessions(&c);
+	/* Sessions may all have failed already (then without a loop to break). */
+	if (mode == TRC_MODE_TOP && !c.stopping && (c.running > 0 || c.ps != NULL))
 		start_live(&c, o, full_screen);
-	if (c.running > 0)
+	start_rescans(&c, o);
+	if (!c.stopping && (c.running > 0 || c.ps != NULL))
 		ev_run(c.loop, 0);
 	if (c.live != NULL)
 		trc_live_stop(c.live);
 	/* Every session has ended its part: the file can be completed. */
 	if (c.export != NULL)
 		trc_export_finish(c.export);
-	if (trc_output_flush(&c.out) < 0 && c.out.error != EPIPE) {
+	if (trc_output_end(&c.out) < 0 && c.out.error != EPIPE) {
 		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(c.out.error));
 		if (c.code < TRC_EXIT_ERROR)
 			c.code = TRC_EXIT_ERROR;
 	}
-	for (size_t i = 0; i < c.nsessions; i++)
-		trc_session_free(c.sessions[i]);
-	free(c.sessions);
-	if (c.export != NULL)
-		trc_export_free(c.export);
-	if (c.out.fd != STDOUT_FILENO)
-		close(c.out.fd);
-	trc_output_release(&c.out);
-	if (c.top != NULL)
-		trc_top_free(c.top);
+	/* --ps processes that all went away, or refused: then their outcome is the run's. */
+	if (!c.worked && c.churn > c.code)
+		c.code = c.churn;
+	free_run(&c);
 	return c.code;
 }
 
@@ -1002,6 +1293,7 @@ main(int argc, char **argv)
 			  .timeout = DEFAULT_TIMEOUT, .rows = DEFAULT_ROWS,
 			  .interval = DEFAULT_INTERVAL };
 	struct trc_spec *specs;
+	struct trc_ps ps = { .known = NULL };
 	enum trc_mode mode;
 	enum trc_exit code;
 
@@ -1016,14 +1308,18 @@ main(int argc, char **argv)
 	}
 	mode = check_mode(&o);
 	specs = parse_specs(&o);
-	find_ps(&o);
+	find_ps(&o, &ps);
 	check_targets(&o);
 	confirm_lasting_cost(&o);
-	code = run(&o, mode, specs);
+	code = run(&o, mode, specs, &ps);
+	if (o.ps != NULL)
+		trc_ps_release(&ps);
 	for (size_t i = 0; i < o.nspecs; i++)
 		trc_spec_release(&specs[i]);
 	free(specs);
 	free(o.specs);
+	for (size_t i = 0; i < o.nfilters; i++)
+		free((void *)o.filters[i]);     /* absolute_prefix's copies */
 	free(o.filters);
 	free(o.ignores);
 	free(o.pids);

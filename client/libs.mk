@@ -6,3 +6,6 @@ MSGPACK_CFLAGS := $(shell pkg-config --cflags $(MSGPACK_PC) 2>/dev/null)
 MSGPACK_LIBS := $(or $(shell pkg-config --libs $(MSGPACK_PC) 2>/dev/null),-lmsgpackc)
 LIBEV_CFLAGS := $(shell pkg-config --cflags libev 2>/dev/null)
 LIBEV_LIBS := $(or $(shell pkg-config --libs libev 2>/dev/null),-lev)
+# zlib and libzstd: -o FILE.gz and FILE.zst (compress.c).
+COMPRESS_CFLAGS := $(shell pkg-config --cflags zlib libzstd 2>/dev/null)
+COMPRESS_LIBS := $(or $(shell pkg-config --libs zlib libzstd 2>/dev/null),-lz -lzstd)

@@ -23,6 +23,7 @@ struct trc_live {
 	ev_timer redraw_w, reset_w;
 	ev_tstamp start, shown_at;      /* loop times of the start and of the latest table */
 	uint64_t shown_events;          /* trc_top_events() at the latest table */
+	bool shown;                     /* a table was printed */
 	trc_live_quit_fn *quit;
 	void *ctx;
 };
@@ -163,17 +164,22 @@ all_started(const struct trc_live *l)
 	return true;
 }
 
-/* Without a screen, tables start once every target counts: none misses the first events. */
+/*
+ * Without a screen, tables start once every first target counts: none misses the first
+ * events. A target --ps finds later does not hold them up.
+ */
 static void
 on_redraw(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct trc_live *l = w->data;
 
 	(void)loop, (void)revents;
-	if (l->screen != NULL)
+	if (l->screen != NULL) {
 		show_screen(l);
-	else if (!l->o.final_only && all_started(l))
+	} else if (!l->o.final_only && (l->shown || all_started(l))) {
 		show_lines(l, false);
+		l->shown = true;
+	}
 }
 
 static void
@@ -239,6 +245,13 @@ trc_live_update(struct trc_live *l)
 {
 	if (l->screen != NULL)
 		show_screen(l);
+}
+
+void
+trc_live_set_sessions(struct trc_live *l, struct trc_session *const *sessions, size_t nsessions)
+{
+	l->sessions = sessions;
+	l->nsessions = nsessions;
 }
 
 /* The screen goes first: what it hid is said on the terminal it gives back. */

@@ -43,6 +43,10 @@ struct trc_live *trc_live_start(struct ev_loop *loop, struct trc_output *out,
 /* Something changed (a session ended): redraws the screen, if any. */
 void trc_live_update(struct trc_live *l);
 
+/* The sessions are now sessions[0..nsessions) (--ps found more): same rules as at the start. */
+void trc_live_set_sessions(struct trc_live *l, struct trc_session *const *sessions,
+			   size_t nsessions);
+
 /*
  * Stops the timers, gives the terminal back and writes the notes it held to stderr, then
  * prints the final_only table to out. Frees l.

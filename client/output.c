@@ -16,13 +16,24 @@ trc_output_init(struct trc_output *o, int fd, int err_fd)
 	o->error = 0;
 	o->line_owner = NULL;
 	o->line_close = NULL;
+	o->codec = (struct trc_codec){ NULL, NULL };
+	o->ended = false;
 }
 
 void
 trc_output_release(struct trc_output *o)
 {
+	if (o->codec.ops != NULL)
+		o->codec.ops->close(o->codec.impl);
+	o->codec = (struct trc_codec){ NULL, NULL };
 	trc_buf_release(&o->out);
 	trc_buf_release(&o->err);
+}
+
+void
+trc_output_set_codec(struct trc_output *o, struct trc_codec codec)
+{
+	o->codec = codec;
 }
 
 /* write() all of p; waits when fd is non-blocking (a terminal shared with a non-blocking app). */
@@ -46,15 +57,55 @@ write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* The pending bytes through the codec, then to fd; end: the codec's stream ends too. */
+static int
+write_coded(struct trc_output *o, bool end)
+{
+	struct trc_buf coded;
+	int rc;
+
+	trc_buf_init(&coded);
+	rc = o->codec.ops->put(o->codec.impl, o->out.data, o->out.len, end, &coded);
+	if (rc == 0)
+		rc = write_all(o->fd, coded.data, coded.len);
+	trc_buf_release(&coded);
+	return rc;
+}
+
+/* Writes (or, after an error or the end, drops) the pending bytes. */
+static int
+write_out(struct trc_output *o, bool end)
+{
+	int rc = 0;
+
+	if (o->error == 0 && !o->ended && o->codec.ops != NULL)
+		rc = write_coded(o, end);
+	else if (o->error == 0 && !o->ended && o->out.len > 0)
+		rc = write_all(o->fd, o->out.data, o->out.len);
+	if (rc < 0)
+		o->error = errno;
+	o->out.len = 0;
+	return o->error ? -1 : 0;
+}
+
 int
 trc_output_flush(struct trc_output *o)
 {
 	if (o->fd < 0 || o->out.len == 0)
 		return o->error ? -1 : 0;
-	if (o->error == 0 && write_all(o->fd, o->out.data, o->out.len) < 0)
-		o->error = errno;
-	o->out.len = 0;
-	return o->error ? -1 : 0;
+	return write_out(o, false);
+}
+
+int
+trc_output_end(struct trc_output *o)
+{
+	int rc;
+
+	if (o->fd < 0 || o->ended)
+		return o->error ? -1 : 0;
+	rc = write_out(o, true);
+	o->ended = true;
+	return rc;
 }
 
 void

@@ -2,12 +2,29 @@
 #ifndef TRC_OUTPUT_H
 #define TRC_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
 
 /* Above this many pending bytes, a write flushes at once instead of waiting for the loop. */
 #define TRC_OUTPUT_FLUSH_AT (64u << 10)
+
+/*
+ * A transformation of every byte on its way to the fd: compress.c's gzip and zstd streams.
+ * put appends what p[0..n) becomes to out; with end set it also ends the stream (a gzip
+ * trailer, the end of a zstd frame), after which put is not called again. It returns 0, or
+ * -1 with errno. close frees impl. ops NULL: no codec, bytes go out as they are.
+ */
+struct trc_codec_ops {
+	int (*put)(void *impl, const void *p, size_t n, bool end, struct trc_buf *out);
+	void (*close)(void *impl);
+};
+
+struct trc_codec {
+	const struct trc_codec_ops *ops;
+	void *impl;
+};
 
 /*
  * Trace bytes are buffered and written when the event loop goes idle (or the buffer is full),
@@ -22,6 +39,9 @@ struct trc_output {
 	int fd;                 /* -1: keep everything in out (tests, benchmarks) */
 	int err_fd;
 	int error;              /* errno of the first failed write; later output is dropped */
+	struct trc_codec codec; /* what the bytes pass through on their way to fd: none, or a
+				 * compressor (trc_output_set_codec) */
+	bool ended;             /* trc_output_end has run */
 	void *line_owner;       /* writer of the open line, or NULL */
 	void (*line_close)(void *owner);
 };
@@ -30,8 +50,18 @@ struct trc_output {
 void trc_output_init(struct trc_output *o, int fd, int err_fd);
 void trc_output_release(struct trc_output *o);
 
+/* Sends every byte from now on through codec, which the output owns from then on (it closes
+ * it on release). Before anything is written. */
+void trc_output_set_codec(struct trc_output *o, struct trc_codec codec);
+
 /* Writes the pending trace bytes. Returns 0, or -1 with o->error set. Main thread. */
 int trc_output_flush(struct trc_output *o);
+
+/*
+ * Flushes and ends the codec's stream: after this nothing more is written to fd. Without a
+ * codec, the same as trc_output_flush. Returns 0, or -1 with o->error set. Main thread.
+ */
+int trc_output_end(struct trc_output *o);
 
 /* Ends the open line, if any, through its owner. */
 void trc_output_close_line(struct trc_output *o);

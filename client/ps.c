@@ -1,4 +1,4 @@
-/* ps.c: finds --ps targets by scanning /proc: owner, command line, then the agent in the maps. */
+/* ps.c: finds --ps targets by scanning /proc (owner, command line, the agent in the maps), new ones too. */
 #include "ps.h"
 
 #include <dirent.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "proc.h"
 #include "xmalloc.h"
 
 /* The pid a /proc entry names, or 0 for the other entries. */
@@ -110,8 +111,9 @@ cmp_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int
-trc_ps_find(const regex_t *re, pid_t **pids, size_t *npids)
+/* Every matching process, ascending. 0 with *pids (the caller frees it), or -1 with errno. */
+static int
+find(const regex_t *re, pid_t **pids, size_t *npids)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -132,5 +134,67 @@ trc_ps_find(const regex_t *re, pid_t **pids, size_t *npids)
 	closedir(d);
 	if (*npids > 0)
 		qsort(*pids, *npids, sizeof(**pids), cmp_pid);
+	return 0;
+}
+
+static bool
+has_pid(const pid_t *pids, size_t n, pid_t pid)
+{
+	return n > 0 && bsearch(&pid, pids, n, sizeof(*pids), cmp_pid) != NULL;
+}
+
+int
+trc_ps_init(struct trc_ps *ps, const char *regex)
+{
+	ps->known = NULL;
+	ps->nknown = 0;
+	return regcomp(&ps->re, regex, REG_EXTENDED | REG_NOSUB);
+}
+
+void
+trc_ps_release(struct trc_ps *ps)
+{
+	regfree(&ps->re);
+	free(ps->known);
+	ps->known = NULL;
+	ps->nknown = 0;
+}
+
+/*
+ * Known pids that match no more stay known while their process lives (a worker that renamed
+ * itself is still the one we attached to); once gone, their pid may come back as a new one.
+ */
+static void
+remember(struct trc_ps *ps, const pid_t *found, size_t nfound)
+{
+	pid_t *known = xcalloc(ps->nknown + nfound + 1, sizeof(*known));
+	size_t n = 0;
+
+	for (size_t i = 0; i < ps->nknown; i++)
+		if (!has_pid(found, nfound, ps->known[i]) && trc_proc_check(ps->known[i]) != TRC_PROC_GONE)
+			known[n++] = ps->known[i];
+	for (size_t i = 0; i < nfound; i++)
+		known[n++] = found[i];
+	qsort(known, n, sizeof(*known), cmp_pid);
+	free(ps->known);
+	ps->known = known;
+	ps->nknown = n;
+}
+
+int
+trc_ps_scan(struct trc_ps *ps, pid_t **fresh, size_t *nfresh)
+{
+	pid_t *found;
+	size_t nfound;
+
+	if (find(&ps->re, &found, &nfound) < 0)
+		return -1;
+	*fresh = xcalloc(nfound ? nfound : 1, sizeof(**fresh));
+	*nfresh = 0;
+	for (size_t i = 0; i < nfound; i++)
+		if (!has_pid(ps->known, ps->nknown, found[i]))
+			(*fresh)[(*nfresh)++] = found[i];
+	remember(ps, found, nfound);
+	free(found);
 	return 0;
 }

@@ -56,9 +56,12 @@ struct trc_session {
 	bool truncated;                 /* the connection ended inside a message */
 	uint64_t received;              /* trace events (calls, returns, raises, values, slow calls) */
 	char tag[24];		/* "[PID] " with several targets, else "" */
+	bool traced;                    /* STARTED came */
+	bool busy;                      /* the agent said another client traces it */
+	bool *matched;                  /* per job spec: its SPEC reply found methods */
 	enum trc_exit code;
 	char *error;
-	trc_session_done_fn *done;
+	const struct trc_session_cbs *cbs;
 	void *ctx;
 };
 
@@ -119,7 +122,7 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	trc_sink_close(&s->sink);
 	/* A dump that did not complete leaves nothing behind. */
 	trc_heapfile_release(&s->heap);
-	s->done(s, s->ctx);
+	s->cbs->done(s, s->ctx);
 }
 
 /* Sends b, passing fd with it unless fd is -1. */
@@ -274,6 +277,8 @@ on_error(struct trc_session *s, const struct trc_message *m)
 {
 	enum trc_exit code = m->error.code == TRC_ERR_DENIED ? TRC_EXIT_DENIED : TRC_EXIT_ERROR;
 
+	s->busy = m->error.code == TRC_ERR_BUSY;
+
 	if (m->error.message.len == 0)
 		finish(s, code, "process %d refused: error %" PRIu32, (int)s->pid, m->error.code);
 	else
@@ -288,12 +293,15 @@ on_spec(struct trc_session *s, const struct trc_message *m)
 	uint32_t i = m->spec.index;
 	const char *spec = i < s->job->nspecs ? s->job->specs[i].text : "?";
 
-	if (m->spec.matched != 0)
+	if (m->spec.matched != 0) {
+		if (i < s->job->nspecs)
+			s->matched[i] = true;
 		return;
+	}
 	if (msg->len > 0)
-		trc_output_note(s->job->out, "%s: %.*s", spec, (int)msg->len, msg->ptr);
+		trc_output_note(s->job->out, "%s%s: %.*s", s->tag, spec, (int)msg->len, msg->ptr);
 	else
-		trc_output_note(s->job->out, "%s: matched no method", spec);
+		trc_output_note(s->job->out, "%s%s: matched no method", s->tag, spec);
 }
 
 static void
@@ -302,9 +310,12 @@ on_started(struct trc_session *s, const struct trc_message *m)
 	(void)m;
 	ev_timer_stop(s->loop, &s->timeout_w);
 	s->state = S_TRACING;
+	s->traced = true;
 	trc_output_note(s->job->out, "attached to process %d", (int)s->pid);
 	start_duration(s);
 	ev_timer_start(s->loop, &s->alive_w);
+	if (s->cbs->started != NULL)
+		s->cbs->started(s, s->ctx);
 }
 
 static void
@@ -538,7 +549,7 @@ init_timer(struct trc_session *s, ev_timer *w, void (*cb)(struct ev_loop *, ev_t
 
 struct trc_session *
 trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, const char *text,
-		trc_session_done_fn *done, void *ctx)
+		const struct trc_session_cbs *cbs, void *ctx)
 {
 	struct trc_session *s = xcalloc(1, sizeof(*s));
 	struct trc_trace_opts topts = job->trace;
@@ -547,7 +558,8 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	s->job = job;
 	s->pid = pid;
 	s->text = xstrdup(text ? text : "");
-	s->done = done;
+	s->matched = xcalloc(job->nspecs ? job->nspecs : 1, sizeof(*s->matched));
+	s->cbs = cbs;
 	s->ctx = ctx;
 	s->conn.fd = -1;
 	if (job->label_pids)
@@ -584,15 +596,19 @@ trc_session_start(struct trc_session *s)
 void
 trc_session_stop(struct trc_session *s, enum trc_stop_reason why)
 {
-	const char *what = why == TRC_STOP_SIGNAL ? "interrupted" : "output closed";
+	const char *what = why == TRC_STOP_SIGNAL ? "interrupted" :
+			   why == TRC_STOP_OUTPUT ? "output closed" : "stopped";
 
 	switch (s->state) {
 	case S_IDLE:
-		finish(s, TRC_EXIT_ERROR, "%s before attaching to process %d", what, (int)s->pid);
-		break;
 	case S_ATTACHING:
 	case S_WELCOMING:
-		finish(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
+		if (why == TRC_STOP_END)
+			finish(s, TRC_EXIT_OK, NULL);
+		else if (s->state == S_IDLE)
+			finish(s, TRC_EXIT_ERROR, "%s before attaching to process %d", what, (int)s->pid);
+		else
+			finish(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
 		break;
 	case S_EVALING:
 		remember(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
@@ -627,6 +643,7 @@ trc_session_free(struct trc_session *s)
 	free(s->text);
 	free(s->cwd);
 	free(s->error);
+	free(s->matched);
 	free(s);
 }
 
@@ -647,6 +664,24 @@ bool
 trc_session_finished(const struct trc_session *s)
 {
 	return s->state == S_DONE;
+}
+
+bool
+trc_session_busy(const struct trc_session *s)
+{
+	return s->busy;
+}
+
+bool
+trc_session_traced(const struct trc_session *s)
+{
+	return s->traced;
+}
+
+bool
+trc_session_spec_matched(const struct trc_session *s, size_t i)
+{
+	return i < s->job->nspecs && s->matched[i];
 }
 
 const char *

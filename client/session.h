@@ -34,6 +34,8 @@ enum trc_mode {
 enum trc_stop_reason {
 	TRC_STOP_SIGNAL = 0,    /* SIGINT, SIGTERM, SIGHUP */
 	TRC_STOP_OUTPUT = 1,    /* nobody reads the output any more */
+	TRC_STOP_END = 2,       /* the run is over (a spec matched nothing, --duration with --ps):
+				 * a target not attached yet is left alone, without an error */
 };
 
 /* What to do with each target; built by cli.c, read-only to sessions, outlives them. */
@@ -61,12 +63,22 @@ struct trc_job {
 
 struct trc_session;
 
-/* Called once, from the loop, when the session is over (see trc_session_status/error). */
-typedef void trc_session_done_fn(struct trc_session *s, void *ctx);
+typedef void trc_session_fn(struct trc_session *s, void *ctx);
 
-/* A session for pid; text is the eval code, heap dump path or "" (copied). Main thread. */
+/* What the session tells its owner, from the loop. */
+struct trc_session_cbs {
+	/* The agent's hooks are on, after its SPEC replies (trc_session_spec_matched). Tracing
+	 * and --top only; may be NULL. */
+	trc_session_fn *started;
+	/* Once, when the session is over (see trc_session_status/error). */
+	trc_session_fn *done;
+};
+
+/* A session for pid; text is the eval code, heap dump path or "" (copied); cbs must outlive
+ * it. Main thread. */
 struct trc_session *trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid,
-				    const char *text, trc_session_done_fn *done, void *ctx);
+				    const char *text, const struct trc_session_cbs *cbs,
+				    void *ctx);
 /* Starts attaching; failures are reported through done (maybe before this returns). */
 void trc_session_start(struct trc_session *s);
 /* Detaches cleanly: waits for the agent's DETACHED (at most 2 s) before done. */
@@ -81,6 +93,12 @@ enum trc_exit trc_session_status(const struct trc_session *s);
 bool trc_session_started(const struct trc_session *s);
 /* True once done has been called. */
 bool trc_session_finished(const struct trc_session *s);
+/* True if the agent refused because another client traces the process (TRC_ERR_BUSY). */
+bool trc_session_busy(const struct trc_session *s);
+/* True once the agent's hooks were on, even if the session is over now. */
+bool trc_session_traced(const struct trc_session *s);
+/* Whether job->specs[i] matched a method in the target (false until its SPEC reply). */
+bool trc_session_spec_matched(const struct trc_session *s, size_t i);
 /* The target's working directory from its WELCOME, or NULL before. Owned by the session. */
 const char *trc_session_cwd(const struct trc_session *s);
 /* What went wrong, without the "tracer: " prefix, or NULL. Owned by the session. */

@@ -41,13 +41,18 @@ struct entry {
 	int32_t line;
 	uint32_t hash;
 	bool hidden;            /* an --ignore regex matched its class */
-	uint32_t npids;         /* distinct targets that counted it */
 	uint64_t count, total_ns, self_ns;
+};
+
+/* An entry as a table shows it: PIDS counts the targets of the view that counted it. */
+struct shown {
+	const struct entry *e;
+	uint32_t npids;
 };
 
 struct trc_top {
 	const struct mode_def *def;
-	pid_t *pids;
+	pid_t *pids;            /* every target that ever fed the table, in order of arrival */
 	size_t npids;
 	size_t words;           /* uint64_t words of each entry's bitmap of pids */
 	struct entry *entries;
@@ -58,6 +63,7 @@ struct trc_top {
 	regex_t *ignore;
 	size_t nignore;
 	uint64_t events, lost;
+	uint64_t events_at_reset;       /* events when the rows were last cleared */
 };
 
 const char *
@@ -84,14 +90,36 @@ trc_top_new(enum trc_top_mode mode, const pid_t *pids, size_t npids)
 	struct trc_top *t = xcalloc(1, sizeof(*t));
 
 	t->def = &modes[(size_t)mode < NMODES ? mode : TRC_TOP_CALLS];
-	t->npids = npids;
-	t->pids = xcalloc(npids ? npids : 1, sizeof(*t->pids));
-	if (npids > 0)
-		memcpy(t->pids, pids, npids * sizeof(*pids));
-	t->words = (npids + 63) / 64;
 	t->nslots = 64;
 	t->slots = xcalloc(t->nslots, sizeof(*t->slots));
+	for (size_t i = 0; i < npids; i++)
+		trc_top_add_pid(t, pids[i]);
 	return t;
+}
+
+/* Gives every entry's bitmap words words, keeping the bits. */
+static void
+widen_bitmaps(struct trc_top *t, size_t words)
+{
+	uint64_t *seen = xcalloc(t->cap ? t->cap * words : 1, sizeof(*seen));
+
+	for (size_t k = 0; k < t->nentries && t->words > 0; k++)
+		memcpy(&seen[k * words], &t->seen[k * t->words], t->words * sizeof(*seen));
+	free(t->seen);
+	t->seen = seen;
+	t->words = words;
+}
+
+void
+trc_top_add_pid(struct trc_top *t, pid_t pid)
+{
+	for (size_t i = 0; i < t->npids; i++)
+		if (t->pids[i] == pid)
+			return;
+	t->pids = xreallocarray(t->pids, t->npids + 1, sizeof(*t->pids));
+	t->pids[t->npids++] = pid;
+	if ((t->npids + 63) / 64 > t->words)
+		widen_bitmaps(t, (t->npids + 63) / 64);
 }
 
 void
@@ -101,6 +129,7 @@ trc_top_reset(struct trc_top *t)
 		free(t->entries[i].file);
 	t->nentries = 0;
 	memset(t->slots, 0, t->nslots * sizeof(*t->slots));
+	t->events_at_reset = t->events;
 }
 
 void
@@ -259,12 +288,7 @@ add_entry(struct trc_top *t, const struct trc_top_row *r, uint32_t h)
 static void
 mark_pid(struct trc_top *t, size_t k, size_t p)
 {
-	uint64_t *word = &t->seen[k * t->words + p / 64], bit = (uint64_t)1 << (p % 64);
-
-	if ((*word & bit) == 0) {
-		*word |= bit;
-		t->entries[k].npids++;
-	}
+	t->seen[k * t->words + p / 64] |= (uint64_t)1 << (p % 64);
 }
 
 static void
@@ -362,7 +386,7 @@ cmp_figure(uint64_t a, uint64_t b)
 static int
 cmp_by_count(const void *pa, const void *pb)
 {
-	const struct entry *a = *(const struct entry *const *)pa, *b = *(const struct entry *const *)pb;
+	const struct entry *a = ((const struct shown *)pa)->e, *b = ((const struct shown *)pb)->e;
 	int c = cmp_figure(a->count, b->count);
 
 	return c != 0 ? c : cmp_key(a, b);
@@ -371,25 +395,58 @@ cmp_by_count(const void *pa, const void *pb)
 static int
 cmp_by_total(const void *pa, const void *pb)
 {
-	const struct entry *a = *(const struct entry *const *)pa, *b = *(const struct entry *const *)pb;
+	const struct entry *a = ((const struct shown *)pa)->e, *b = ((const struct shown *)pb)->e;
 	int c = cmp_figure(a->total_ns, b->total_ns);
 
 	return c != 0 ? c : cmp_key(a, b);
 }
 
-/* The visible entries, best first, at most max of them (*n). The caller frees the array. */
-static const struct entry **
-sorted(const struct trc_top *t, size_t max, size_t *n)
+/* The view's targets as a bitmap of t->pids indexes (t->words words; the caller frees it). */
+static uint64_t *
+view_mask(const struct trc_top *t, const struct trc_top_view *v)
 {
-	const struct entry **v = xcalloc(t->nentries ? t->nentries : 1, sizeof(*v));
+	uint64_t *mask = xcalloc(t->words ? t->words : 1, sizeof(*mask));
+
+	for (size_t i = 0; i < v->npids; i++) {
+		size_t p = 0;
+
+		while (p < t->npids && t->pids[p] != v->pids[i])
+			p++;
+		if (p < t->npids)
+			mask[p / 64] |= (uint64_t)1 << (p % 64);
+	}
+	return mask;
+}
+
+/* How many of the view's targets (mask) counted entry k. */
+static uint32_t
+count_pids(const struct trc_top *t, size_t k, const uint64_t *mask)
+{
+	uint32_t n = 0;
+
+	for (size_t w = 0; w < t->words; w++)
+		n += (uint32_t)__builtin_popcountll(t->seen[k * t->words + w] & mask[w]);
+	return n;
+}
+
+/*
+ * The visible entries, best first, at most v->rows of them (*n), each with the number of the
+ * view's targets that counted it. The caller frees the array.
+ */
+static struct shown *
+sorted(const struct trc_top *t, const struct trc_top_view *v, size_t *n)
+{
+	struct shown *rows = xcalloc(t->nentries ? t->nentries : 1, sizeof(*rows));
+	uint64_t *mask = view_mask(t, v);
 	size_t k = 0;
 
 	for (size_t i = 0; i < t->nentries; i++)
 		if (!t->entries[i].hidden)
-			v[k++] = &t->entries[i];
-	qsort(v, k, sizeof(*v), t->def->timed ? cmp_by_total : cmp_by_count);
-	*n = k < max ? k : max;
-	return v;
+			rows[k++] = (struct shown){ &t->entries[i], count_pids(t, i, mask) };
+	free(mask);
+	qsort(rows, k, sizeof(*rows), t->def->timed ? cmp_by_total : cmp_by_count);
+	*n = k < v->rows ? k : v->rows;
+	return rows;
 }
 
 /* Text: UTF-8 aware widths and cuts, control characters shown as '?'. */
@@ -539,8 +596,10 @@ ms(uint64_t ns)
 }
 
 static struct cell
-get_cell(const struct entry *e, enum col c, char *buf, size_t size)
+get_cell(const struct shown *row, enum col c, char *buf, size_t size)
 {
+	const struct entry *e = row->e;
+
 	switch (c) {
 	case C_FILE:
 		return (struct cell){ e->file, e->file_len };
@@ -557,7 +616,7 @@ get_cell(const struct entry *e, enum col c, char *buf, size_t size)
 	case C_AVG:
 		return num_cell(buf, size, "%.3f", e->count ? ms(e->total_ns) / (double)e->count : 0.0);
 	case C_PIDS:
-		return num_cell(buf, size, "%" PRIu32, e->npids);
+		return num_cell(buf, size, "%" PRIu32, row->npids);
 	}
 	return (struct cell){ "", 0 };
 }
@@ -583,7 +642,7 @@ choose_cols(struct layout *l, const struct mode_def *d, bool pids)
 }
 
 static void
-natural_widths(struct layout *l, const struct mode_def *d, const struct entry **rows, size_t n)
+natural_widths(struct layout *l, const struct mode_def *d, const struct shown *rows, size_t n)
 {
 	char buf[32];
 
@@ -592,7 +651,7 @@ natural_widths(struct layout *l, const struct mode_def *d, const struct entry **
 
 		l->width[i] = strlen(title);
 		for (size_t r = 0; r < n; r++) {
-			struct cell c = get_cell(rows[r], l->col[i], buf, sizeof(buf));
+			struct cell c = get_cell(&rows[r], l->col[i], buf, sizeof(buf));
 			size_t w = text_width(c.p, c.len);
 
 			if (w > l->width[i])
@@ -668,12 +727,12 @@ put_titles(struct trc_buf *out, const struct layout *l, const struct mode_def *d
 }
 
 static void
-put_row(struct trc_buf *out, const struct layout *l, const struct entry *e)
+put_row(struct trc_buf *out, const struct layout *l, const struct shown *row)
 {
 	char buf[32];
 
 	for (size_t i = 0; i < l->n; i++)
-		put_cell(out, l, i, get_cell(e, l->col[i], buf, sizeof(buf)));
+		put_cell(out, l, i, get_cell(row, l->col[i], buf, sizeof(buf)));
 	trc_buf_addc(out, '\n');
 }
 
@@ -702,8 +761,53 @@ add_filter(struct trc_buf *b, const struct trc_top_view *v)
 	add_list(b, v->filter, v->nfilter, ", ");
 }
 
+/* "the app dir /srv/app" or "--filter /srv/app/lib/, /srv/gems/" */
 static void
-put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_view *v)
+add_where(struct trc_buf *b, const struct trc_top_view *v)
+{
+	trc_buf_adds(b, v->app_dirs ? "the app dir " : "--filter ");
+	if (v->nfilter == 0)
+		trc_buf_adds(b, "?");
+	add_list(b, v->filter, v->nfilter, ", ");
+}
+
+/*
+ * Why a table shows no row, in b; false when it shows some. The agents count only what is
+ * under the filter (their events count all they saw), and --ignore hides rows here.
+ */
+static bool
+empty_note(const struct trc_top *t, const struct trc_top_view *v, size_t shown,
+	   struct trc_buf *b)
+{
+	if (shown > 0)
+		return false;
+	if (t->nentries > 0) {
+		trc_buf_addf(b, "no row: --ignore hides all %zu counted", t->nentries);
+	} else if (v->all) {
+		trc_buf_adds(b, "no row: nothing counted so far");
+	} else if (t->events > t->events_at_reset) {
+		trc_buf_adds(b, "no row: everything counted is outside ");
+		add_where(b, v);
+	} else {
+		trc_buf_adds(b, "no row: nothing counted under ");
+		add_where(b, v);
+		trc_buf_adds(b, " so far");
+	}
+	return true;
+}
+
+/* A line of text cut to the view's width, control characters as '?'. */
+static void
+put_line(struct trc_buf *out, const struct trc_buf *line, const struct trc_top_view *v)
+{
+	put_safe(out, line->data, head_bytes(line->data, line->len, v->width));
+	trc_buf_addc(out, '\n');
+}
+
+/* The header line, and under it why there is no row, if there is none. */
+static void
+put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_view *v,
+	   size_t shown)
 {
 	struct trc_buf h;
 
@@ -716,8 +820,10 @@ put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_vi
 	trc_buf_addf(&h, "  elapsed: %.0fs  events/s: %.0f  lost: %" PRIu64 "  ", v->elapsed,
 		     v->events_per_sec, t->lost);
 	add_filter(&h, v);
-	put_safe(out, h.data, head_bytes(h.data, h.len, v->width));
-	trc_buf_addc(out, '\n');
+	put_line(out, &h, v);
+	h.len = 0;
+	if (empty_note(t, v, shown, &h))
+		put_line(out, &h, v);
 	trc_buf_release(&h);
 }
 
@@ -726,16 +832,16 @@ trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struc
 {
 	struct layout l;
 	size_t n;
-	const struct entry **rows = sorted(t, v->rows, &n);
+	struct shown *rows = sorted(t, v, &n);
 
-	put_header(out, t, v);
+	put_header(out, t, v, n);
 	trc_buf_addc(out, '\n');
 	choose_cols(&l, t->def, v->pids_column);
 	natural_widths(&l, t->def, rows, n);
 	fit(&l, v->width);
 	put_titles(out, &l, t->def);
 	for (size_t i = 0; i < n; i++)
-		put_row(out, &l, rows[i]);
+		put_row(out, &l, &rows[i]);
 	free(rows);
 }
 
@@ -748,8 +854,10 @@ json_key(struct trc_buf *b, const char *key)
 }
 
 static void
-json_row(struct trc_buf *b, const struct trc_top *t, const struct entry *e)
+json_row(struct trc_buf *b, const struct trc_top *t, const struct shown *row)
 {
+	const struct entry *e = row->e;
+
 	trc_buf_adds(b, "{\"file\":");
 	trc_json_str(b, e->file, e->file_len);
 	trc_buf_addf(b, ",\"line\":%" PRId32, e->line);
@@ -761,7 +869,21 @@ json_row(struct trc_buf *b, const struct trc_top *t, const struct entry *e)
 	if (t->def->timed)
 		trc_buf_addf(b, ",\"total_ms\":%.3f,\"self_ms\":%.3f,\"avg_ms\":%.3f", ms(e->total_ns),
 			     ms(e->self_ns), e->count ? ms(e->total_ns) / (double)e->count : 0.0);
-	trc_buf_addf(b, ",\"pids\":%" PRIu32 "}", e->npids);
+	trc_buf_addf(b, ",\"pids\":%" PRIu32 "}", row->npids);
+}
+
+/* With no row, "note": why (as the text table's header says). */
+static void
+json_note(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view *v, size_t shown)
+{
+	struct trc_buf note;
+
+	trc_buf_init(&note);
+	if (empty_note(t, v, shown, &note)) {
+		json_key(b, "note");
+		trc_json_str(b, note.data, note.len);
+	}
+	trc_buf_release(&note);
 }
 
 static void
@@ -785,14 +907,15 @@ void
 trc_top_format_json(const struct trc_top *t, const struct trc_top_view *v, struct trc_buf *out)
 {
 	size_t n;
-	const struct entry **rows = sorted(t, v->rows, &n);
+	struct shown *rows = sorted(t, v, &n);
 
 	json_head(out, t, v);
+	json_note(out, t, v, n);
 	trc_buf_adds(out, ",\"rows\":[");
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0)
 			trc_buf_addc(out, ',');
-		json_row(out, t, rows[i]);
+		json_row(out, t, &rows[i]);
 	}
 	trc_buf_adds(out, "]}\n");
 	free(rows);

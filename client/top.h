@@ -27,11 +27,15 @@ int trc_top_mode_parse(const char *name, enum trc_top_mode *mode);
 struct trc_top;
 
 /*
- * A table for mode, fed by the targets pids[0..npids) (copied): the PIDS figure of a row counts
- * which of them contributed. The caller frees it with trc_top_free(). Pure; main thread.
+ * A table for mode, fed by the targets pids[0..npids) (copied), and those added later: the
+ * PIDS figure of a row counts which of the targets a view shows contributed. The caller frees
+ * it with trc_top_free(). Pure; main thread.
  */
 struct trc_top *trc_top_new(enum trc_top_mode mode, const pid_t *pids, size_t npids);
 void trc_top_free(struct trc_top *t);
+
+/* One more target whose rows count (--ps found it later); nothing if it is one already. */
+void trc_top_add_pid(struct trc_top *t, pid_t pid);
 
 /*
  * Hides the rows whose label's class part (the text before the first '#' or '.' after its first
@@ -55,7 +59,7 @@ uint64_t trc_top_lost(const struct trc_top *t);
 
 /* What a snapshot shows besides the rows. */
 struct trc_top_view {
-	const pid_t *pids;      /* the targets attached now */
+	const pid_t *pids;      /* the targets attached now: PIDS counts these only */
 	size_t npids;
 	bool pids_column;       /* several targets: add PIDS */
 	double elapsed;         /* seconds since the start */

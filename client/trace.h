@@ -11,8 +11,14 @@
 #include "sink.h"
 #include "spec.h"
 
+/*
+ * Calls nested deeper than this are not indented any further: their lines start with
+ * "[depth N] " instead, so that the output grows with the events, not with depth x events.
+ */
+#define TRC_TRACE_MAX_INDENT 40
+
 struct trc_trace_opts {
-	unsigned prefix;        /* spaces of indent per call level (-r) */
+	unsigned prefix;        /* spaces of indent per call level (-r), up to TRC_TRACE_MAX_INDENT */
 	bool start_time;        /* -t: wall-clock start time before each call */
 	bool no_duration;       /* -n: no <seconds> */
 	int pid;                /* > 0: start every line with "[pid] " (several targets) */

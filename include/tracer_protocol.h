@@ -101,7 +101,8 @@ enum trc_cmd {
  * scope: [all, [prefix...], [ignore...]]: which calls firehose (-f), slow calls without -m
  * specs, and the calls and time tables see, and which files the other tables count.
  *   all false  the app's own Ruby methods: those defined in files under a prefix (none given:
- *              under the agent's working directory, relative paths included), traced through
+ *              under the agent's working directory; a file loaded by a relative path is its
+ *              working directory + that path, for the prefixes too), traced through
  *              wrappers put around each, which leave nothing behind once removed. An ignore
  *              (an extended regular expression) leaves out the methods whose "Class#method"
  *              label it matches.

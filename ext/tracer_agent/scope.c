@@ -87,15 +87,37 @@ trc_scope_release(struct trc_scope *s)
 	s->prefix_list = s->ignore_list = Qnil;
 }
 
+/* Whether dir + path starts with prefix, without making dir + path. */
+static int
+joined_has_prefix(const char *dir, const char *path, const char *prefix)
+{
+	size_t a = strlen(dir), n = strlen(prefix);
+
+	if (n <= a)
+		return strncmp(dir, prefix, n) == 0;
+	return strncmp(dir, prefix, a) == 0 && strncmp(path, prefix + a, n - a) == 0;
+}
+
+/*
+ * A relative path is matched as trc_scope_absolute() makes it: `ruby app.rb` run in /srv/app
+ * counts under --filter /srv/app/ too, not only under the default prefix.
+ */
 int
 trc_scope_wanted(const struct trc_scope *s, const char *path)
 {
+	const char *dir = "";
+
 	if (s->all)
 		return 1;
-	if (relative(path))
-		return s->cwd_default;
+	if (relative(path)) {
+		if (s->cwd == NULL)
+			return s->cwd_default;
+		dir = s->cwd;
+		if (path[0] == '.' && path[1] == '/')
+			path += 2;
+	}
 	for (int i = 0; i < s->nprefixes; i++)
-		if (strncmp(path, s->prefixes[i], strlen(s->prefixes[i])) == 0)
+		if (joined_has_prefix(dir, path, s->prefixes[i]))
 			return 1;
 	return 0;
 }

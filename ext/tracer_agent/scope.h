@@ -24,7 +24,7 @@ int trc_scope_read(struct trc_scope *s, const msgpack_object *o);
 void trc_scope_release(struct trc_scope *s);
 /*
  * Any thread, no allocation: whether path is in the scope. A relative path is one Ruby loaded
- * relative to the working directory: in the scope when that is the default prefix.
+ * relative to the working directory: it is matched as trc_scope_absolute() makes it.
  */
 int trc_scope_wanted(const struct trc_scope *s, const char *path);
 /* A copy of path made absolute against the working directory (malloc: the caller frees). */

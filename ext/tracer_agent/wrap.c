@@ -123,8 +123,9 @@ static VALUE
 app_methods(VALUE arg)
 {
 	const struct trc_scope *sc = (const struct trc_scope *)arg;
-	return rb_funcall(wrap_mod(), id_app_methods, 3, sc->prefix_list, sc->cwd_default ? Qtrue : Qfalse,
-	    sc->ignore_list);
+	VALUE cwd = sc->cwd ? rb_str_new_cstr(sc->cwd) : Qnil;
+
+	return rb_funcall(wrap_mod(), id_app_methods, 3, sc->prefix_list, cwd, sc->ignore_list);
 }
 
 int

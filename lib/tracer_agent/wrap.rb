@@ -119,18 +119,20 @@ module TracerAgent
       end
 
       # The app's own Ruby methods: each module's (and its class methods'), defined in a file under
-      # one of prefixes (or, with relative, loaded by a relative path), whose "Class#method" label
-      # no ignore regexp matches. Returns [owner, name, absolute path, line, ...] for the agent.
-      def app_methods(prefixes, relative, ignores)
+      # one of prefixes, whose "Class#method" label no ignore regexp matches. A file loaded by a
+      # relative path (`ruby app.rb`) is taken from cwd, the working directory with its '/' (nil:
+      # unknown, such files are left out). Returns [owner, name, absolute path, line, ...] for the
+      # agent.
+      def app_methods(prefixes, cwd, ignores)
         ignore = ignores.empty? ? nil : Regexp.union(ignores.map { |r| Regexp.new(r) })
         found = []
         # Singleton classes come through ObjectSpace too: each module is seen once.
         ObjectSpace.each_object(Module) do |mod|
           next if refinement?(mod) || mod.singleton_class?
 
-          collect(found, mod, mod.instance_methods(false) + mod.private_instance_methods(false), '#', prefixes, relative, ignore)
+          collect(found, mod, mod.instance_methods(false) + mod.private_instance_methods(false), '#', prefixes, cwd, ignore)
           singles = mod.singleton_methods(false)
-          collect(found, mod.singleton_class, singles, '.', prefixes, relative, ignore) unless singles.empty?
+          collect(found, mod.singleton_class, singles, '.', prefixes, cwd, ignore) unless singles.empty?
         rescue StandardError
           next # a module that will not list its methods
         end
@@ -145,23 +147,27 @@ module TracerAgent
 
       # (instance_methods(false) also lists what modules prepended to owner define: only
       # owner's own methods are taken, where they are defined.)
-      def collect(found, owner, names, sep, prefixes, relative, ignore)
+      def collect(found, owner, names, sep, prefixes, cwd, ignore)
         names.each do |name|
           method = owner.instance_method(name)
           next unless method.owner.equal?(owner)
 
           file, line = method.source_location
-          next if file.nil? || file == FILE || file.start_with?(OWN) || !in_scope?(file, prefixes, relative)
+          path = file && file != FILE ? absolute(file, cwd) : nil
+          next if path.nil? || path.start_with?(OWN) || prefixes.none? { |p| path.start_with?(p) }
           next if ignore&.match?("#{label_of(owner)}#{sep}#{name}")
 
-          found.push(owner, name, File.expand_path(file), line)
+          found.push(owner, name, File.expand_path(path), line)
         end
       end
 
-      def in_scope?(file, prefixes, relative)
-        return relative if !file.start_with?('/') && !file.start_with?('<') && !file.start_with?('(')
+      # The file as the agent's scope sees it (scope.c): relative to cwd unless absolute; nil for
+      # what is no file ("<internal:...>", "(eval)").
+      def absolute(file, cwd)
+        return file if file.start_with?('/')
+        return nil if file.start_with?('<', '(') || cwd.nil?
 
-        prefixes.any? { |p| file.start_with?(p) }
+        cwd + file.delete_prefix('./')
       end
 
       def label_of(owner)

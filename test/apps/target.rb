@@ -12,6 +12,8 @@ class Worker
   def self.nap(s) = sleep(s)
   def outer = (inner; inner)
   def inner = sleep(0.001)
+  def misspelt = helpr(1) # NoMethodError: Ruby 3.1's message adds lines (error_highlight, Did you mean?)
+  def fail_lines = raise(ArgumentError, "first line\nsecond line")
 end
 
 def ready = puts("ready #{Process.pid}")
@@ -91,6 +93,53 @@ when 'fork'
     end
     Process.detach(pid)
     loop { w.work(1); sleep 0.01 }
+  end
+when 'multiline'
+  # Exceptions whose messages have several lines, raised inside methods of Worker.
+  w = Worker.new(1)
+  ready
+  loop do
+    begin
+      w.misspelt
+    rescue NameError
+      nil
+    end
+    begin
+      w.fail_lines
+    rescue ArgumentError
+      nil
+    end
+    sleep 0.005
+  end
+when 'cluster'
+  # A Puma-like master: it keeps WORKERS (2) workers, forks a new one for each that dies, and
+  # one more whenever the file SPAWN_FILE appears (it removes it). Each worker names itself
+  # "cluster-worker-TAG", says "worker PID" and calls Worker#work until the master is gone.
+  master = Process.pid
+  spawn_worker = lambda do
+    fork do
+      Process.setproctitle("cluster-worker-#{ENV.fetch('TAG')}")
+      puts "worker #{Process.pid}"
+      w = Worker.new(1)
+      loop do
+        w.work(1)
+        sleep 0.005
+        exit!(0) if Process.ppid != master
+      end
+    end
+  end
+  Integer(ENV['WORKERS'] || 2).times { spawn_worker.call }
+  ready
+  loop do
+    while (pid = Process.wait(-1, Process::WNOHANG))
+      puts "exited #{pid}"
+      spawn_worker.call
+    end
+    if File.exist?(ENV.fetch('SPAWN_FILE'))
+      File.delete(ENV.fetch('SPAWN_FILE'))
+      spawn_worker.call
+    end
+    sleep 0.01
   end
 when 'trap'
   # The app traps URG itself. Started with -rtracer_agent, it traps after the agent loaded;

@@ -22,14 +22,15 @@ AGENT_LIB = ENV['TRACER_AGENT_LIB'] || File.join(ROOT, 'lib')
 class Target
   attr_reader :pid, :out
 
-  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [])
+  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [], chdir: nil)
     # agent: false is a process without our lib/ at all (it may load an installed gem itself).
     # prefix: a command to run the target under (unshare ...), which execs it, or forks it:
     # then pid is the prefix's, and the target, which says its own pid, is its child.
+    # chdir: its working directory (a relative script is found from there).
     args = prefix + [RUBY]
-    args += ["-I#{AGENT_LIB}", '-rtracer_agent'] if agent
+    args += ["-I#{File.expand_path(AGENT_LIB)}", '-rtracer_agent'] if agent
     @out, @err = +'', +''
-    @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode)
+    @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode, **(chdir ? { chdir: chdir } : {}))
     @pid = @wait.pid
     @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new { @stderr.each_line { |l| @err << l } }]
     wait_for(prefix.empty? ? /ready #{@pid}/ : /ready \d+/) { "target #{mode} did not start: #{@err}" }
@@ -62,9 +63,9 @@ end
 class Client
   attr_reader :out, :err
 
-  def initialize(*args)
+  def initialize(*args, chdir: nil)
     @out, @err = +'', +''
-    @stdin, @stdout, @stderr, @wait = Open3.popen3(TRACER, *args.map(&:to_s))
+    @stdin, @stdout, @stderr, @wait = Open3.popen3(TRACER, *args.map(&:to_s), **(chdir ? { chdir: chdir } : {}))
     @stdin.close
     @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new { @stderr.each_line { |l| @err << l } }]
   end
@@ -109,8 +110,8 @@ module TracerTest
     Target.new(mode, **opts).tap { |t| @targets << t }
   end
 
-  def client(*args)
-    Client.new(*args).tap { |c| @clients << c }
+  def client(*args, **opts)
+    Client.new(*args, **opts).tap { |c| @clients << c }
   end
 
   # Runs the client to completion: [stdout, stderr, status]. prefix: a command to run it under.

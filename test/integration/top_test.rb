@@ -29,6 +29,12 @@ class TopTest < Minitest::Test
     1 + (@lines.index { |l| l.include?("# #{mark}") } or raise "no # #{mark} in #{TOP_TARGET}")
   end
 
+  # The line where top_target.rb defines method name.
+  def def_line(name)
+    @lines ||= File.readlines(TOP_TARGET)
+    1 + (@lines.index { |l| l =~ /^\s*def #{name}\b/ } or raise "no def #{name} in #{TOP_TARGET}")
+  end
+
   def app(mode, **opts)
     target(mode, env: { 'GO' => @go, 'N' => N.to_s }, script: TOP_TARGET, **opts)
   end
@@ -270,6 +276,7 @@ class TopTest < Minitest::Test
     assert_equal ['/nonexistent/', "#{ROOT}/test/apps/nothing"], snap['filter']
     # No method of the app is under those prefixes: none was wrapped, nothing was counted.
     assert snapshots(c).all? { |s| s['rows'].empty? && s['events'].zero? }, snapshots(c).inspect
+    assert_equal "no row: nothing counted under --filter /nonexistent/, #{ROOT}/test/apps/nothing so far", snap['note']
     stop(c, t)
 
     @go = File.join(@dir, 'go2')
@@ -282,6 +289,43 @@ class TopTest < Minitest::Test
     assert_includes labels, 'IO#puts'
     refute labels.any? { |l| l.start_with?('Kernel#', 'File.') }, labels.inspect
     stop(c, t)
+  end
+
+  # A script started by a relative path, as `ruby top_target.rb` in its directory: rows name its
+  # absolute path and each method's definition line, by default and under a --filter, whether
+  # that is absolute or relative to tracer's directory.
+  def test_script_started_by_a_relative_path
+    apps = File.join(ROOT, 'test', 'apps')
+    t = app('calls', script: 'top_target.rb', chdir: apps)
+    c = top(t, 'calls')
+    snap = run_burst(t, c, 'Burst#tick 10000') { |s| count(s, 'Burst#tick') >= 10_000 }
+    assert_equal({ 'file' => TOP_TARGET, 'line' => def_line('tick'), 'method' => 'Burst#tick',
+                   'count' => 10_000, 'pids' => 1 }, row(snap, 'Burst#tick'))
+    assert_equal [apps], snap['filter']
+    stop(c, t)
+
+    { 'time' => "#{apps}/", 'calls' => 'test/apps' }.each_with_index do |(mode, filter), i|
+      @go = File.join(@dir, "go#{i}")
+      t = app(mode, script: 'top_target.rb', chdir: apps)
+      c = client('-p', t.pid, '--top', mode, '--json', '--interval', '0.2', '--filter', filter, chdir: ROOT)
+      method = mode == 'time' ? 'outer' : 'tick'
+      snap = run_burst(t, c, "Burst##{method} under --filter #{filter}") { |s| count(s, "Burst##{method}") >= 1 }
+      assert_equal [File.expand_path(filter, ROOT)], snap['filter'].map { |f| f.chomp('/') }
+      assert_equal [TOP_TARGET, def_line(method)], row(snap, "Burst##{method}").values_at('file', 'line')
+      assert snap['rows'].all? { |r| r['file'] == TOP_TARGET }, snap['rows'].inspect
+      stop(c, t)
+    end
+  end
+
+  # A filter that leaves nothing: the header says so instead of an empty table.
+  def test_a_filter_that_hides_every_row_is_named
+    t = app('objects')
+    c = client('-p', t.pid, '--top', 'objects', '--filter', '/nonexistent/', '--duration', '2')
+    c.wait_for(/\*\*\* attached to process #{t.pid}$/, stream: :err)
+    FileUtils.touch(@go)
+    t.wait_for(/^done$/)
+    assert c.finish.success?, c.err
+    assert_match(%r{\Atracer --top objects  pids: #{t.pid} .* filter: /nonexistent/\nno row: everything counted is outside --filter /nonexistent/\n\nFILENAME  LINE  OBJECT  COUNT\n\n\z}, c.out)
   end
 
   # The default scope: the app's own methods, through wrappers; no C method, and no wrapper left

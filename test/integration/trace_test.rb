@@ -135,6 +135,26 @@ class TraceTest < Minitest::Test
     assert_match(/^Worker#fail_once\n  EXCEPTION ArgumentError: worker failed \(\S+target\.rb:\d+\)\nWorker#fail_once <[\d.]+>$/, out)
   end
 
+  # Every line of a multi-line message keeps the [PID] prefix and the indent of its EXCEPTION
+  # line, under which it goes; the location stays on the first line.
+  def test_multiline_exception_message_keeps_the_tree
+    a = target('multiline')
+    b = target('multiline')
+    c = client('-p', a.pid, '-p', b.pid, '-m', 'Worker#misspelt', 'Worker#fail_lines')
+    [a, b].each { |t| c.wait_for(/^\[#{t.pid}\] Worker#fail_lines <[\d.]+>\n/) }
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    lines = c.out.lines
+    bad = lines.reject { |l| l =~ /\A\[(#{a.pid}|#{b.pid})\] \S|\A\[(#{a.pid}|#{b.pid})\]   \S|\A\[(#{a.pid}|#{b.pid})\] {13}/ }
+    assert_empty bad, "lines without their prefix and indent:\n#{c.out}"
+    [a, b].each do |t|
+      p = Regexp.escape("[#{t.pid}]")
+      assert_match(/^#{p} Worker#fail_lines\n#{p}   EXCEPTION ArgumentError: first line \(\S+target\.rb:\d+\)\n#{p} {13}second line\n#{p} Worker#fail_lines <[\d.]+>$/, c.out)
+      assert_match(/^#{p} Worker#misspelt\n#{p}   EXCEPTION NoMethodError: undefined method .helpr. for [^\n]*\(\S+target\.rb:\d+\)\n(#{p} {13}.*\S\n)*#{p} Worker#misspelt <[\d.]+>$/, c.out)
+    end
+    assert_match(/^\[#{a.pid}\] {13}Did you mean\?  helper$/, c.out) if RUBY_VERSION < '3.3'
+  end
+
   # By default the firehose is the app's own methods (here: test/apps, under the target's
   # working directory), through wrappers that leave nothing behind.
   def test_firehose_shows_the_apps_methods
@@ -194,6 +214,70 @@ class TraceTest < Minitest::Test
       assert_empty c.out
       assert_match(/detached from process #{t.pid}/, c.err)
     end
+  end
+
+  # -o FILE.gz and FILE.zst: the same text as a plain file, compressed as it is written; with
+  # --append, one more gzip member or zstd frame, which the tools read on as one text.
+  def test_compressed_output
+    t = target('work')
+    Dir.mktmpdir do |dir|
+      unzip = { '.gz' => %w[gzip -dc], '.zst' => %w[zstd -dcq] }
+      read = ->(path) { unzip[File.extname(path)] ? IO.popen([*unzip[File.extname(path)], path], &:read) : File.read(path) }
+      code = '(1..300).map { |i| "line #{i}" }'
+      paths = ['', '.gz', '.zst'].map { |ext| File.join(dir, "eval.txt#{ext}") }
+      paths.each do |path|
+        _, err, status = tracer('-p', t.pid, '-e', code, '-o', path)
+        assert status.success?, err
+      end
+      plain = read.call(paths[0])
+      assert_match(/\A=> \["line 1", .*"line 300"\]\n\z/, plain)
+      paths.drop(1).each { |path| assert_equal plain, read.call(path), path }
+      assert_operator File.size(paths[1]), :<, plain.size / 2, 'compressed'
+
+      traces = ['', '.gz', '.zst'].map { |ext| File.join(dir, "trace.txt#{ext}") }
+      traces.each do |path|
+        _, err, status = tracer('-p', t.pid, '-n', '-m', 'Worker#work', 'Worker#helper', '--duration', '0.5', '-o', path)
+        assert status.success?, err
+      end
+      # The same kind of trace, complete lines; --duration may end it inside a call.
+      texts = traces.map { |path| read.call(path) }
+      texts.each { |text| assert_match(/\AWorker#work\n  Worker#helper\nWorker#work\n\n(Worker#work\n|  Worker#helper\n|\n)+\z/, text) }
+      assert_equal [texts[0].lines.uniq.sort] * 3, texts.map { |text| text.lines.uniq.sort }
+
+      paths.drop(1).each do |path|
+        _, err, status = tracer('-p', t.pid, '-e', '1 + 1', '-o', path, '--append')
+        assert status.success?, err
+        assert_equal "#{plain}=> 2\n", read.call(path), "#{path} appended to"
+      end
+    end
+  end
+
+  # -m that matches nothing says so once every process has answered, and exits with 1: with one
+  # process, with several, with several specs; but not while any spec matches in any process.
+  def test_specs_that_match_nothing_anywhere
+    a = target('work')
+    out, err, status = tracer('-p', a.pid, '-m', 'Worker#nope')
+    assert_equal 1, status.exitstatus, err
+    assert_match(/^\*\*\* Worker#nope: matched no method$/, err)
+    assert_match(/^tracer: no method matches -m Worker#nope in process #{a.pid}$/, err)
+    assert_match(/^\*\*\* detached from process #{a.pid}$/, err)
+    assert_empty out
+
+    b = target('work')
+    _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#nope', 'Nope.x')
+    assert_equal 1, status.exitstatus, err
+    assert_match(/^\*\*\* \[#{b.pid}\] Nope\.x: no class or module named Nope$/, err)
+    assert_match(/^tracer: no method matches -m Worker#nope, Nope\.x in any of the 2 processes$/, err)
+
+    _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#nope', 'Worker#helper', '--duration', '0.5')
+    assert_equal 0, status.exitstatus, err
+    assert_match(/^\*\*\* no method matches Worker#nope in any of the 2 processes$/, err)
+
+    c = target('calls', env: { 'GO' => File.join(Dir.tmpdir, "never-#{a.pid}") }, script: File.join(ROOT, 'test', 'apps', 'top_target.rb'))
+    _, err, status = tracer('-p', a.pid, '-p', c.pid, '-m', 'Burst#tick', '--duration', '0.5')
+    assert_equal 0, status.exitstatus, err
+    assert_match(/^\*\*\* \[#{a.pid}\] Burst#tick: no class or module named Burst$/, err)
+    refute_match(/^tracer:/, err)
   end
 
   def test_duration_detaches

@@ -34,6 +34,7 @@ test_str_check(const char *descr, const char *got, const char *want, const char 
 #define test_str(descr, got, want) test_str_check((descr), (got), (want), __FILE__, __LINE__)
 
 /* The suites, one per test_*.c file. */
+void test_compress(void);
 void test_decode(void);
 void test_encode(void);
 void test_export(void);

@@ -9,6 +9,7 @@ static const struct suite {
 	const char *name;
 	void (*run)(void);
 } suites[] = {
+	{ "compress", test_compress },
 	{ "decode", test_decode },
 	{ "encode", test_encode },
 	{ "export", test_export },

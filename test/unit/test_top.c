@@ -139,6 +139,7 @@ test_aggregate(void)
 	feed(t, 200, b, 2, 40, 2);
 	feed(t, 100, again, 2, 10, 0);
 	v.pids_column = true;
+	v.npids = 2;
 	test_cond("three keys", trc_top_size(t) == 3);
 	test_cond("events summed", trc_top_events(t) == 100);
 	test_cond("lost summed", trc_top_lost(t) == 3);
@@ -147,6 +148,13 @@ test_aggregate(void)
 		   "/a.rb        3  A#x        12     2\n"
 		   "/a.rb        9  A#y         5     1\n"
 		   "/b.rb        1  B#z         1     1\n");
+	v.npids = 1;
+	check_text("PIDS counts the targets shown (200 exited): the rows stay", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x        12     1\n"
+		   "/a.rb        9  A#y         5     1\n"
+		   "/b.rb        1  B#z         1     0\n");
+	v.npids = 2;
 	trc_top_reset(t);
 	test_cond("reset empties", trc_top_size(t) == 0);
 	test_cond("reset keeps the events", trc_top_events(t) == 100);
@@ -522,6 +530,96 @@ test_ignore(void)
 	trc_top_free(t);
 }
 
+/* A table with no row says why under its header, in text and JSON. */
+static void
+test_empty_notes(void)
+{
+	static const char *const prefixes[] = { "/nowhere/", "/x" };
+	struct trc_top *t = trc_top_new(TRC_TOP_OBJECTS, two_pids, 1);
+	struct trc_top_row rows[] = { R("/srv/app/a.rb", 1, "String", 3) };
+	struct trc_top_view v = view(200, 25);
+	char why[128], *s;
+
+	s = text(t, &v);
+	test_str("nothing yet", s,
+		 "tracer --top objects  pids: 100  elapsed: 12s  events/s: 45678  lost: 0  "
+		 "app dir: /srv/app\n"
+		 "no row: nothing counted under the app dir /srv/app so far\n\n"
+		 "FILENAME  LINE  OBJECT  COUNT\n");
+	free(s);
+	feed(t, 100, rows, 0, 40, 0);
+	v.filter = prefixes;
+	v.nfilter = 2;
+	v.app_dirs = false;
+	s = text(t, &v);
+	test_cond("events outside the filter",
+		  strstr(s, "filter: /nowhere/, /x\nno row: everything counted is outside "
+			 "--filter /nowhere/, /x\n\nFILENAME") != NULL);
+	free(s);
+	s = json(t, &v);
+	test_cond("JSON note", strstr(s, ",\"note\":\"no row: everything counted is outside "
+				 "--filter /nowhere/, /x\",\"rows\":[]}") != NULL);
+	free(s);
+	trc_top_reset(t);
+	s = text(t, &v);
+	test_cond("after a reset, the events before it do not count",
+		  strstr(s, "no row: nothing counted under --filter /nowhere/, /x so far\n") != NULL);
+	free(s);
+	v.all = true;
+	s = text(t, &v);
+	test_cond("all files", strstr(s, "all files\nno row: nothing counted so far\n") != NULL);
+	free(s);
+	trc_top_ignore(t, "String", why, sizeof(why));
+	feed(t, 100, rows, 1, 3, 0);
+	s = text(t, &v);
+	test_cond("--ignore hides all", strstr(s, "\nno row: --ignore hides all 1 counted\n") != NULL);
+	free(s);
+	trc_top_free(t);
+	t = trc_top_new(TRC_TOP_OBJECTS, two_pids, 1);
+	feed(t, 100, rows, 1, 3, 0);
+	s = json(t, &v);
+	test_cond("a table with rows has no note", strstr(s, "note") == NULL);
+	free(s);
+	s = text(t, &v);
+	test_cond("nor a note line", strstr(s, "no row") == NULL);
+	free(s);
+	trc_top_free(t);
+}
+
+/* Targets --ps finds later: the bitmaps of the rows widen past 64 and keep their bits. */
+static void
+test_added_pids(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 2);
+	struct trc_top_row a[] = { R("/a.rb", 3, "A#x", 5) }, b[] = { R("/b.rb", 1, "B#y", 1) };
+	struct trc_top_view v = view(80, 25);
+	pid_t pids[130];
+
+	for (int i = 0; i < 130; i++)
+		pids[i] = 1000 + i;
+	feed(t, 100, a, 1, 0, 0);
+	feed(t, 200, a, 1, 0, 0);
+	for (int i = 0; i < 130; i++)
+		trc_top_add_pid(t, pids[i]);
+	trc_top_add_pid(t, 100);
+	feed(t, 1129, a, 1, 0, 0);
+	feed(t, 1064, b, 1, 0, 0);
+	v.pids_column = true;
+	v.pids = pids;
+	v.npids = 130;
+	check_text("a later pid counts; the first ones are not shown", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x        15     1\n"
+		   "/b.rb        1  B#y         1     1\n");
+	v.pids = two_pids;
+	v.npids = 2;
+	check_text("the first ones kept their bits", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS  PIDS\n"
+		   "/a.rb        3  A#x        15     2\n"
+		   "/b.rb        1  B#y         1     0\n");
+	trc_top_free(t);
+}
+
 /* Enough keys to grow the hash table several times; every one keeps its count. */
 static void
 test_many_rows(void)
@@ -537,6 +635,7 @@ test_many_rows(void)
 		feed(t, two_pids[k % 2], rows, 500, 0, 0);
 	test_cond("500 keys", trc_top_size(t) == 500);
 	v.pids_column = true;
+	v.npids = 2;
 	s = text(t, &v);
 	test_str("largest summed", table_of(s),
 		 "FILENAME  LINE  COUNT  PIDS\n"
@@ -562,5 +661,7 @@ test_top(void)
 	test_json_escaping();
 	test_json_like_exporters();
 	test_ignore();
+	test_empty_notes();
+	test_added_pids();
 	test_many_rows();
 }

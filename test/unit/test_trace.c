@@ -331,6 +331,40 @@ test_raise(void)
 	trc_trace_free(t);
 }
 
+/* A NameError as Ruby 3.1 words it: every line keeps the [pid] and [thread] prefixes and the
+ * indent; the location stays on the first line; blank lines go. */
+static void
+test_multiline_raise(void)
+{
+	struct trc_trace_opts o = { .prefix = 2, .pid = 42 };
+	struct trc_trace *t;
+
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	t = trc_trace_new(&out, &o, NULL, 0);
+	thread(t, 0, "main");
+	thread(t, 1, "worker");
+	method(t, 0, "Worker", "#", "go");
+	call(t, 1, 0, 0);
+	call(t, 0, 0, 0);
+	raise_ev(t, 0, "NameError", "undefined local variable or method `helpr' for #<Worker>\n"
+		 "\n  go = helpr\r\n       ^^^^^\nDid you mean?  helper\n", "w.rb");
+	ret(t, 0, 0, 1 * MS);
+	raise_ev(t, 1, "RuntimeError", "two\nlines", "");
+	test_str("multi-line message", text(),
+		 "[42] Worker#go\n"
+		 "[42] [main] Worker#go\n"
+		 "[42] [main]   EXCEPTION NameError: undefined local variable or method `helpr' "
+		 "for #<Worker> (w.rb:3)\n"
+		 "[42] [main]               go = helpr\n"
+		 "[42] [main]                    ^^^^^\n"
+		 "[42] [main]             Did you mean?  helper\n"
+		 "[42] [main] Worker#go <0.001000>\n"
+		 "[42] [worker]   EXCEPTION RuntimeError: two\n"
+		 "[42] [worker]             lines\n");
+	trc_trace_free(t);
+}
+
 static void
 test_slow(void)
 {
@@ -443,6 +477,65 @@ test_limits(void)
 	test_str("free ends the open line", text(), "(unknown)\n");
 }
 
+/* The lines of calls 39 to 42 deep, as -r 2 prints them: the indent stops at 40 levels. */
+static void
+test_depth_number(void)
+{
+	struct trc_trace *t = start(2, false, true);
+	const char *all, *tail;
+	char want[512];
+	int n;
+
+	method(t, 0, "A", "#", "a");
+	method(t, 1, "B", "#", "b");
+	for (uint32_t d = 0; d < 42; d++)
+		call(t, 0, 0, d);
+	call(t, 0, 1, 100);
+	ret(t, 0, 1, 101);
+	ret(t, 0, 0, 102);
+	ret(t, 0, 0, 103);
+	n = snprintf(want, sizeof(want), "%*sA#a\n%*sA#a\n[depth 41] A#a\n[depth 42] B#b\n"
+		     "[depth 41] A#a\n%*sA#a\n", 78, "", 80, "", 80, "");
+	all = text();
+	tail = all + strlen(all) - (n > 0 && (size_t)n < strlen(all) ? (size_t)n : 0);
+	test_cond("want fits", n > 0 && (size_t)n < sizeof(want));
+	test_str("past depth 40, [depth N] instead of the indent", tail, want);
+	trc_trace_free(t);
+}
+
+/* A firehose 1000 calls deep: every line stays short, whatever the depth. */
+static void
+test_deep_output_is_bounded(void)
+{
+	struct trc_trace *t = start(2, true, false);
+	const uint32_t depth = 1000, rounds = 3;
+	size_t events = 0, longest = 0, line = 0, bound;
+	const char *s, *longer = "ActiveSupport::Callbacks::CallTemplate#invoke_before";
+
+	thread(t, 0, "main");
+	thread(t, 1, "worker");
+	method(t, 0, "ApplicationController", "#", "process_action");
+	method(t, 1, "ActiveSupport::Callbacks::CallTemplate", "#", "invoke_before");
+	for (uint32_t r = 0; r < rounds; r++) {
+		for (uint32_t d = 0; d < depth; d++, events++)
+			call(t, r % 2, d % 2, d * US);
+		for (uint32_t d = depth; d-- > 0; events++)
+			ret(t, r % 2, d % 2, (2 * depth - d) * US);
+	}
+	for (s = text(); *s != '\0'; s++) {
+		line = *s == '\n' ? 0 : line + 1;
+		if (line > longest)
+			longest = line;
+	}
+	/* "[worker] ", the clock, the indent, the longer name, " <0.001999>" */
+	bound = 9 + 16 + 2 * TRC_TRACE_MAX_INDENT + strlen(longer) + 11;
+	test_cond("no line longer than the deepest indent, a name and a duration", longest <= bound);
+	/* Indenting by depth would average 1000 bytes of spaces per event. */
+	test_cond("output per event bounded by the same, not by the depth",
+		  out.out.len <= events * (bound + 1));
+	trc_trace_free(t);
+}
+
 /* Empty writes into a fresh output, as an eval with an empty answer makes. */
 static void
 test_empty_writes(void)
@@ -469,11 +562,14 @@ test_trace(void)
 	test_threads();
 	test_exprs();
 	test_raise();
+	test_multiline_raise();
 	test_slow();
 	test_lost();
 	test_unmatched_returns();
 	test_shared_output();
 	test_limits();
+	test_depth_number();
+	test_deep_output_is_bounded();
 	test_empty_writes();
 	trc_output_release(&out);
 }
