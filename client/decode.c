@@ -258,6 +258,7 @@ dec_spec(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	(void)d;
 	m->spec.index = rd_u32(r);
 	m->spec.matched = rd_u64(r);
+	m->spec.pending = rd_bool(r);
 	m->spec.message = rd_str(r);
 }
 
@@ -400,7 +401,7 @@ static const struct msg_type {
 } msg_types[] = {
 	[TRC_MSG_WELCOME] = { "WELCOME", 9, dec_welcome },
 	[TRC_MSG_ERROR] = { "ERROR", 3, dec_error },
-	[TRC_MSG_SPEC] = { "SPEC", 4, dec_spec },
+	[TRC_MSG_SPEC] = { "SPEC", 5, dec_spec },
 	[TRC_MSG_STARTED] = { "STARTED", 1, dec_none },
 	[TRC_MSG_EVAL] = { "EVAL", 4, dec_eval },
 	[TRC_MSG_DETACHED] = { "DETACHED", 3, dec_detached },

@@ -47,6 +47,7 @@ struct trc_message {
 		struct {
 			uint32_t index;
 			uint64_t matched;
+			bool pending;           /* traced once its class is defined */
 			struct trc_str message;
 		} spec;
 		struct {

@@ -293,11 +293,11 @@ on_spec(struct trc_session *s, const struct trc_message *m)
 	uint32_t i = m->spec.index;
 	const char *spec = i < s->job->nspecs ? s->job->specs[i].text : "?";
 
-	if (m->spec.matched != 0) {
-		if (i < s->job->nspecs)
-			s->matched[i] = true;
+	/* A spec waiting for its class to be defined will match: it is no reason to give up. */
+	if (i < s->job->nspecs && (m->spec.matched != 0 || m->spec.pending))
+		s->matched[i] = true;
+	if (m->spec.matched != 0)
 		return;
-	}
 	if (msg->len > 0)
 		trc_output_note(s->job->out, "%s%s: %.*s", s->tag, spec, (int)msg->len, msg->ptr);
 	else

@@ -10,7 +10,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 3
+#define TRC_PROTOCOL_VERSION 4
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -166,7 +166,9 @@ enum trc_msg {
 	TRC_MSG_WELCOME = 64,   /* [64, version, pid, ruby_version, cwd, mono_ns, real_ns, yjit,
 				 *  ractors]  ractors: how many; only the main one is traced */
 	TRC_MSG_ERROR = 65,     /* [65, code, message]  code: enum trc_err */
-	TRC_MSG_SPEC = 66,      /* [66, spec_index, matched, message]  matched 0: nothing found */
+	TRC_MSG_SPEC = 66,      /* [66, spec_index, matched, pending, message]  matched 0: nothing
+				 * found; pending: its class is not defined yet, and what it names
+				 * is traced from its definition (as are methods defined later) */
 	TRC_MSG_STARTED = 67,   /* [67]  hooks are on */
 	TRC_MSG_EVAL = 68,      /* [68, id, ok, text]  ok false: text is "Class: message" */
 	TRC_MSG_DETACHED = 69,  /* [69, events, lost]  totals for the session */

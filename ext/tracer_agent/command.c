@@ -109,9 +109,9 @@ path_to_class(VALUE name)
 }
 
 /* Fills sp from [class|nil, kind, method|nil, [expr...]] (shape checked by trc_wire_command);
- * when the class does not exist, *why says so. */
+ * a class not defined (yet) leaves klass nil, to be matched by its name once it is. */
 static void
-read_spec(const msgpack_object *o, struct trc_spec *sp, VALUE *why)
+read_spec(const msgpack_object *o, struct trc_spec *sp)
 {
 	const msgpack_object *f = o->via.array.ptr;
 	VALUE klass = str_value(&f[0]), method = str_value(&f[2]);
@@ -125,25 +125,29 @@ read_spec(const msgpack_object *o, struct trc_spec *sp, VALUE *why)
 		sp->nexpr++;
 	}
 	sp->klass = Qnil;
+	sp->name = NIL_P(klass) ? Qnil : rb_obj_freeze(klass);
 	if (!NIL_P(klass)) {
 		sp->klass = rb_protect(path_to_class, klass, &state);
 		if (state) {
 			rb_set_errinfo(Qnil);
-			sp->klass = Qnil;
-			*why = rb_sprintf("no class or module named %"PRIsVALUE, klass);
+			sp->klass = Qnil;   /* not defined (yet): hook.c matches it by name when it is */
 		}
 	}
 }
 
 static void
-reply_spec(struct trc_session *s, int i, int matched, VALUE why)
+reply_spec(struct trc_session *s, int i, int matched, int pending, VALUE why)
 {
 	msgpack_packer *pk = trc_reply_begin(s);
 
-	msgpack_pack_array(pk, 4);
+	msgpack_pack_array(pk, 5);
 	msgpack_pack_uint8(pk, TRC_MSG_SPEC);
 	msgpack_pack_int(pk, i);
 	msgpack_pack_int(pk, matched);
+	if (pending)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
 	if (NIL_P(why))
 		trc_pack_cstr(pk, matched > 0 ? "" : "matched no method");
 	else
@@ -165,7 +169,7 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 {
 	struct trc_trace_cfg *cfg = &s->cfg;
 	const msgpack_object *specs = &argv[3];
-	VALUE why[TRC_MAX_SPECS], wrap_why[TRC_MAX_SPECS];
+	VALUE wrap_why[TRC_MAX_SPECS];
 	int matched[TRC_MAX_SPECS], n = 0;
 
 	if (s->tracing || s->counting) {
@@ -179,27 +183,20 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 	}
 	cfg->flags = (unsigned)argv[1].via.u64;
 	cfg->slow_ns = argv[2].via.u64 * 1000000u;
-	for (uint32_t i = 0; i < specs->via.array.size; i++) {
-		why[i] = Qnil;
-		read_spec(&specs->via.array.ptr[i], &cfg->specs[n], &why[i]);
-		/* A spec whose class is missing stays out of the config, but gets its answer. */
-		if (cfg->specs[n].kind == TRC_SPEC_ANY || !NIL_P(cfg->specs[n].klass))
-			n++;
-	}
+	for (uint32_t i = 0; i < specs->via.array.size; i++)
+		read_spec(&specs->via.array.ptr[i], &cfg->specs[n++]);
 	cfg->nspecs = n;
 	if (trc_ring_init(&s->ring, RING_SIZE) < 0) {
 		trc_reply_error(s, TRC_ERR_INTERNAL, "cannot map the event buffer");
 		return -1;
 	}
 	trc_hook_start(cfg, &s->ring, s->wake_fd, matched, wrap_why);
-	for (uint32_t i = 0, j = 0; i < specs->via.array.size; i++) {
-		if (!NIL_P(why[i])) {
-			reply_spec(s, (int)i, 0, why[i]);
-			continue;
-		}
+	for (int i = 0; i < n; i++) {
+		const struct trc_spec *sp = &cfg->specs[i];
+		int pending = sp->kind != TRC_SPEC_ANY && NIL_P(sp->klass);
+
 		/* What could not be wrapped is said only when nothing of the spec could. */
-		reply_spec(s, (int)i, matched[j], matched[j] > 0 ? Qnil : wrap_why[j]);
-		j++;
+		reply_spec(s, i, matched[i], pending, matched[i] > 0 ? Qnil : wrap_why[i]);
 	}
 	reply_started(s);
 	trc_session_started(s);

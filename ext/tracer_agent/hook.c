@@ -693,13 +693,111 @@ select_spec(int i, VALUE *why)
 		}
 		break;
 	case TRC_SPEC_SINGLETON:
+		if (NIL_P(sp->klass))
+			goto pending;
 		mods = rb_ary_new_from_args(1, rb_singleton_class(sp->klass));
 		break;
 	default:
+		if (NIL_P(sp->klass))
+			goto pending;
 		mods = rb_ary_new_from_args(1, sp->klass);
 		break;
 	}
 	return select_in(i, mods, sp->mid, why);
+pending:
+	*why = rb_sprintf("no class or module named %"PRIsVALUE" yet: its methods are traced once it is defined",
+	    sp->name);
+	return 0;
+}
+
+static int
+same_name(VALUE mod, VALUE name)
+{
+	VALUE path;
+
+	if (NIL_P(name) || !(RB_TYPE_P(mod, T_CLASS) || RB_TYPE_P(mod, T_MODULE)))
+		return 0;
+	path = rb_mod_name(mod);
+	return !NIL_P(path) && rb_str_equal(path, name) == Qtrue;
+}
+
+/* Whether spec sp names method mid just defined in mod. */
+static int
+spec_defines(const struct trc_spec *sp, VALUE mod, ID mid)
+{
+	int singleton = FL_TEST(mod, FL_SINGLETON) != 0;
+	VALUE cls;
+
+	if (sp->mid != 0 && sp->mid != mid)
+		return 0;
+	if (sp->kind == TRC_SPEC_ANY)
+		return 1;
+	if ((sp->kind == TRC_SPEC_SINGLETON) != singleton)
+		return 0;
+	cls = singleton ? trc_attached_object(mod) : mod;
+	return cls == sp->klass || same_name(cls, sp->name);
+}
+
+static void
+defined_traced(VALUE mod, ID mid)
+{
+	const struct trc_trace_cfg *cfg = H.cfg;
+	VALUE why = Qnil;
+
+	if ((cfg->flags & TRC_TRACE_FIREHOSE) || cfg->nspecs == 0) {
+		if (!H.global)
+			trc_wrap_scope_one(&cfg->scope, H.started, mod, mid);
+		return;
+	}
+	for (int i = 0; i < cfg->nspecs; i++) {
+		struct resolve r = { mod, mid };
+		int state = 0;
+		VALUE um;
+
+		if (!spec_defines(&cfg->specs[i], mod, mid))
+			continue;
+		um = rb_protect(instance_method, (VALUE)&r, &state);
+		if (state)
+			rb_set_errinfo(Qnil);
+		else
+			select_one(um, i, &why);
+		return;
+	}
+}
+
+void
+trc_hook_defined(VALUE mod, ID mid)
+{
+	trc_hook_in();  /* Ruby runs below: the session's service must wait */
+	if (H.armed && H.cfg != NULL)
+		defined_traced(mod, mid);
+	else
+		trc_top_defined(mod, mid);
+	trc_hook_out();
+}
+
+int
+trc_hook_watching(void)
+{
+	return (H.armed && H.cfg != NULL && !H.global) || trc_top_watching();
+}
+
+static VALUE
+watch_definitions(VALUE unused)
+{
+	VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	return rb_funcall(rb_const_get(agent, rb_intern("Wrap")), rb_intern("watch"), 0);
+}
+
+/* From now on the app's definitions come to trc_hook_defined (Module#method_added). */
+void
+trc_hook_watch(void)
+{
+	int state = 0;
+
+	rb_protect(watch_definitions, Qnil, &state);
+	if (state)
+		rb_set_errinfo(Qnil);
 }
 
 int
@@ -727,6 +825,8 @@ trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_
 	}
 	if (scoped && !global)
 		trc_wrap_scope(&cfg->scope, H.started);
+	if (!global)
+		trc_hook_watch();
 	H.global = global ? RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN : 0;
 	if (H.global)
 		rb_add_event_hook(global_hook, H.global, Qnil);
@@ -778,6 +878,7 @@ trc_hook_mark(void)
 	trc_scope_mark(&H.cfg->scope);
 	for (int i = 0; i < H.cfg->nspecs; i++) {
 		rb_gc_mark(H.cfg->specs[i].klass);
+		rb_gc_mark(H.cfg->specs[i].name);
 		for (int j = 0; j < H.cfg->specs[i].nexpr; j++)
 			rb_gc_mark(H.cfg->specs[i].exprs[j]);
 	}

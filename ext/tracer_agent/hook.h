@@ -11,7 +11,8 @@
 
 /* One -m spec, resolved in the target. */
 struct trc_spec {
-	VALUE klass;            /* the class or module named, Qnil for TRC_SPEC_ANY */
+	VALUE klass;            /* the class or module named; Qnil for TRC_SPEC_ANY, or not (yet) defined */
+	VALUE name;             /* its name as given (a String), Qnil for TRC_SPEC_ANY */
 	int kind;               /* enum trc_spec_kind */
 	ID mid;                 /* 0: every method of klass */
 	int nexpr;
@@ -35,6 +36,16 @@ struct trc_trace_cfg {
  */
 int trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd,
     int *matched, VALUE *why);
+/*
+ * GVL held, from TracerAgent.__defined: the app defined method mid in mod (or again over a
+ * wrapper). Wraps it if the tracing or counting running now wants it: a spec names it (a class
+ * defined or reloaded after attach is matched by name), or it is an app method of the scope.
+ */
+void trc_hook_defined(VALUE mod, ID mid);
+/* Whether definitions matter now (trc_hook_defined could wrap something). */
+int trc_hook_watching(void);
+/* GVL held. Makes the app's method definitions reach trc_hook_defined from now on. */
+void trc_hook_watch(void);
 /* GVL held. Removes every hook and TracePoint; after it no record is written. */
 void trc_hook_stop(void);
 /*

@@ -267,6 +267,19 @@ trc_top_leave(struct trc_thread *t, uint32_t m)
 	time_return(t, &s);
 }
 
+void
+trc_top_defined(VALUE mod, ID mid)
+{
+	if (T.armed && T.wrapped)
+		trc_wrap_scope_one(&T.scope, T.gen, mod, mid);
+}
+
+int
+trc_top_watching(void)
+{
+	return T.armed && T.wrapped;
+}
+
 /* ---- allocations: internal event, so no Ruby calls and no Ruby allocation in here ---- */
 
 /* Objects an app makes; not the VM's own (call caches, iseqs, internal hidden objects). */
@@ -380,6 +393,7 @@ trc_top_start(int mode, const struct trc_scope *scope)
 	if (T.wrapped) {
 		T.gen = trc_hook_generation();
 		trc_wrap_scope(&T.scope, T.gen);
+		trc_hook_watch();
 		return 0;
 	}
 	switch (mode) {

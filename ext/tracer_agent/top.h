@@ -20,6 +20,9 @@ int trc_top_start(int mode, const struct trc_scope *scope);
 /* GVL held, from hook.c: a wrapped call of method m on thread t begins, or ends. */
 void trc_top_enter(struct trc_thread *t, uint32_t m);
 void trc_top_leave(struct trc_thread *t, uint32_t m);
+/* GVL held, from hook.c: mod defined mid; wrapped if it is an app method the table counts. */
+void trc_top_defined(VALUE mod, ID mid);
+int trc_top_watching(void);
 /* GVL held. Removes the hooks and frees the table. */
 void trc_top_stop(void);
 /* GVL held. Packs one TRC_MSG_TOP with what was counted since the last one, then clears it. */

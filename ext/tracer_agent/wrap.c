@@ -31,7 +31,7 @@ static struct wrap *wraps;
 static int nwraps, cap;
 static int installing;          /* our own aliases and definitions are not the app's */
 static volatile int unswept;    /* saved originals of removed wrappers, still to remove */
-static ID id_install, id_uninstall, id_wrapper_index, id_sweep, id_app_methods;
+static ID id_install, id_uninstall, id_wrapper_index, id_sweep, id_app_methods, id_app_method;
 static VALUE wrap_module = Qnil;
 
 struct install_args {
@@ -80,6 +80,28 @@ grow(void)
 	return 0;
 }
 
+static VALUE
+wrapper_index(VALUE arg);
+
+struct defined_args {
+	VALUE mod, name;
+};
+
+/* Whether w's method has been defined again since (its name holds no wrapper of ours now). */
+static int
+replaced(const struct wrap *w)
+{
+	struct defined_args a = { w->owner, ID2SYM(w->mid) };
+	int state = 0;
+	VALUE index = rb_protect(wrapper_index, (VALUE)&a, &state);
+
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return 0;
+	}
+	return !FIXNUM_P(index);
+}
+
 int
 trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
 {
@@ -88,8 +110,9 @@ trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
 	int state = 0;
 	VALUE handle;
 
-	for (int i = 0; i < nwraps; i++)
-		if (wraps[i].owner == owner && wraps[i].mid == mid)
+	/* Wrapped already, unless the app has put a new definition in the wrapper's place since. */
+	for (int i = nwraps - 1; i >= 0; i--)
+		if (wraps[i].owner == owner && wraps[i].mid == mid && !replaced(&wraps[i]))
 			return 0;
 	if (grow() < 0) {
 		*why = rb_str_new_cstr("cannot wrap it: out of memory");
@@ -149,6 +172,40 @@ trc_wrap_scope(const struct trc_scope *scope, uint64_t gen)
 	}
 	RB_GC_GUARD(list);
 	return n;
+}
+
+struct app_method_args {
+	const struct trc_scope *scope;
+	VALUE owner;
+	ID mid;
+};
+
+static VALUE
+app_method(VALUE arg)
+{
+	const struct app_method_args *a = (const struct app_method_args *)arg;
+	VALUE cwd = a->scope->cwd ? rb_str_new_cstr(a->scope->cwd) : Qnil;
+	VALUE argv[5] = { a->owner, ID2SYM(a->mid), a->scope->prefix_list, cwd, a->scope->ignore_list };
+
+	return rb_funcallv(wrap_mod(), id_app_method, 5, argv);
+}
+
+int
+trc_wrap_scope_one(const struct trc_scope *scope, uint64_t gen, VALUE owner, ID mid)
+{
+	struct app_method_args a = { scope, owner, mid };
+	int state = 0;
+	VALUE where = rb_protect(app_method, (VALUE)&a, &state), why;
+	uint32_t m;
+
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return 0;
+	}
+	if (!RB_TYPE_P(where, T_ARRAY) || RARRAY_LEN(where) != 2)
+		return 0;
+	m = trc_method_intern(owner, mid, RARRAY_AREF(where, 0), NUM2INT(RARRAY_AREF(where, 1)), -2);
+	return m != UINT32_MAX && trc_wrap(owner, mid, m, gen, rb_ary_new(), &why) == 0;
 }
 
 static VALUE
@@ -232,12 +289,8 @@ trc_wrap_mark(void)
 static VALUE
 agent_watching(VALUE self)
 {
-	return nwraps > 0 && !installing && trc_control_main_ractor() ? Qtrue : Qfalse;
+	return (nwraps > 0 || trc_hook_watching()) && !installing && trc_control_main_ractor() ? Qtrue : Qfalse;
 }
-
-struct defined_args {
-	VALUE mod, name;
-};
 
 static VALUE
 wrapper_index(VALUE arg)
@@ -247,8 +300,10 @@ wrapper_index(VALUE arg)
 }
 
 /*
- * TracerAgent.__defined(mod, name): the app defined or aliased a method while wrappers are in
- * place. An alias of a wrapper calls the saved original: that must stay after detach.
+ * TracerAgent.__defined(mod, name): the app defined or aliased a method while tracing or
+ * counting. An alias of a wrapper calls the saved original: that must stay after detach. Any
+ * other definition may be one to trace: a method a spec names defined late (a class loaded,
+ * or reloaded, after attach), or redefined over its wrapper, or an app method (hook.c).
  */
 static VALUE
 agent_defined(VALUE self, VALUE mod, VALUE name)
@@ -264,9 +319,11 @@ agent_defined(VALUE self, VALUE mod, VALUE name)
 		rb_set_errinfo(Qnil);
 		return Qnil;
 	}
-	if (!FIXNUM_P(index) || (i = FIX2INT(index) - 1) < 0 || i >= nwraps)
+	if (!FIXNUM_P(index)) {
+		trc_hook_defined(mod, SYM2ID(name));
 		return Qnil;
-	if (wraps[i].owner != mod || wraps[i].mid != SYM2ID(name))
+	}
+	if ((i = FIX2INT(index) - 1) >= 0 && i < nwraps && (wraps[i].owner != mod || wraps[i].mid != SYM2ID(name)))
 		wraps[i].keep = 1;
 	return Qnil;
 }
@@ -279,6 +336,7 @@ trc_wrap_init(VALUE mod)
 	id_wrapper_index = rb_intern("wrapper_index");
 	id_sweep = rb_intern("sweep");
 	id_app_methods = rb_intern("app_methods");
+	id_app_method = rb_intern("app_method");
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(true);
 #endif

@@ -23,6 +23,8 @@ int trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *
  * Returns how many were wrapped.
  */
 int trc_wrap_scope(const struct trc_scope *scope, uint64_t gen);
+/* GVL held. The same for owner's method mid, just defined: 1 if it was the app's and wrapped. */
+int trc_wrap_scope_one(const struct trc_scope *scope, uint64_t gen, VALUE owner, ID mid);
 /*
  * GVL held. Removes every wrapper and puts the originals back. The aliases the wrappers called
  * the originals by go only once no thread is inside a wrapper (one may be about to call its

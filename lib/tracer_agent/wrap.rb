@@ -44,7 +44,7 @@ module TracerAgent
       # exprs: Ruby expressions to evaluate at each call (the -m Class#method(expr, ...) list).
       # Returns what uninstall needs.
       def install(owner, name, token, index, exprs)
-        Module.prepend(DefinitionWatch) unless Module < DefinitionWatch
+        watch
         original = owner.instance_method(name)
         visibility = visibility_of(owner, name)
         saved = :"__tracer_o#{token}"
@@ -61,6 +61,11 @@ module TracerAgent
           raise
         end
         [owner, name, saved, visibility]
+      end
+
+      # Definitions reach the agent from now on: DefinitionWatch goes in front of Module once.
+      def watch
+        Module.prepend(DefinitionWatch) unless Module < DefinitionWatch
       end
 
       # Puts the original back, unless the app has redefined the method meanwhile. The saved
@@ -137,6 +142,14 @@ module TracerAgent
           next # a module that will not list its methods
         end
         found
+      end
+
+      # One method just defined: [absolute path, line] if it is the app's (as app_methods), else nil.
+      def app_method(owner, name, prefixes, cwd, ignores)
+        ignore = ignores.empty? ? nil : Regexp.union(ignores.map { |r| Regexp.new(r) })
+        found = []
+        collect(found, owner, [name], owner.singleton_class? ? '.' : '#', prefixes, cwd, ignore)
+        found.empty? ? nil : found[2, 2]
       end
 
       private

@@ -262,6 +262,28 @@ when 'signatures'
     puts "rounds #{rounds}" if (rounds % 100).zero?
     sleep 0.0005
   end
+when 'late'
+  # Definitions after a client attached: class Late once LATE_FILE exists, then, once
+  # LATE_FILE2 exists, Late reloaded (a new class of the same name, as Rails reloading does)
+  # and Worker#nap redefined (over the wrapper of a traced method), as `load` would.
+  ready
+  step = 0
+  loop do
+    if step.zero? && File.exist?(ENV.fetch('LATE_FILE'))
+      eval "class Late; def hop = 1; end", TOPLEVEL_BINDING, '/srv/app/late.rb', 1 # rubocop:disable Security/Eval
+      step = 1
+      puts 'defined'
+    elsif step == 1 && File.exist?(ENV.fetch('LATE_FILE2'))
+      Object.send(:remove_const, :Late)
+      eval "class Late; def hop = 2; end", TOPLEVEL_BINDING, '/srv/app/late.rb', 1 # rubocop:disable Security/Eval
+      Worker.class_eval { def nap(s) = (sleep(s); :redefined) }
+      step = 2
+      puts 'redefined'
+    end
+    puts "hop #{Late.new.hop}" if step.positive? && rand < 0.01
+    Worker.new(1).nap(0)
+    sleep 0.002
+  end
 when 'alias'
   # Calls Hash#key?; once ALIAS_FILE exists (made while -m 'Hash#key?' is attached), it aliases
   # key? as old_key? and calls that too, for ever, saying if it ever raises.

@@ -100,7 +100,7 @@ tree = [[130, 0, 2, 1_000_000_010], [131, 0, 2, 1_000_000_020],
         [130, 1, 3, 1_000_001_150],
         [132, 0, 1_000_001_300, 'ArgumentError', 'worker failed', '/app/w.rb', 7],
         [131, 1, 3, 1_000_002_000], [131, 0, 0, 1_000_003_000]]
-write(c, 'trace', "\x02\x00".b + msgs(welcome, [66, 0, 3, ''], [67], *methods, *threads, *tree,
+write(c, 'trace', "\x02\x00".b + msgs(welcome, [66, 0, 3, false, ''], [67], *methods, *threads, *tree,
                                       [69, 11, 0]))
 write(c, 'trace_chunked', "\x3a\x07".b + msgs(welcome, [67], *methods, *threads, *tree,
                                               [135, 12], [69, 11, 12]))

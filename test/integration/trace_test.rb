@@ -117,6 +117,31 @@ class TraceTest < Minitest::Test
     assert_equal "=> []\n", out, 'the saved originals are gone after detach'
   end
 
+  # Methods a spec names stay traced however they come: a class defined after attach, a class
+  # reloaded (a new class object of the same name), a traced method defined again.
+  def test_late_reloaded_and_redefined_methods_stay_traced
+    Dir.mktmpdir do |dir|
+      files = %w[late late2].map { |n| File.join(dir, n) }
+      t = target('late', env: { 'LATE_FILE' => files[0], 'LATE_FILE2' => files[1] })
+      c = client('-p', t.pid, '-m', 'Late#hop', 'Worker#nap')
+      c.wait_for(/Late#hop: no class or module named Late yet: its methods are traced once it is defined/)
+      c.wait_for(/^Worker#nap <[\d.]+>$/)
+      File.write(files[0], '')
+      t.wait_for(/defined/)
+      c.wait_for(/^Late#hop <[\d.]+>$/)
+      File.write(files[1], '')
+      t.wait_for(/redefined/)
+      seen = c.out.size
+      c.wait_for(/\A.{#{seen}}.*^Late#hop <[\d.]+>$.*^Worker#nap <[\d.]+>$/m)
+      c.signal('INT')
+      assert c.finish.success?, c.err
+      out, err, status = tracer('-p', t.pid, '-e', '[Worker.new(1).nap(0), Late.new.hop, Worker.private_instance_methods(false).grep(/tracer/)]')
+      assert status.success?, err
+      assert_equal "=> [:redefined, 2, []]\n", out, 'the new definitions work, and no wrapper is left'
+      refute_match(/Error/, t.err)
+    end
+  end
+
   def test_c_method
     t = target('work')
     out = trace(t, '-m', 'Kernel#sleep', until_re: /Kernel#sleep <[\d.]+>\n/)

@@ -69,17 +69,18 @@ check_error(const struct trc_message *m)
 static void
 build_spec(struct trc_buf *b)
 {
-	trc_pack_array(b, 4);
+	trc_pack_array(b, 5);
 	trc_pack_uint(b, TRC_MSG_SPEC);
 	trc_pack_uint(b, 3);
 	trc_pack_uint(b, 0);
+	trc_pack_bool(b, true);
 	trc_pack_nil(b);
 }
 
 static int
 check_spec(const struct trc_message *m)
 {
-	return m->spec.index == 3 && m->spec.matched == 0 && m->spec.message.len == 0;
+	return m->spec.index == 3 && m->spec.matched == 0 && m->spec.pending && m->spec.message.len == 0;
 }
 
 static void
