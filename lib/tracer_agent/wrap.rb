@@ -83,6 +83,7 @@ module TracerAgent
       def restore(owner, name, saved, visibility)
         owner.send(visibility, saved)
         owner.send(:alias_method, name, saved)
+        owner.send(:private, saved) # until sweep removes it
       end
 
       # Removes the saved aliases of removed wrappers once no thread is inside a wrapper, where
