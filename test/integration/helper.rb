@@ -115,10 +115,18 @@ module TracerTest
   end
 
   # Runs the client to completion: [stdout, stderr, status]. prefix: a command to run it under.
+  # A client still running after `within` is killed, and the test fails: it never outlives it.
   def tracer(*args, within: WAIT, env: {}, prefix: [])
-    out, err, status = nil
-    Timeout.timeout(within) { out, err, status = Open3.capture3(env, *prefix, TRACER, *args.map(&:to_s)) }
-    [out, err, status]
+    Open3.popen3(env, *prefix, TRACER, *args.map(&:to_s)) do |stdin, stdout, stderr, wait|
+      stdin.close
+      readers = [Thread.new { stdout.read }, Thread.new { stderr.read }]
+      unless wait.join(within)
+        Process.kill('KILL', wait.pid) rescue nil # rubocop:disable Style/RescueModifier
+        wait.join
+        flunk "tracer #{args.join(' ')} still ran after #{within} s:\n#{readers.map(&:value).join("\n")}"
+      end
+      [readers[0].value, readers[1].value, wait.value]
+    end
   end
 
   # Runs a target as user nobody (setpriv execs it: the pid stays the target's).
