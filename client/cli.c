@@ -53,7 +53,7 @@ struct opts {
 	const char **specs;
 	size_t nspecs;
 	bool firehose, slow, start_time, no_duration, append, heapdump, backtraces, stats;
-	bool help, version, yes;
+	bool help, version, yes, gc;
 	uint32_t slow_ms;
 	unsigned prefix;
 	const char *output, *eval, *heapdump_path;
@@ -367,6 +367,13 @@ set_ps(struct opts *o, const char *v)
 }
 
 static void
+set_gc(struct opts *o, const char *v)
+{
+	(void)v;
+	o->gc = true;
+}
+
+static void
 set_yes(struct opts *o, const char *v)
 {
 	(void)v;
@@ -400,6 +407,8 @@ static const struct option_def options[] = {
 	  set_start_time },
 	{ "no-duration", 'n', ARG_NONE, NULL, "hide the time spent in each call", set_no_duration },
 	{ "stats", 0, ARG_NONE, NULL, "at detach, print the events the agent sent, received and lost", set_stats },
+	{ "gc", 0, ARG_NONE, NULL, "tracing, --top: also show garbage collections and their pauses",
+	  set_gc },
 	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2), "
 	  MAX_INDENT_TEXT " levels at most",
 	  set_prefix },
@@ -641,6 +650,8 @@ check_mode(const struct opts *o)
 		die(TRC_EXIT_USAGE, "%s goes with --top", o->top_option);
 	if (o->scope_option != NULL && !o->top && !o->firehose && !(o->slow && o->nspecs == 0))
 		die(TRC_EXIT_USAGE, "%s goes with -f, -s (without -m) or --top", o->scope_option);
+	if (o->gc && !tracing && !o->top)
+		die(TRC_EXIT_USAGE, "--gc goes with tracing (-m, -f, -s) or --top");
 	if (o->all && o->nfilters > 0)
 		die(TRC_EXIT_USAGE, "--all counts every file: it excludes --filter");
 	check_format(o, tracing);
@@ -1062,7 +1073,7 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 
 	j->mode = mode;
 	j->trace_flags = TRC_TRACE_RAISE | (o->firehose ? TRC_TRACE_FIREHOSE : 0) |
-			 (o->slow ? TRC_TRACE_SLOW : 0);
+			 (o->slow ? TRC_TRACE_SLOW : 0) | (o->gc ? TRC_TRACE_GC : 0);
 	j->slow_ms = o->slow_ms;
 	j->specs = specs;
 	j->nspecs = o->nspecs;
@@ -1073,6 +1084,7 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	j->export = c->export;
 	j->top.mode = o->top_mode;
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
+	j->top.flags = o->gc ? TRC_TOP_GC : 0;
 	j->scope.all = o->all;
 	j->scope.prefixes = o->filters;
 	j->scope.nprefixes = o->nfilters;
@@ -1199,7 +1211,7 @@ start_live(struct cli *c, const struct opts *o, bool full_screen)
 		.full_screen = full_screen, .json = o->json, .rows = o->rows,
 		.interval = o->interval, .final_only = o->duration > 0,
 		.reset = o->reset > 0 ? o->reset : o->duration > 0 ? 0 : DEFAULT_RESET,
-		.filters = o->filters, .nfilters = o->nfilters, .all = o->all,
+		.filters = o->filters, .nfilters = o->nfilters, .all = o->all, .gc = o->gc,
 	};
 
 	c->live = trc_live_start(c->loop, &c->out, c->top, c->sessions, c->nsessions, &lo,

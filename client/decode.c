@@ -309,6 +309,9 @@ dec_top(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	m->top.elapsed_ns = rd_u64(r);
 	m->top.events = rd_u64(r);
 	m->top.lost = rd_u64(r);
+	m->top.gcs = rd_u64(r);
+	m->top.major_gcs = rd_u64(r);
+	m->top.gc_ns = rd_u64(r);
 	n = rd_array(r);
 	if (n > TRC_DECODE_MAX_ROWS)
 		rd_fail(r, "too many TOP rows");
@@ -366,6 +369,17 @@ dec_raise(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 }
 
 static void
+dec_gc(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->gc.thread = rd_u32(r);
+	m->gc.start_ts = rd_u64(r);
+	m->gc.pause_ns = rd_u64(r);
+	m->gc.major = rd_bool(r);
+	m->gc.reason = rd_str(r);
+}
+
+static void
 dec_expr(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 {
 	(void)d;
@@ -405,7 +419,7 @@ static const struct msg_type {
 	[TRC_MSG_STARTED] = { "STARTED", 1, dec_none },
 	[TRC_MSG_EVAL] = { "EVAL", 4, dec_eval },
 	[TRC_MSG_DETACHED] = { "DETACHED", 3, dec_detached },
-	[TRC_MSG_TOP] = { "TOP", 5, dec_top },
+	[TRC_MSG_TOP] = { "TOP", 8, dec_top },
 	[TRC_EV_METHOD] = { "METHOD", 7, dec_method },
 	[TRC_EV_THREAD] = { "THREAD", 3, dec_thread },
 	[TRC_EV_CALL] = { "CALL", 4, dec_call },
@@ -414,6 +428,7 @@ static const struct msg_type {
 	[TRC_EV_EXPR] = { "EXPR", 5, dec_expr },
 	[TRC_EV_SLOW] = { "SLOW", 6, dec_slow },
 	[TRC_EV_LOST] = { "LOST", 2, dec_lost },
+	[TRC_EV_GC] = { "GC", 6, dec_gc },
 };
 
 static const struct msg_type *

@@ -60,6 +60,7 @@ struct trc_message {
 		} detached;
 		struct {
 			uint64_t elapsed_ns, events, lost;
+			uint64_t gcs, major_gcs, gc_ns;  /* collections (with TRC_TOP_GC) */
 			const struct trc_top_row *rows;  /* owned by the decoder */
 			size_t nrows;
 		} top;
@@ -94,6 +95,12 @@ struct trc_message {
 		struct {
 			uint64_t count;
 		} lost;
+		struct {
+			uint32_t thread;        /* TRC_GC_NO_THREAD: not one traced */
+			uint64_t start_ts, pause_ns;
+			bool major;
+			struct trc_str reason;
+		} gc;
 	};
 };
 

@@ -138,6 +138,17 @@ on_name(void *user, void *thread, struct trc_str name)
 		s->e->fmt->thread(s->e, s, th);
 }
 
+/* On the target's first event the format hears of it. */
+static void
+start_source(struct trc_xp_source *s)
+{
+	if (!s->started) {
+		s->started = true;
+		if (s->e->fmt->process)
+			s->e->fmt->process(s->e, s);
+	}
+}
+
 /* On a thread's first event the format hears of it (and, on the target's, of the target). */
 static void
 on_first(void *user, void *thread)
@@ -145,11 +156,7 @@ on_first(void *user, void *thread)
 	struct trc_xp_source *s = user;
 	struct trc_export *e = s->e;
 
-	if (!s->started) {
-		s->started = true;
-		if (e->fmt->process)
-			e->fmt->process(e, s);
-	}
+	start_source(s);
 	if (e->fmt->thread)
 		e->fmt->thread(e, s, thread);
 }
@@ -369,6 +376,19 @@ on_slow(void *user, void *thread, const struct trc_message *m)
 }
 
 static int
+on_gc(void *user, void *thread, const struct trc_message *m)
+{
+	struct trc_xp_source *s = user;
+
+	flush_pending(s);
+	saw(s, m->gc.start_ts);
+	start_source(s);
+	if (s->e->fmt->gc)
+		s->e->fmt->gc(s->e, s, thread, m);
+	return 0;
+}
+
+static int
 on_lost(void *user, const struct trc_message *m)
 {
 	struct trc_xp_source *s = user;
@@ -393,6 +413,7 @@ static const struct trc_replay_ops replay_ops = {
 	.expr = on_expr,
 	.slow = on_slow,
 	.lost = on_lost,
+	.gc = on_gc,
 };
 
 /* ---- the sink of one target ---- */

@@ -6,6 +6,9 @@
 #include "json.h"
 #include "xmalloc.h"
 
+#define STR(x) #x
+#define DECIMAL(x) STR(x)
+
 /*
  * {"traceEvents":[ ...one event per line... ],"displayTimeUnit":"ms",...}: a complete ("X")
  * event is written when its call returns, so nothing accumulates; the closing brackets come
@@ -16,7 +19,13 @@
  */
 struct chrome {
 	bool any;               /* an event was written: the next one needs a comma */
+	pid_t *gc_named;        /* the targets whose GC track has its name */
+	size_t ngc_named;
 };
+
+/* Garbage collections get a track of their own in each process: their steps may span the
+ * returns of the calls around them, which a thread's track could not nest. */
+#define GC_TID 999999
 
 static void
 event_start(struct trc_export *e, const char *json)
@@ -134,6 +143,52 @@ exception(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *t
 }
 
 static void
+gc_track(struct trc_export *e, struct trc_xp_source *s)
+{
+	struct chrome *c = e->fs;
+
+	for (size_t i = 0; i < c->ngc_named; i++)
+		if (c->gc_named[i] == s->pid)
+			return;
+	c->gc_named = xreallocarray(c->gc_named, c->ngc_named + 1, sizeof(*c->gc_named));
+	c->gc_named[c->ngc_named++] = s->pid;
+	event_start(e, "\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":");
+	trc_json_int(&e->line, s->pid);
+	trc_buf_adds(&e->line, ",\"tid\":" DECIMAL(GC_TID) ",\"args\":{\"name\":\"GC\"}}");
+	trc_xp_emit(e);
+}
+
+/* "GC major (nofree)" on the GC track, as long as its pause, with the thread it ran on. */
+static void
+gc(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+   const struct trc_message *m)
+{
+	int64_t ts = trc_xp_rel(e, m->gc.start_ts);
+	uint64_t d = m->gc.pause_ns;
+
+	gc_track(e, s);
+	event_start(e, m->gc.major ? "\"name\":\"GC major" : "\"name\":\"GC minor");
+	if (m->gc.reason.len > 0) {
+		trc_buf_adds(&e->line, " (");
+		trc_json_str_body(&e->line, m->gc.reason.ptr, m->gc.reason.len);
+		trc_buf_addc(&e->line, ')');
+	}
+	trc_buf_adds(&e->line, "\",\"cat\":\"gc\",\"ph\":\"X\",\"pid\":");
+	trc_json_int(&e->line, s->pid);
+	trc_buf_adds(&e->line, ",\"tid\":" DECIMAL(GC_TID) ",\"ts\":");
+	trc_json_micros(&e->line, ts > 0 ? ts : 0);
+	trc_buf_adds(&e->line, ",\"dur\":");
+	trc_json_micros(&e->line, d > INT64_MAX ? INT64_MAX : (int64_t)d);
+	if (th != NULL) {
+		trc_buf_adds(&e->line, ",\"args\":{\"thread\":");
+		trc_xp_json(e, th->name);
+		trc_buf_addc(&e->line, '}');
+	}
+	trc_buf_addc(&e->line, '}');
+	trc_xp_emit(e);
+}
+
+static void
 end(struct trc_export *e)
 {
 	trc_buf_adds(&e->line, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":");
@@ -145,6 +200,10 @@ end(struct trc_export *e)
 static void
 free_chrome(struct trc_export *e)
 {
+	struct chrome *c = e->fs;
+
+	if (c != NULL)
+		free(c->gc_named);
 	free(e->fs);
 }
 
@@ -155,6 +214,7 @@ const struct trc_xp_format trc_xp_chrome = {
 	.ret = ret,
 	.raise = exception,
 	.slow = slow,
+	.gc = gc,
 	.end = end,
 	.free = free_chrome,
 };

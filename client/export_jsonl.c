@@ -14,7 +14,10 @@ line_start(struct trc_export *e, const struct trc_xp_source *s, const struct trc
 	trc_buf_adds(&e->line, "{\"pid\":");
 	trc_json_int(&e->line, s->pid);
 	trc_buf_adds(&e->line, ",\"thread\":");
-	trc_xp_json(e, th->name);
+	if (th != NULL)
+		trc_xp_json(e, th->name);
+	else
+		trc_buf_adds(&e->line, "null");
 	trc_buf_adds(&e->line, ",\"event\":\"");
 	trc_buf_adds(&e->line, event);
 	trc_buf_addc(&e->line, '"');
@@ -103,9 +106,24 @@ slow(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
 	line_end(e);
 }
 
+static void
+gc(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+   const struct trc_message *m)
+{
+	line_start(e, s, th, "gc");
+	put_when(e, m->gc.start_ts, th != NULL ? th->base.depth : 0);
+	trc_buf_adds(&e->line, m->gc.major ? ",\"major\":true" : ",\"major\":false");
+	trc_buf_adds(&e->line, ",\"reason\":");
+	trc_json_str(&e->line, m->gc.reason.ptr, m->gc.reason.len);
+	trc_buf_adds(&e->line, ",\"duration_ns\":");
+	trc_json_uint(&e->line, m->gc.pause_ns);
+	line_end(e);
+}
+
 const struct trc_xp_format trc_xp_jsonl = {
 	.call = call,
 	.ret = ret,
 	.raise = exception,
 	.slow = slow,
+	.gc = gc,
 };

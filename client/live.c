@@ -23,6 +23,7 @@ struct trc_live {
 	ev_timer redraw_w, reset_w;
 	ev_tstamp start, shown_at;      /* loop times of the start and of the latest table */
 	uint64_t shown_events;          /* trc_top_events() at the latest table */
+	struct trc_top_gc shown_gc;     /* trc_top_gc() at the latest table */
 	bool shown;                     /* a table was printed */
 	trc_live_quit_fn *quit;
 	void *ctx;
@@ -76,6 +77,7 @@ snap_init(struct trc_live *l, struct snap *s, bool final)
 {
 	ev_tstamp now = ev_now(l->loop), since = final ? l->start : l->shown_at;
 	uint64_t events = trc_top_events(l->top), before = final ? 0 : l->shown_events;
+	struct trc_top_gc gc = trc_top_gc(l->top), gc_before = { 0, 0, 0 };
 	/* A full last column would leave some terminals' cursor pending a wrap: keep one free. */
 	unsigned width = trc_screen_columns(l->out->fd) - (l->screen != NULL);
 
@@ -87,8 +89,16 @@ snap_init(struct trc_live *l, struct snap *s, bool final)
 	s->v.events_per_sec = now > since ? (double)(events - before) / (now - since) : 0;
 	s->v.width = width > MIN_WIDTH ? width : MIN_WIDTH;
 	s->v.rows = l->o.rows;
+	if (!final)
+		gc_before = l->shown_gc;
+	s->v.gc = l->o.gc;
+	s->v.gc_recent.count = gc.count - gc_before.count;
+	s->v.gc_recent.major = gc.major - gc_before.major;
+	s->v.gc_recent.pause_ns = gc.pause_ns - gc_before.pause_ns;
+	s->v.gc_secs = now - since;
 	l->shown_at = now;
 	l->shown_events = events;
+	l->shown_gc = gc;
 }
 
 static void

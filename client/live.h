@@ -20,6 +20,7 @@ struct trc_live_opts {
 	const char *const *filters;     /* --filter, for the header; none: the targets' cwds */
 	size_t nfilters;
 	bool all;
+	bool gc;                /* --gc: the garbage collections line */
 };
 
 struct trc_live;

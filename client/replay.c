@@ -152,6 +152,18 @@ on_lost(struct trc_replay *r, const struct trc_message *m)
 	return r->ops->lost(r->user, m);
 }
 
+static int
+on_gc(struct trc_replay *r, const struct trc_message *m)
+{
+	struct trc_replay_thread *th = NULL;
+
+	if (r->ops->gc == NULL)
+		return 0;
+	if (m->gc.thread != TRC_GC_NO_THREAD && (th = thread_get(r, m->gc.thread)) == NULL)
+		return -1;
+	return r->ops->gc(r->user, th, m);
+}
+
 /* Handlers of the trace events, indexed by type - TRC_EV_METHOD. */
 static int (*const handlers[])(struct trc_replay *, const struct trc_message *) = {
 	[TRC_EV_METHOD - TRC_EV_METHOD] = on_method,
@@ -162,6 +174,7 @@ static int (*const handlers[])(struct trc_replay *, const struct trc_message *) 
 	[TRC_EV_EXPR - TRC_EV_METHOD] = on_expr,
 	[TRC_EV_SLOW - TRC_EV_METHOD] = on_slow,
 	[TRC_EV_LOST - TRC_EV_METHOD] = on_lost,
+	[TRC_EV_GC - TRC_EV_METHOD] = on_gc,
 };
 
 int

@@ -60,6 +60,8 @@ struct trc_replay_ops {
 	/* m->slow.depth is below TRC_REPLAY_MAX_DEPTH. */
 	int (*slow)(void *user, void *thread, const struct trc_message *m);
 	int (*lost)(void *user, const struct trc_message *m);
+	/* A garbage collection; thread NULL when the agent traced none that ran it. May be NULL. */
+	int (*gc)(void *user, void *thread, const struct trc_message *m);
 };
 
 struct trc_replay {

@@ -230,7 +230,7 @@ static void
 ask_top(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
 {
 	(void)m;
-	trc_encode_top(b, s->job->top.mode, s->job->top.interval_ms, &s->job->scope);
+	trc_encode_top(b, s->job->top.mode, s->job->top.interval_ms, s->job->top.flags, &s->job->scope);
 	s->state = S_STARTING;
 }
 
@@ -379,7 +379,7 @@ on_top(struct trc_session *s, const struct trc_message *m)
 static void
 on_event(struct trc_session *s, const struct trc_message *m)
 {
-	if (m->type >= TRC_EV_CALL && m->type <= TRC_EV_SLOW)
+	if ((m->type >= TRC_EV_CALL && m->type <= TRC_EV_SLOW) || m->type == TRC_EV_GC)
 		s->received++;
 	if (!trc_sink_active(&s->sink))
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: trace event while not "
@@ -410,6 +410,7 @@ static const struct msg_handler {
 	{ TRC_EV_EXPR, TRACE_STATES, on_event },
 	{ TRC_EV_SLOW, TRACE_STATES, on_event },
 	{ TRC_EV_LOST, TRACE_STATES, on_event },
+	{ TRC_EV_GC, TRACE_STATES, on_event },
 };
 
 static int

@@ -52,6 +52,7 @@ struct trc_job {
 	struct {
 		enum trc_top_mode mode;
 		uint32_t interval_ms;
+		uint32_t flags;                 /* enum trc_top_flag */
 		struct trc_top *table;          /* where every target's TRC_MSG_TOP rows go */
 	} top;
 	bool label_pids;        /* several targets: "[PID] " before each of their lines */

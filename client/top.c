@@ -63,6 +63,7 @@ struct trc_top {
 	regex_t *ignore;
 	size_t nignore;
 	uint64_t events, lost;
+	struct trc_top_gc gc;
 	uint64_t events_at_reset;       /* events when the rows were last cleared */
 };
 
@@ -333,6 +334,9 @@ trc_top_feed(struct trc_top *t, pid_t pid, const struct trc_message *m)
 		return;
 	t->events += m->top.events;
 	t->lost += m->top.lost;
+	t->gc.count += m->top.gcs;
+	t->gc.major += m->top.major_gcs;
+	t->gc.pause_ns += m->top.gc_ns;
 	for (size_t i = 0; i < m->top.nrows; i++)
 		add_row(t, p, &m->top.rows[i]);
 }
@@ -353,6 +357,12 @@ uint64_t
 trc_top_lost(const struct trc_top *t)
 {
 	return t->lost;
+}
+
+struct trc_top_gc
+trc_top_gc(const struct trc_top *t)
+{
+	return t->gc;
 }
 
 /* Sorting: the main figure descending, then file, line and label ascending. */
@@ -804,6 +814,24 @@ put_line(struct trc_buf *out, const struct trc_buf *line, const struct trc_top_v
 	trc_buf_addc(out, '\n');
 }
 
+/*
+ * "GC: 12 in 1.0s (2 major), 31 ms paused (3.1%)  since the start: 340 (25 major), 0.92s":
+ * the pauses summed over the targets, as a share of the interval times the targets.
+ */
+static void
+put_gc(struct trc_buf *h, const struct trc_top *t, const struct trc_top_view *v)
+{
+	const struct trc_top_gc *r = &v->gc_recent;
+	double span = v->gc_secs * (double)(v->npids ? v->npids : 1);
+
+	trc_buf_addf(h, "GC: %" PRIu64 " in %.1fs (%" PRIu64 " major), %.0f ms paused", r->count,
+		     v->gc_secs, r->major, ms(r->pause_ns));
+	if (span > 0)
+		trc_buf_addf(h, " (%.1f%%)", 100.0 * (double)r->pause_ns / 1e9 / span);
+	trc_buf_addf(h, "  since the start: %" PRIu64 " (%" PRIu64 " major), %.2fs paused",
+		     t->gc.count, t->gc.major, (double)t->gc.pause_ns / 1e9);
+}
+
 /* The header line, and under it why there is no row, if there is none. */
 static void
 put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_view *v,
@@ -822,6 +850,11 @@ put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_vi
 	add_filter(&h, v);
 	put_line(out, &h, v);
 	h.len = 0;
+	if (v->gc) {
+		put_gc(&h, t, v);
+		put_line(out, &h, v);
+		h.len = 0;
+	}
 	if (empty_note(t, v, shown, &h))
 		put_line(out, &h, v);
 	trc_buf_release(&h);
@@ -901,6 +934,9 @@ json_head(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view 
 		trc_json_str(b, v->filter[i], strlen(v->filter[i]));
 	}
 	trc_buf_addf(b, "],\"all\":%s", v->all ? "true" : "false");
+	if (v->gc)
+		trc_buf_addf(b, ",\"gc\":{\"count\":%" PRIu64 ",\"major\":%" PRIu64
+			     ",\"pause_ms\":%.3f}", t->gc.count, t->gc.major, ms(t->gc.pause_ns));
 }
 
 void

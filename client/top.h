@@ -57,6 +57,13 @@ size_t trc_top_size(const struct trc_top *t);
 uint64_t trc_top_events(const struct trc_top *t);
 uint64_t trc_top_lost(const struct trc_top *t);
 
+/* Garbage collections the agents reported (--gc) since the table was made. */
+struct trc_top_gc {
+	uint64_t count, major;
+	uint64_t pause_ns;      /* the time they stopped the apps, summed over the targets */
+};
+struct trc_top_gc trc_top_gc(const struct trc_top *t);
+
 /* What a snapshot shows besides the rows. */
 struct trc_top_view {
 	const pid_t *pids;      /* the targets attached now: PIDS counts these only */
@@ -68,6 +75,9 @@ struct trc_top_view {
 	size_t nfilter;
 	bool app_dirs;          /* filter holds the targets' working directories */
 	bool all;               /* --all: every file */
+	bool gc;                /* --gc: a line of garbage collections under the header */
+	struct trc_top_gc gc_recent;    /* those since the previous table... */
+	double gc_secs;                 /* ...which was this many seconds ago */
 	unsigned width;         /* columns of text at most (the table tries hard to fit) */
 	unsigned rows;          /* table rows at most */
 };

@@ -439,6 +439,38 @@ on_slow(void *user, void *thread, const struct trc_message *m)
 	return 0;
 }
 
+/*
+ * "GC major (nofree) <0.012345>" where it happened: at the depth of the thread that ran it, or
+ * at the left when it was no traced thread. The duration is the time it stopped the app.
+ */
+static int
+on_gc(void *user, void *thread, const struct trc_message *m)
+{
+	struct trc_trace *t = user;
+	struct thread *th = thread;
+
+	trc_output_close_line(t->out);
+	if (th != NULL) {
+		line_start(t, th, &m->gc.start_ts);
+		put_indent(t, th->base.depth);
+	} else {
+		if (t->pid_label_len)
+			put(t, t->pid_label, t->pid_label_len);
+		if (t->opts.start_time)
+			put_clock(t, m->gc.start_ts);
+	}
+	put(t, m->gc.major ? "GC major" : "GC minor", 8);
+	if (m->gc.reason.len > 0) {
+		put(t, " (", 2);
+		put_str(t, m->gc.reason);
+		put(t, ")", 1);
+	}
+	if (!t->opts.no_duration)
+		put_duration(t, m->gc.pause_ns);
+	put(t, "\n", 1);
+	return 0;
+}
+
 static int
 on_lost(void *user, const struct trc_message *m)
 {
@@ -461,6 +493,7 @@ static const struct trc_replay_ops replay_ops = {
 	.expr = on_expr,
 	.slow = on_slow,
 	.lost = on_lost,
+	.gc = on_gc,
 };
 
 int

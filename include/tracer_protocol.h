@@ -10,7 +10,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 4
+#define TRC_PROTOCOL_VERSION 5
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -94,7 +94,8 @@ enum trc_cmd {
 	TRC_CMD_TRACE = 2,      /* [2, flags, slow_ms, [spec...], scope]  spec: [class|nil, kind, method|nil, [expr...]] */
 	TRC_CMD_EVAL = 3,       /* [3, id, kind, text]  kind: enum trc_eval_kind */
 	TRC_CMD_DETACH = 4,     /* [4] */
-	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, scope]  count in the agent; see below */
+	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, flags, scope]  count in the agent; see below
+				 * flags: enum trc_top_flag */
 };
 
 /*
@@ -127,12 +128,19 @@ enum trc_cmd {
  * TRC_MSG_TOP also carries the events seen in the interval and those lost (a full count table).
  */
 #define TRC_TOP_MAX_ROWS 65536
+#define TRC_GC_NO_THREAD 0xffffffffu
 
 /* TRC_CMD_TRACE flags. */
 enum trc_trace_flag {
 	TRC_TRACE_FIREHOSE = 1 << 0,    /* every Ruby and C call */
 	TRC_TRACE_SLOW = 1 << 1,        /* only calls slower than slow_ms (TRC_EV_SLOW) */
 	TRC_TRACE_RAISE = 1 << 2,       /* exceptions (TRC_EV_RAISE) */
+	TRC_TRACE_GC = 1 << 3,          /* garbage collections (TRC_EV_GC) */
+};
+
+/* TRC_CMD_TOP flags. */
+enum trc_top_flag {
+	TRC_TOP_GC = 1 << 0,            /* count garbage collections (TRC_MSG_TOP's gc fields) */
 };
 
 /* kind of a method spec. */
@@ -172,8 +180,10 @@ enum trc_msg {
 	TRC_MSG_STARTED = 67,   /* [67]  hooks are on */
 	TRC_MSG_EVAL = 68,      /* [68, id, ok, text]  ok false: text is "Class: message" */
 	TRC_MSG_DETACHED = 69,  /* [69, events, lost]  totals for the session */
-	TRC_MSG_TOP = 70,       /* [70, elapsed_ns, events, lost, [[file, line, label, count, total_ns, self_ns]...]]
-				 * counts since the previous TRC_MSG_TOP (deltas) */
+	TRC_MSG_TOP = 70,       /* [70, elapsed_ns, events, lost, gcs, major_gcs, gc_ns,
+				 *  [[file, line, label, count, total_ns, self_ns]...]]
+				 * counts since the previous TRC_MSG_TOP (deltas); gc_ns: the time the
+				 * collections stopped the app (0s without TRC_TOP_GC) */
 };
 
 enum trc_err {
@@ -197,6 +207,11 @@ enum trc_ev {
 				 * at the thread's latest call */
 	TRC_EV_SLOW = 134,      /* [134, thread, method, start_ts, duration_ns, depth] */
 	TRC_EV_LOST = 135,      /* [135, count]  count events were dropped here (agent buffer full) */
+	TRC_EV_GC = 136,        /* [136, thread, start_ts, pause_ns, major, reason]  a garbage
+				 * collection, from its start to the end of its sweep, on the thread
+				 * that triggered it (TRC_GC_NO_THREAD: one not traced); pause_ns: the
+				 * time its steps stopped the app; reason: its major_by when major,
+				 * else its gc_by ("nofree", "newobj", ...) */
 };
 
 #endif

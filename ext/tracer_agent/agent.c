@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "control.h"
+#include "gc.h"
 #include "hook.h"
 #include "names.h"
 #include "session.h"
@@ -103,5 +104,6 @@ Init_tracer_agent(void)
 	rb_define_singleton_method(mod, "stats", stats, 0);
 	trc_wrap_init(mod);
 	trc_clock_init();
+	trc_gc_init();
 	trc_control_init();
 }

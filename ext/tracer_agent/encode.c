@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "gc.h"
 #include "names.h"
 #include "ring.h"
 #include "tracer_protocol.h"
@@ -226,6 +227,23 @@ encode_expr(msgpack_packer *pk, const struct trc_rec *r)
 }
 
 static void
+encode_gc(msgpack_packer *pk, const struct trc_rec *r)
+{
+	if (r->thread != TRC_GC_NO_THREAD)
+		define_thread(pk, r->thread);
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_uint8(pk, TRC_EV_GC);
+	msgpack_pack_uint32(pk, r->thread);
+	msgpack_pack_uint64(pk, trc_clock_ns(r->ts));
+	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->dur));
+	if (r->aux >> 8)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+	trc_pack_cstr(pk, trc_gc_reason_name((int)(r->aux & 0xff)));
+}
+
+static void
 encode_lost(msgpack_packer *pk, const struct trc_rec *r)
 {
 	msgpack_pack_array(pk, 2);
@@ -245,6 +263,10 @@ mark_sent(const struct trc_rec *r)
 		/* fall through */
 	case TRC_REC_RAISE:
 		trc_thread_at(r->thread)->sent = 1;
+		break;
+	case TRC_REC_GC:
+		if (r->thread != TRC_GC_NO_THREAD)
+			trc_thread_at(r->thread)->sent = 1;
 		break;
 	default:
 		break;
@@ -278,6 +300,9 @@ trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n)
 			break;
 		case TRC_REC_LOST:
 			encode_lost(pk, r);
+			break;
+		case TRC_REC_GC:
+			encode_gc(pk, r);
 			break;
 		default:        /* TRC_REC_PAD */
 			break;

@@ -9,6 +9,7 @@
 #include "extconf.h"
 #include "clock.h"
 #include "control.h"
+#include "gc.h"
 #include "names.h"
 #include "top.h"
 #include "wrap.h"
@@ -591,6 +592,27 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	trc_hook_out();
 }
 
+/* ---- garbage collections (from gc.c's hook, inside the GC: no allocation, no Ruby) ---- */
+
+void
+trc_hook_gc(const struct trc_gc *g)
+{
+	const struct trc_thread *t;
+	struct trc_rec *r;
+
+	if (!H.armed || !(H.cfg->flags & TRC_TRACE_GC) || (r = rec_new(sizeof(struct trc_rec))) == NULL)
+		return;
+	t = trc_thread_find(rb_thread_current());
+	memset(r, 0, sizeof(*r));
+	r->type = TRC_REC_GC;
+	r->size = sizeof(struct trc_rec);
+	r->thread = t != NULL && !t->ignored ? t->idx : TRC_GC_NO_THREAD;
+	r->aux = (uint32_t)(g->major << 8 | g->reason);
+	r->ts = g->start;
+	r->dur = g->pause;
+	rec_commit(r);
+}
+
 /* ---- installing ---- */
 
 struct resolve {
@@ -834,6 +856,8 @@ trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_
 		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
 		H.raise_hook = 1;
 	}
+	if (cfg->flags & TRC_TRACE_GC)
+		trc_gc_watch(1);
 	return 0;
 }
 
@@ -841,6 +865,8 @@ void
 trc_hook_stop(void)
 {
 	H.armed = 0;
+	if (H.cfg != NULL && (H.cfg->flags & TRC_TRACE_GC))
+		trc_gc_watch(0);
 	trc_unwrap_all();
 	if (H.global)
 		rb_remove_event_hook(global_hook);
@@ -854,7 +880,7 @@ trc_hook_stop(void)
 int
 trc_hook_installed(void)
 {
-	return (H.global != 0) + H.raise_hook + trc_wrapped();
+	return (H.global != 0) + H.raise_hook + trc_wrapped() + (H.armed && trc_gc_watching());
 }
 
 void

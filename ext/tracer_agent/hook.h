@@ -63,6 +63,9 @@ uint64_t trc_hook_token(uint64_t gen, uint32_t m);
 void trc_hook_define(VALUE mod);
 /* GVL held. How many hooks and TracePoints are installed now. */
 int trc_hook_installed(void);
+struct trc_gc;
+/* From gc.c's hook, inside the GC (no allocation, no Ruby): a collection, for the trace. */
+void trc_hook_gc(const struct trc_gc *g);
 /* Async-signal-safe: after fork, in the child, makes every hook a no-op at once. */
 void trc_hook_disarm(void);
 /*

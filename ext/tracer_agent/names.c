@@ -272,6 +272,13 @@ thread_name(VALUE th, uint32_t idx)
 }
 
 struct trc_thread *
+trc_thread_find(VALUE th)
+{
+	uint32_t idx = index_find(&threads, th, 0);
+	return idx == UINT32_MAX ? NULL : trc_thread_at(idx);
+}
+
+struct trc_thread *
 trc_thread_get(VALUE th)
 {
 	struct trc_thread t;

@@ -19,6 +19,7 @@ enum trc_rec_type {
 	TRC_REC_EXPR,   /* strings: value */
 	TRC_REC_SLOW,
 	TRC_REC_LOST,
+	TRC_REC_GC,     /* ts: start, dur: pause (ticks), aux: major << 8 | reason */
 };
 
 struct trc_rec {

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "gc.h"
 #include "encode.h"
 #include "hook.h"
 #include "names.h"
@@ -41,6 +42,8 @@ static struct {
 	uint32_t *used;         /* slots in use, to empty the table without a sweep */
 	uint32_t nused;
 	uint64_t events, lost, since;
+	uint64_t gcs, major_gcs, gc_ticks;      /* collections this interval (TRC_TOP_GC) */
+	int gc;
 	rb_event_flag_t global;
 	VALUE newobj;           /* the NEWOBJ TracePoint */
 	int raise_hook;
@@ -280,6 +283,17 @@ trc_top_watching(void)
 	return T.armed && T.wrapped;
 }
 
+/* From gc.c's hook, inside the GC: no allocation, no Ruby. */
+void
+trc_top_gc(const struct trc_gc *g)
+{
+	if (!T.armed || !T.gc)
+		return;
+	T.gcs++;
+	T.major_gcs += g->major != 0;
+	T.gc_ticks += g->pause;
+}
+
 /* ---- allocations: internal event, so no Ruby calls and no Ruby allocation in here ---- */
 
 /* Objects an app makes; not the VM's own (call caches, iseqs, internal hidden objects). */
@@ -373,11 +387,12 @@ clear_rows(void)
 	}
 	T.nused = 0;
 	T.events = T.lost = 0;
+	T.gcs = T.major_gcs = T.gc_ticks = 0;
 	T.since = trc_clock_now();
 }
 
 int
-trc_top_start(int mode, const struct trc_scope *scope)
+trc_top_start(int mode, int flags, const struct trc_scope *scope)
 {
 	T.nused = 0;    /* before any failure: trc_top_stop() empties the first nused rows */
 	T.scope = *scope;
@@ -389,6 +404,9 @@ trc_top_start(int mode, const struct trc_scope *scope)
 	trc_clock_calibrate();
 	clear_rows();
 	T.armed = 1;
+	T.gc = (flags & TRC_TOP_GC) != 0;
+	if (T.gc)
+		trc_gc_watch(1);
 	T.wrapped = (mode == TRC_TOP_CALLS || mode == TRC_TOP_TIME) && !scope->all;
 	if (T.wrapped) {
 		T.gen = trc_hook_generation();
@@ -424,6 +442,9 @@ void
 trc_top_stop(void)
 {
 	T.armed = 0;
+	if (T.gc)
+		trc_gc_watch(0);
+	T.gc = 0;
 	if (T.wrapped)
 		trc_unwrap_all();
 	T.wrapped = 0;
@@ -492,11 +513,14 @@ trc_top_pack(msgpack_packer *pk)
 	T.armed = 0;
 	for (uint32_t i = 0; i < T.nused; i++)
 		n += !T.rows[T.used[i]].excluded && T.rows[T.used[i]].count != 0;
-	msgpack_pack_array(pk, 5);
+	msgpack_pack_array(pk, 8);
 	msgpack_pack_uint8(pk, TRC_MSG_TOP);
 	msgpack_pack_uint64(pk, trc_clock_dur_ns(trc_clock_now() - T.since));
 	msgpack_pack_uint64(pk, T.events);
 	msgpack_pack_uint64(pk, T.lost);
+	msgpack_pack_uint64(pk, T.gcs);
+	msgpack_pack_uint64(pk, T.major_gcs);
+	msgpack_pack_uint64(pk, trc_clock_dur_ns(T.gc_ticks));
 	msgpack_pack_array(pk, n);
 	for (uint32_t i = 0; i < T.nused; i++) {
 		const struct row *r = &T.rows[T.used[i]];
@@ -510,7 +534,8 @@ trc_top_pack(msgpack_packer *pk)
 int
 trc_top_installed(void)
 {
-	return (T.global != 0) + T.raise_hook + !NIL_P(T.newobj) + (T.wrapped ? trc_wrapped() : 0);
+	return (T.global != 0) + T.raise_hook + !NIL_P(T.newobj) + (T.wrapped ? trc_wrapped() : 0) +
+	    (T.gc && trc_gc_watching());
 }
 
 void

@@ -16,10 +16,13 @@
  * are not counted. Takes the scope over (trc_top_stop releases it). -1 with errno when memory
  * runs out.
  */
-int trc_top_start(int mode, const struct trc_scope *scope);
+int trc_top_start(int mode, int flags, const struct trc_scope *scope);
 /* GVL held, from hook.c: a wrapped call of method m on thread t begins, or ends. */
 void trc_top_enter(struct trc_thread *t, uint32_t m);
 void trc_top_leave(struct trc_thread *t, uint32_t m);
+struct trc_gc;
+/* From gc.c's hook, inside the GC (no allocation, no Ruby): a collection, for the table. */
+void trc_top_gc(const struct trc_gc *g);
 /* GVL held, from hook.c: mod defined mid; wrapped if it is an app method the table counts. */
 void trc_top_defined(VALUE mod, ID mid);
 int trc_top_watching(void);

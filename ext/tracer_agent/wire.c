@@ -79,7 +79,7 @@ check_hello(const msgpack_object *a)
 static int
 check_trace(const msgpack_object *a)
 {
-	if (!is_uint(&a[1], TRC_TRACE_FIREHOSE | TRC_TRACE_SLOW | TRC_TRACE_RAISE) ||
+	if (!is_uint(&a[1], TRC_TRACE_FIREHOSE | TRC_TRACE_SLOW | TRC_TRACE_RAISE | TRC_TRACE_GC) ||
 	    !is_uint(&a[2], 86400000) || a[3].type != MSGPACK_OBJECT_ARRAY ||
 	    a[3].via.array.size > TRC_MAX_SPECS)
 		return 0;
@@ -105,7 +105,7 @@ static int
 check_top(const msgpack_object *a)
 {
 	return is_uint(&a[1], TRC_TOP_EXCEPTIONS) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && is_scope(&a[3]);
+	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && is_uint(&a[3], TRC_TOP_GC) && is_scope(&a[4]);
 }
 
 static const struct {
@@ -117,7 +117,7 @@ static const struct {
 	{ TRC_CMD_TRACE, 5, check_trace },
 	{ TRC_CMD_EVAL, 4, check_eval },
 	{ TRC_CMD_DETACH, 1, check_detach },
-	{ TRC_CMD_TOP, 4, check_top },
+	{ TRC_CMD_TOP, 5, check_top },
 };
 
 int

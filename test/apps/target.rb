@@ -305,6 +305,21 @@ when 'alias'
     end
     sleep 0.001
   end
+when 'gc'
+  # Collects: Gc#full runs one major collection (GC.start), Gc#churn allocates enough for
+  # minor ones; the loop itself allocates next to nothing.
+  gc = Class.new do
+    def full = GC.start
+    def churn = 200_000.times { +'x' * 2 }
+  end
+  Object.const_set(:Gc, gc)
+  g = Gc.new
+  ready
+  loop do
+    g.full
+    g.churn
+    sleep 0.005
+  end
 else
   abort "unknown mode #{mode}"
 end

@@ -132,7 +132,8 @@ run_top(const msgpack_object *a)
 {
 	need(a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[1].via.u64 <= TRC_TOP_EXCEPTIONS);
 	need(a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[2].via.u64 > 0);
-	read_scope(&a[3]);
+	need(a[3].type == MSGPACK_OBJECT_POSITIVE_INTEGER);
+	read_scope(&a[4]);
 }
 
 static void
@@ -163,7 +164,7 @@ run_command(const msgpack_object *msg)
 		need(msg->via.array.size == 1);
 		break;
 	case TRC_CMD_TOP:
-		need(msg->via.array.size == 4);
+		need(msg->via.array.size == 5);
 		run_top(a);
 		break;
 	default:

@@ -68,8 +68,8 @@ write(a, 'trace_specs', "\0".b + msgs(hello, [2, 6, 10, [['Foo::Bar', 0, 'baz', 
 write(a, 'eval', "\0".b + msgs(hello, [3, 1, 0, '6 * 7'], [4]))
 write(a, 'heapdump', "\0".b + msgs(hello, [3, 2, 1, '/tmp/heap.json'], [4]))
 write(a, 'backtraces', "\x07".b + msgs(hello, [3, 3, 2, ''], [4]))
-write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, [false, ['/app/', '/lib/'], ['^Rack']]], [4]))
-write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, [true, [], []]]))
+write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, 1, [false, ['/app/', '/lib/'], ['^Rack']]], [4]))
+write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, 0, [true, [], []]]))
 write(a, 'detach', "\x01".b + msgs(hello, [4]))
 # Queue message bodies (struct trc_hello without mtype), also checked by trc_wire_hello: an
 # abstract socket name, and a protocol 2 client's socket path.
@@ -86,7 +86,7 @@ write(c, 'error', "\x02\x00".b + msgs([65, 2, 'process 200 is already traced by 
 write(c, 'eval', "\x02\x05".b + msgs(welcome, [68, 1, true, '42'], [68, 1, false, 'NameError: x'],
                                      [69, 0, 0]))
 write(c, 'top', "\x02\x00".b + msgs(welcome, [67],
-                                    [70, 1_000_000_000, 1234, 5,
+                                    [70, 1_000_000_000, 1234, 5, 3, 1, 4_500_000,
                                      [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000],
                                       ['', 0, 'String', 7, 0, 0]]]))
 methods = [[128, 0, 'Worker', '#', 'work', '/app/w.rb', 3],

@@ -62,7 +62,7 @@ class ProtocolTest < Minitest::Test
     t = target('sleep')
     reply = fake_client(t.pid) do |sock|
       sock.write(MiniPack.pack([1, PROTOCOL_VERSION, Process.pid]))
-      sock.write(MiniPack.pack([5, 0, 1000, [false, ["/app\0/x"], []]]))
+      sock.write(MiniPack.pack([5, 0, 1000, 0, [false, ["/app\0/x"], []]]))
       read_all(sock)
     end
     assert_includes reply, "\x93\x41\x05".b, 'no ERROR/TRC_ERR_PROTOCOL reply'

@@ -159,11 +159,14 @@ build_row(struct trc_buf *b, const char *file, int32_t line, const char *label, 
 static void
 build_top(struct trc_buf *b)
 {
-	trc_pack_array(b, 5);
+	trc_pack_array(b, 8);
 	trc_pack_uint(b, TRC_MSG_TOP);
 	trc_pack_uint(b, 1000000000);
 	trc_pack_uint(b, 99);
 	trc_pack_uint(b, 1);
+	trc_pack_uint(b, 7);
+	trc_pack_uint(b, 2);
+	trc_pack_uint(b, 12345678);
 	trc_pack_array(b, 2);
 	build_row(b, "app.rb", 12, "Foo#bar", 3);
 	build_row(b, "", -1, "Integer#+", 70000);
@@ -175,6 +178,7 @@ check_top(const struct trc_message *m)
 	const struct trc_top_row *r = m->top.rows;
 
 	return m->top.elapsed_ns == 1000000000 && m->top.events == 99 && m->top.lost == 1 &&
+	       m->top.gcs == 7 && m->top.major_gcs == 2 && m->top.gc_ns == 12345678 &&
 	       m->top.nrows == 2 && streq(r[0].file, "app.rb") && r[0].line == 12 &&
 	       streq(r[0].label, "Foo#bar") && r[0].count == 3 && r[0].total_ns == 300 &&
 	       r[0].self_ns == 30 && streq(r[1].file, "") && r[1].line == -1 &&
@@ -323,6 +327,25 @@ check_lost(const struct trc_message *m)
 	return m->lost.count == 12345;
 }
 
+static void
+build_gc(struct trc_buf *b)
+{
+	trc_pack_array(b, 6);
+	trc_pack_uint(b, TRC_EV_GC);
+	trc_pack_uint(b, TRC_GC_NO_THREAD);
+	trc_pack_uint(b, 5000000000ull);
+	trc_pack_uint(b, 1234567);
+	trc_pack_bool(b, true);
+	trc_pack_str(b, "nofree", 6);
+}
+
+static int
+check_gc(const struct trc_message *m)
+{
+	return m->gc.thread == TRC_GC_NO_THREAD && m->gc.start_ts == 5000000000ull &&
+	       m->gc.pause_ns == 1234567 && m->gc.major && streq(m->gc.reason, "nofree");
+}
+
 static const struct sample {
 	const char *name;
 	uint32_t type;
@@ -344,6 +367,7 @@ static const struct sample {
 	{ "RAISE", TRC_EV_RAISE, build_raise, check_raise },
 	{ "EXPR", TRC_EV_EXPR, build_expr, check_expr },
 	{ "SLOW", TRC_EV_SLOW, build_slow, check_slow },
+	{ "GC", TRC_EV_GC, build_gc, check_gc },
 	{ "LOST", TRC_EV_LOST, build_lost, check_lost },
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
@@ -588,9 +612,11 @@ test_wrong_shapes(void)
 		{ "THREAD name is an int", { 0x93, 0xcc, 129, 1, 2 }, 5 },
 		{ "THREAD name is an array", { 0x93, 0xcc, 129, 1, 0x90 }, 5 },
 		{ "EVAL ok is a string", { 0x94, 68, 1, 0xa1, 't', 0xa0 }, 6 },
-		{ "TOP rows is an int", { 0x95, 70, 0, 0, 0, 0 }, 6 },
-		{ "TOP row of 5", { 0x95, 70, 0, 0, 0, 0x91, 0x95, 0xa0, 0, 0xa0, 0, 0, 0 }, 13 },
-		{ "TOP row file is an int", { 0x95, 70, 0, 0, 0, 0x91, 0x96, 1, 0, 0xa0, 0, 0, 0 }, 13 },
+		{ "TOP rows is an int", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0 }, 9 },
+		{ "TOP row of 5", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x95, 0xa0, 0, 0xa0, 0, 0, 0 }, 16 },
+		{ "TOP of 5", { 0x95, 70, 0, 0, 0, 0x90 }, 6 },
+		{ "TOP gcs is a string", { 0x98, 70, 0, 0, 0, 0xa0, 0, 0, 0x90 }, 9 },
+		{ "TOP row file is an int", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x96, 1, 0, 0xa0, 0, 0, 0 }, 16 },
 		{ "ext type", { 0x92, 0xcc, 135, 0xd4, 1, 1 }, 6 },
 		{ "reserved byte 0xc1", { 0x92, 0xcc, 135, 0xc1 }, 4 },
 	};
@@ -616,9 +642,9 @@ test_huge_lengths(void)
 	static const uint8_t str32[] = { 0x93, 0xcc, 129, 1, 0xdb, 0xff, 0xff, 0xff, 0xff, 'a' };
 	static const uint8_t bin32[] = { 0x93, 0xcc, 129, 1, 0xc6, 0x04, 0x00, 0x00, 0x01 };
 	static const uint8_t str_60m[] = { 0x93, 0xcc, 129, 1, 0xdb, 0x03, 0xc0, 0x00, 0x00, 'a' };
-	static const uint8_t rows_huge[] = { 0x95, 70, 0, 0, 0, 0xdd, 0xff, 0xff, 0xff, 0xff };
-	static const uint8_t rows_max1[] = { 0x95, 70, 0, 0, 0, 0xdd, 0x00, 0x10, 0x00, 0x01 };
-	static const uint8_t rows_1000[] = { 0x95, 70, 0, 0, 0, 0xdc, 0x03, 0xe8, 0x96 };
+	static const uint8_t rows_huge[] = { 0x98, 70, 0, 0, 0, 0, 0, 0, 0xdd, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t rows_max1[] = { 0x98, 70, 0, 0, 0, 0, 0, 0, 0xdd, 0x00, 0x10, 0x00, 0x01 };
+	static const uint8_t rows_1000[] = { 0x98, 70, 0, 0, 0, 0, 0, 0, 0xdc, 0x03, 0xe8, 0x96 };
 	static const uint8_t array16[] = { 0xdc, 0xff, 0xff };
 	struct trc_decoder d;
 	struct trc_message m;
@@ -640,7 +666,7 @@ test_huge_lengths(void)
 		  decode_bytes(rows_max1, sizeof(rows_max1), &m, &d) == TRC_DECODE_ERROR);
 	test_cond("1000 rows not yet here: no allocation, MORE",
 		  decode_bytes(rows_1000, sizeof(rows_1000), &m, &d) == TRC_DECODE_MORE &&
-		  d.rows_cap == 0 && d.need == 8 + 7000);
+		  d.rows_cap == 0 && d.need == 11 + 7000);
 	test_cond("array16 header alone",
 		  decode_bytes(array16, sizeof(array16), &m, &d) == TRC_DECODE_MORE);
 	trc_decoder_release(&d);

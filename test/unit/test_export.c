@@ -537,6 +537,72 @@ test_intern(void)
 }
 
 static void
+gc_ev(struct trc_sink *k, uint32_t th, uint64_t ts, bool major, const char *reason)
+{
+	struct trc_message m = { .type = TRC_EV_GC };
+
+	m.gc.thread = th;
+	m.gc.start_ts = BASE + ts;
+	m.gc.pause_ns = 700;
+	m.gc.major = major;
+	m.gc.reason = S(reason);
+	feed(k, m);
+}
+
+/* A collection during a call, one on no traced thread first: chrome gives them a track of
+ * their own, jsonl a line each (thread null for the second). */
+static void
+play_gc(struct trc_export *e)
+{
+	struct trc_sink k = trc_export_sink(e, PID);
+
+	method(&k, 0, "work", 7);
+	thread(&k, 0, "main");
+	gc_ev(&k, TRC_GC_NO_THREAD, 0, true, "nofree");
+	call(&k, 0, 1000);
+	gc_ev(&k, 0, 1500, false, "newobj");
+	ret(&k, 0, 3000);
+	trc_sink_close(&k);
+}
+
+static void
+test_gc(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_CHROME, false);
+
+	play_gc(e);
+	test_str("chrome: collections on a GC track", finish(e),
+		 "{\"traceEvents\":[\n"
+		 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":42,\"args\":{\"name\":\"ruby 42\"}},\n"
+		 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":42,\"tid\":999999,\"args\":{\"name\":\"GC\"}},\n"
+		 "{\"name\":\"GC major (nofree)\",\"cat\":\"gc\",\"ph\":\"X\",\"pid\":42,\"tid\":999999,"
+		 "\"ts\":0.000,\"dur\":0.700},\n"
+		 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":42,\"tid\":1,\"args\":{\"name\":\"main\"}},\n"
+		 "{\"name\":\"GC minor (newobj)\",\"cat\":\"gc\",\"ph\":\"X\",\"pid\":42,\"tid\":999999,"
+		 "\"ts\":1.500,\"dur\":0.700,\"args\":{\"thread\":\"main\"}},\n"
+		 "{\"name\":\"Worker#work\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,\"tid\":1,"
+		 "\"ts\":1.000,\"dur\":2.000}\n"
+		 "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":\"tracer test\"}}\n");
+	trc_export_free(e);
+	e = start(TRC_FORMAT_JSONL, false);
+	play_gc(e);
+	test_str("jsonl: a gc line each", finish(e),
+		 "{\"pid\":42,\"thread\":null,\"event\":\"gc\",\"ts\":0,\"depth\":0,\"major\":true,"
+		 "\"reason\":\"nofree\",\"duration_ns\":700}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"call\",\"method\":\"Worker#work\","
+		 "\"ts\":1000,\"depth\":0}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"gc\",\"ts\":1500,\"depth\":1,\"major\":false,"
+		 "\"reason\":\"newobj\",\"duration_ns\":700}\n"
+		 "{\"pid\":42,\"thread\":\"main\",\"event\":\"return\",\"method\":\"Worker#work\","
+		 "\"ts\":3000,\"depth\":0,\"duration_ns\":2000}\n");
+	trc_export_free(e);
+	e = start(TRC_FORMAT_COLLAPSED, false);
+	play_gc(e);
+	test_str("collapsed: no collections", finish(e), "main;Worker#work 2\n");
+	trc_export_free(e);
+}
+
+static void
 test_format_names(void)
 {
 	enum trc_format f;
@@ -571,6 +637,7 @@ test_export(void)
 	test_json_escaping();
 	test_json_numbers();
 	test_intern();
+	test_gc();
 	test_format_names();
 	trc_spec_release(&spec);
 	trc_output_release(&out);

@@ -330,6 +330,54 @@ test_header(void)
 	trc_top_free(t);
 }
 
+/* --gc: the collections since the previous table, and in all, under the header; JSON's totals. */
+static void
+test_gc(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 2);
+	struct trc_top_row rows[] = { R("/srv/app/a.rb", 1, "X", 1) };
+	struct trc_message m = { .type = TRC_MSG_TOP };
+	struct trc_top_view v = view(200, 25);
+	struct trc_top_gc g;
+	char *s;
+
+	m.top.rows = rows;
+	m.top.nrows = 1;
+	m.top.gcs = 30;
+	m.top.major_gcs = 2;
+	m.top.gc_ns = 400000000;
+	trc_top_feed(t, 100, &m);
+	m.top.gcs = 10;
+	m.top.major_gcs = 0;
+	m.top.gc_ns = 100000000;
+	trc_top_feed(t, 200, &m);
+	g = trc_top_gc(t);
+	test_cond("collections add up over targets", g.count == 40 && g.major == 2 &&
+		  g.pause_ns == 500000000);
+	v.npids = 2;
+	v.gc = true;
+	v.gc_recent = (struct trc_top_gc){ 12, 1, 50000000 };
+	v.gc_secs = 1.0;
+	s = text(t, &v);
+	test_str("GC line", s,
+		 "tracer --top calls  pids: 100,200  elapsed: 12s  events/s: 45678  lost: 0  "
+		 "app dir: /srv/app\n"
+		 "GC: 12 in 1.0s (1 major), 50 ms paused (2.5%)  since the start: 40 (2 major), "
+		 "0.50s paused\n\n"
+		 "FILENAME       LINE  METHOD  CALLS\n"
+		 "/srv/app/a.rb     1  X           2\n");
+	free(s);
+	s = json(t, &v);
+	test_cond("JSON totals", strstr(s, ",\"all\":false,\"gc\":{\"count\":40,\"major\":2,"
+		  "\"pause_ms\":500.000},\"rows\":") != NULL);
+	free(s);
+	v.gc = false;
+	s = text(t, &v);
+	test_cond("no GC line without --gc", strstr(s, "GC:") == NULL);
+	free(s);
+	trc_top_free(t);
+}
+
 /* Checks the exact layout at a width where FILENAME takes what is left. */
 static void
 test_width_fitting(void)
@@ -655,6 +703,7 @@ test_top(void)
 	test_columns();
 	test_object_modes();
 	test_header();
+	test_gc();
 	test_width_fitting();
 	test_label_cut();
 	test_utf8_and_controls();

@@ -366,6 +366,44 @@ test_multiline_raise(void)
 }
 
 static void
+gc_ev(struct trc_trace *t, uint32_t th, bool major, const char *reason, uint64_t pause)
+{
+	struct trc_message m = { .type = TRC_EV_GC };
+
+	m.gc.thread = th;
+	m.gc.start_ts = 8 * MS;
+	m.gc.pause_ns = pause;
+	m.gc.major = major;
+	m.gc.reason = S(reason);
+	feed(t, m);
+}
+
+static void
+test_gc(void)
+{
+	struct trc_trace *t = start(2, false, false);
+
+	thread(t, 0, "main");
+	method(t, 0, "Foo", "#", "a");
+	call(t, 0, 0, 0);
+	gc_ev(t, 0, false, "newobj", 1500 * US);
+	ret(t, 0, 0, 3 * MS);
+	gc_ev(t, TRC_GC_NO_THREAD, true, "nofree", 12 * MS);
+	gc_ev(t, 0, true, "", 2 * US);
+	test_str("collections where they ran, with their pauses", text(),
+		 "Foo#a\n"
+		 "  GC minor (newobj) <0.001500>\n"
+		 "Foo#a <0.003000>\n"
+		 "GC major (nofree) <0.012000>\n"
+		 "GC major <0.000002>\n");
+	trc_trace_free(t);
+	t = start(2, false, true);
+	gc_ev(t, TRC_GC_NO_THREAD, false, "malloc", 1 * MS);
+	test_str("-n: no pause", text(), "GC minor (malloc)\n");
+	trc_trace_free(t);
+}
+
+static void
 test_slow(void)
 {
 	struct trc_trace *t = start(2, false, false);
@@ -564,6 +602,7 @@ test_trace(void)
 	test_raise();
 	test_multiline_raise();
 	test_slow();
+	test_gc();
 	test_lost();
 	test_unmatched_returns();
 	test_shared_output();

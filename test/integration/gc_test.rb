@@ -1,0 +1,72 @@
+# gc_test.rb: --gc, garbage collections in traces and in --top, against a target whose Gc#full
+# runs exactly one major collection (GC.start) per call and whose Gc#churn makes minor ones.
+require_relative 'helper'
+
+class GcTest < Minitest::Test
+  include TracerTest
+
+  FULL = /^Gc#full <[\d.]+>$/
+
+  def trace(t, *args, until_re:)
+    c = client('-p', t.pid, *args)
+    c.wait_for(until_re)
+    c.signal('INT')
+    status = c.finish
+    assert status.success?, "exit #{status.exitstatus}: #{c.err}"
+    [c.out, c.err]
+  end
+
+  # Each complete Gc#full holds the major collection it forced, one level in, with its pause;
+  # Gc#churn's allocations show minor ones, each with why it ran.
+  def test_collections_in_a_trace
+    t = target('gc')
+    out, err = trace(t, '-m', 'Gc#full', 'Gc#churn', '--gc', '--stats',
+                     until_re: /#{FULL}.*#{FULL}.*^Gc#churn <[\d.]+>$/m)
+    blocks = out.scan(/^Gc#full\n(.*?)^Gc#full <[\d.]+>$/m).map(&:first)
+    assert_operator blocks.size, :>=, 2, out
+    blocks.each do |b|
+      assert_equal 1, b.scan(/^  GC major \(force\) <\d+\.\d{6}>$/).size, "one forced major GC inside Gc#full:\n#{b}"
+    end
+    assert_match(/^  GC minor \((newobj|malloc)\) <\d+\.\d{6}>$/, out)
+    assert_empty out.lines.grep(/GC/).grep_v(/^(  )?GC (major|minor)( \(\w+\))? <\d+\.\d{6}>$/), out
+    sent, received = err[/(\d+) events sent, (\d+) received/].scan(/\d+/)
+    assert_equal sent, received, err
+  end
+
+  def test_no_collections_without_the_option
+    t = target('gc')
+    out, = trace(t, '-m', 'Gc#full', until_re: /#{FULL}.*#{FULL}/m)
+    refute_match(/GC/, out)
+  end
+
+  # Every collection of the window counts: at least the one each counted Gc#full forced.
+  def test_top_counts_collections
+    t = target('gc')
+    out, err, status = tracer('-p', t.pid, '--top', 'calls', '--gc', '--json', '--duration', '1')
+    assert status.success?, err
+    snap = JSON.parse(out.lines.last)
+    full = snap['rows'].find { |r| r['method'] == 'Gc#full' } or flunk "no Gc#full row: #{out}"
+    gc = snap['gc']
+    assert_operator full['count'], :>=, 1
+    assert_operator gc['major'], :>=, full['count'], out
+    assert_operator gc['count'], :>, gc['major'], 'Gc#churn made minor collections too'
+    assert_operator gc['pause_ms'], :>, 0
+    out, err, status = tracer('-p', t.pid, '--top', 'calls', '--json', '--duration', '0.2')
+    assert status.success?, err
+    refute JSON.parse(out.lines.last).key?('gc')
+  end
+
+  def test_top_text_has_a_gc_line
+    t = target('gc')
+    out, err, status = tracer('-p', t.pid, '--top', 'calls', '--gc', '--duration', '0.5')
+    assert status.success?, err
+    assert_match(/\Atracer --top calls .*\nGC: \d+ in [\d.]+s \(\d+ major\), \d+ ms paused \([\d.]+%\)  since the start: \d+ \(\d+ major\), [\d.]+s paused\n\n/, out)
+  end
+
+  def test_gc_alone_is_a_usage_error
+    out, err, status = tracer('-p', Process.pid, '-e', '1', '--gc')
+    assert_equal 2, status.exitstatus
+    assert_equal "tracer: --gc goes with tracing (-m, -f, -s) or --top\nTry 'tracer --help' for more information.\n", err
+    assert_empty out
+  end
+end
