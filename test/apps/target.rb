@@ -306,11 +306,22 @@ when 'alias'
     sleep 0.001
   end
 when 'gc'
-  # Collects: Gc#full runs one major collection (GC.start), Gc#churn allocates enough for
-  # minor ones; the loop itself allocates next to nothing.
+  # Collects: Gc#full runs one major collection (GC.start), Gc#churn allocates enough for minor
+  # ones. Gc#window returns how many collections began in it (GC.count's delta), and every one
+  # of them also ends in it: none is under way when it starts (a GC.start just before), and its
+  # last GC.start finishes the sweep of any other first. Gc#report shows that delta.
   gc = Class.new do
     def full = GC.start
     def churn = 200_000.times { +'x' * 2 }
+
+    def window
+      before = GC.count
+      churn
+      GC.start
+      GC.count - before
+    end
+
+    def report(delta) = delta
   end
   Object.const_set(:Gc, gc)
   g = Gc.new
@@ -318,6 +329,8 @@ when 'gc'
   loop do
     g.full
     g.churn
+    GC.start
+    g.report(g.window)
     sleep 0.005
   end
 else

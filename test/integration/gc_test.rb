@@ -33,6 +33,20 @@ class GcTest < Minitest::Test
     assert_equal sent, received, err
   end
 
+  # The lines inside each Gc#window are the collections GC.count counted in it, which
+  # Gc#report shows next.
+  def test_collections_match_gc_count
+    t = target('gc')
+    out, = trace(t, '-m', 'Gc#window', 'Gc#report(delta)', '--gc',
+                 until_re: /(^Gc#window <[\d.]+>\nGc#report\(delta=\d+\).*){3}/m)
+    windows = out.scan(/^Gc#window\n(.*?)^Gc#window <[\d.]+>\nGc#report\(delta=(\d+)\)/m)
+    assert_operator windows.size, :>=, 3, out
+    windows.each do |inside, delta|
+      assert_operator Integer(delta), :>=, 2, 'churn collects at least once, then GC.start'
+      assert_equal Integer(delta), inside.lines.grep(/^  GC (major|minor) /).size, "GC.count's delta is #{delta}:\n#{inside}"
+    end
+  end
+
   def test_no_collections_without_the_option
     t = target('gc')
     out, = trace(t, '-m', 'Gc#full', until_re: /#{FULL}.*#{FULL}/m)
