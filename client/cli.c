@@ -54,6 +54,7 @@ struct opts {
 	size_t nspecs;
 	bool firehose, slow, start_time, no_duration, append, heapdump, backtraces, stats;
 	bool help, version, yes, gc;
+	bool slowcpu, slowwall;         /* --slowcpu, -s given */
 	uint32_t slow_ms;
 	unsigned prefix;
 	const char *output, *eval, *heapdump_path;
@@ -162,8 +163,24 @@ set_firehose(struct opts *o, const char *v)
 static void
 set_slow(struct opts *o, const char *v)
 {
-	o->slow = true;
+	o->slow = o->slowwall = true;
 	o->slow_ms = v ? (uint32_t)parse_uint("--slow threshold", v, 0, UINT32_MAX) : DEFAULT_SLOW_MS;
+}
+
+static void
+set_slowcpu(struct opts *o, const char *v)
+{
+	o->slow = o->slowcpu = true;
+	o->slow_ms = v ? (uint32_t)parse_uint("--slowcpu threshold", v, 0, UINT32_MAX)
+		       : DEFAULT_SLOW_MS;
+}
+
+/* rbtrace's --slow-methods: -s (unless --slowcpu says otherwise) over these methods only. */
+static void
+set_slow_methods(struct opts *o, const char *v)
+{
+	set_methods(o, v);
+	o->slow = true;
 }
 
 static void
@@ -403,6 +420,10 @@ static const struct option_def options[] = {
 	{ "firehose", 'f', ARG_NONE, NULL, "trace every method call", set_firehose },
 	{ "slow", 's', ARG_OPTIONAL, "[MS]", "show calls slower than MS milliseconds (250)",
 	  set_slow },
+	{ "slowcpu", 0, ARG_OPTIONAL, "[MS]", "show calls that used more than MS milliseconds of CPU "
+	  "(250)", set_slowcpu },
+	{ "slow-methods", 0, ARG_LIST, "M...", "-s (or --slowcpu) for these methods only: "
+	  "-s -m M...", set_slow_methods },
 	{ "start-time", 't', ARG_NONE, NULL, "show the wall-clock start time of each call",
 	  set_start_time },
 	{ "no-duration", 'n', ARG_NONE, NULL, "hide the time spent in each call", set_no_duration },
@@ -642,6 +663,8 @@ check_mode(const struct opts *o)
 	if (modes > 1)
 		die(TRC_EXIT_USAGE, "tracing (-m, -f, -s), -e, --heapdump, --backtraces and --top "
 		    "exclude each other");
+	if (o->slowcpu && o->slowwall)
+		die(TRC_EXIT_USAGE, "-s measures wall-clock time, --slowcpu CPU time: give one");
 	if (o->firehose && (o->nspecs > 0 || o->slow))
 		die(TRC_EXIT_USAGE, "--firehose traces every call: it excludes -m and -s");
 	if (o->append && o->output == NULL)
@@ -1073,7 +1096,8 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 
 	j->mode = mode;
 	j->trace_flags = TRC_TRACE_RAISE | (o->firehose ? TRC_TRACE_FIREHOSE : 0) |
-			 (o->slow ? TRC_TRACE_SLOW : 0) | (o->gc ? TRC_TRACE_GC : 0);
+			 (o->slow ? TRC_TRACE_SLOW : 0) | (o->gc ? TRC_TRACE_GC : 0) |
+			 (o->slowcpu ? TRC_TRACE_SLOWCPU : 0);
 	j->slow_ms = o->slow_ms;
 	j->specs = specs;
 	j->nspecs = o->nspecs;

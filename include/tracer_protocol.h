@@ -136,6 +136,8 @@ enum trc_trace_flag {
 	TRC_TRACE_SLOW = 1 << 1,        /* only calls slower than slow_ms (TRC_EV_SLOW) */
 	TRC_TRACE_RAISE = 1 << 2,       /* exceptions (TRC_EV_RAISE) */
 	TRC_TRACE_GC = 1 << 3,          /* garbage collections (TRC_EV_GC) */
+	TRC_TRACE_SLOWCPU = 1 << 4,     /* with TRC_TRACE_SLOW: slow by the CPU time of the call's
+					 * thread, which TRC_EV_SLOW's duration then is */
 };
 
 /* TRC_CMD_TOP flags. */

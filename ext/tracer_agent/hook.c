@@ -322,24 +322,53 @@ put_exprs(const struct trc_thread *t, int spec, const VALUE *values, int n)
 
 /* ---- the event paths ---- */
 
+/*
+ * The CPU time of the calling thread: a system call (no vDSO for it), paid only by
+ * --slowcpu. Under M:N threads a Ruby thread may change native threads in a call, and
+ * then its figure is that of the native ones.
+ */
+static uint64_t
+thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void
 slow_push(struct trc_thread *t, uint64_t ts)
 {
 	struct trc_frame *f = trc_thread_frame(t, t->depth);
-	if (f != NULL)
+	if (f != NULL) {
 		f->start = ts;
+		if (H.cfg->flags & TRC_TRACE_SLOWCPU)
+			f->cpu = thread_cpu_ns();
+	}
 }
 
 static void
 slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 {
 	struct trc_rec *r;
-	uint64_t start;
+	uint64_t start, dur;
 
 	if (t->depth >= t->frames_cap)
 		return;
 	start = t->frames[t->depth].start;
-	if (ts - start < H.slow_ticks || (r = rec_new(sizeof(struct trc_rec))) == NULL)
+	if (H.cfg->flags & TRC_TRACE_SLOWCPU) {
+		uint64_t cpu = thread_cpu_ns() - t->frames[t->depth].cpu;
+
+		if (cpu < H.cfg->slow_ns)
+			return;
+		dur = trc_clock_ticks(cpu);
+	} else {
+		dur = ts - start;
+		if (dur < H.slow_ticks)
+			return;
+	}
+	if ((r = rec_new(sizeof(struct trc_rec))) == NULL)
 		return;
 	memset(r, 0, sizeof(*r));
 	r->type = TRC_REC_SLOW;
@@ -348,7 +377,7 @@ slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 	r->method = m;
 	r->aux = t->depth;
 	r->ts = start;
-	r->dur = ts - start;
+	r->dur = dur;
 	rec_commit(r);
 }
 

@@ -39,6 +39,7 @@ struct trc_thread {
 /* An open call, as far as slow mode and the time table need to know it. */
 struct trc_frame {
 	uint64_t start;
+	uint64_t cpu;           /* -s by CPU time: the thread's CPU time at the call, in ns */
 	uint64_t child;         /* time spent in traced callees */
 	uint32_t method;
 	int line;               /* call site, C methods only */

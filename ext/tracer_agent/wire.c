@@ -79,7 +79,8 @@ check_hello(const msgpack_object *a)
 static int
 check_trace(const msgpack_object *a)
 {
-	if (!is_uint(&a[1], TRC_TRACE_FIREHOSE | TRC_TRACE_SLOW | TRC_TRACE_RAISE | TRC_TRACE_GC) ||
+	if (!is_uint(&a[1], TRC_TRACE_FIREHOSE | TRC_TRACE_SLOW | TRC_TRACE_RAISE | TRC_TRACE_GC |
+		     TRC_TRACE_SLOWCPU) ||
 	    !is_uint(&a[2], 86400000) || a[3].type != MSGPACK_OBJECT_ARRAY ||
 	    a[3].via.array.size > TRC_MAX_SPECS)
 		return 0;

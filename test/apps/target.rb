@@ -305,6 +305,23 @@ when 'alias'
     end
     sleep 0.001
   end
+when 'cpu'
+  # Cpu#spin burns 30 ms of its thread's CPU time, Cpu#nap sleeps as long and burns next to none.
+  cpu = Class.new do
+    def spin
+      t = Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
+      nil while Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID) - t < 0.03
+    end
+
+    def nap = sleep(0.03)
+  end
+  Object.const_set(:Cpu, cpu)
+  c = Cpu.new
+  ready
+  loop do
+    c.spin
+    c.nap
+  end
 when 'gc'
   # Collects: Gc#full runs one major collection (GC.start), Gc#churn allocates enough for minor
   # ones. Gc#window returns how many collections began in it (GC.count's delta), and every one

@@ -221,6 +221,22 @@ class TraceTest < Minitest::Test
     assert_match(/^Worker#outer <0\.00\d{4}>$/, out)
   end
 
+  # --slowcpu counts the CPU time of the call's thread: a spin of 30 ms shows with that time, a
+  # sleep as long does not; -s, wall-clock time, shows both. --slow-methods is -s -m.
+  def test_slow_by_cpu_time
+    t = target('cpu')
+    out = trace(t, '--slowcpu', '20', '--slow-methods', 'Cpu#spin', 'Cpu#nap',
+                until_re: /(^Cpu#spin <[\d.]+>\n.*){3}/m)
+    refute_match(/Cpu#nap/, out)
+    out.scan(/^Cpu#spin <([\d.]+)>$/).flatten.each { |d| assert_in_delta 0.03, Float(d), 0.015 }
+    out = trace(t, '-s', '20', '--slow-methods', 'Cpu#spin', 'Cpu#nap',
+                until_re: /^Cpu#nap <[\d.]+>\n.*^Cpu#spin <[\d.]+>\n.*^Cpu#nap <[\d.]+>\n/m)
+    out.scan(/^Cpu#nap <([\d.]+)>$/).flatten.each { |d| assert_operator Float(d), :>=, 0.03 }
+    _, err, status = tracer('-p', t.pid, '-s', '--slowcpu')
+    assert_equal 2, status.exitstatus
+    assert_match(/\Atracer: -s measures wall-clock time, --slowcpu CPU time: give one\n/, err)
+  end
+
   def test_no_duration_start_time_and_indent
     t = target('work')
     out = trace(t, '-n', '-t', '-r', '4', '-m', 'Worker#work', 'Worker#helper', until_re: /^ {16}Worker#work\n/)
