@@ -53,6 +53,21 @@ valid_method(const char *s, size_t len)
 	return i == len;
 }
 
+/*
+ * A name only define_method makes, like Sinatra's "GET /price/:name": it has a space, neither
+ * starts nor ends with one, and holds no control character.
+ */
+static bool
+free_form_method(const char *s, size_t len)
+{
+	if (len == 0 || s[0] == ' ' || s[len - 1] == ' ' || memchr(s, ' ', len) == NULL)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
 /* Const(::Const)* where Const is an ASCII capital followed by identifier characters. */
 static bool
 valid_constant_path(const char *s, size_t len)
@@ -181,7 +196,7 @@ parse_head(struct trc_spec *s, const char *head, size_t len, const char **reason
 
 	if (sep >= len) {
 		s->kind = TRC_SPEC_ANY;
-		if (!valid_method(head, len)) {
+		if (!valid_method(head, len) && !free_form_method(head, len)) {
 			*reason = len == 0 ? "missing method name" : "invalid method name";
 			return -1;
 		}
@@ -199,7 +214,7 @@ parse_head(struct trc_spec *s, const char *head, size_t len, const char **reason
 	}
 	m = head + sep + 1;
 	mlen = len - sep - 1;
-	if (mlen > 0 && !valid_method(m, mlen)) {
+	if (mlen > 0 && !valid_method(m, mlen) && !free_form_method(m, mlen)) {
 		*reason = "invalid method name";
 		return -1;
 	}
@@ -208,10 +223,39 @@ parse_head(struct trc_spec *s, const char *head, size_t len, const char **reason
 	return 0;
 }
 
+/*
+ * Where the expression list begins, or NULL. After an identifier or operator ("Foo#bar(",
+ * "(self)"), the first '(' begins it, whatever follows. A name of define_method's may hold
+ * parentheses itself: then it is the first '(' that opens a list reaching the end of text.
+ */
+static const char *
+find_exprs(const char *text)
+{
+	const char *p = text + strcspn(text, "#."), *first;
+
+	p = *p == '\0' ? text : p + 1;
+	if ((first = strchr(p, '(')) == NULL)
+		return NULL;
+	if (first == p || valid_method(p, (size_t)(first - p)))
+		return first;
+	for (const char *q = first; q != NULL; q = strchr(q + 1, '(')) {
+		struct trc_spec scratch;
+		const char *why;
+		int ok;
+
+		memset(&scratch, 0, sizeof(scratch));
+		ok = parse_exprs(&scratch, q, &why) == 0;
+		trc_spec_release(&scratch);
+		if (ok)
+			return q;
+	}
+	return NULL;
+}
+
 int
 trc_spec_parse(struct trc_spec *s, const char *text, const char **reason)
 {
-	const char *paren = strchr(text, '(');
+	const char *paren = find_exprs(text);
 	size_t head_len = paren ? (size_t)(paren - text) : strlen(text);
 
 	memset(s, 0, sizeof(*s));

@@ -40,7 +40,7 @@ class AttachTest < Minitest::Test
 
   def test_malformed_spec_is_rejected_before_attaching
     t = target('sleep')
-    ['Foo#', 'foo#bar', '#bar', 'Foo#bar(', 'Foo::#x', 'Foo#b ar'].each do |spec|
+    ['Foo#', 'foo#bar', '#bar', 'Foo#bar(', 'Foo::#x', 'Foo#bar)', 'Foo#  '].each do |spec|
       next if spec == 'Foo#' # all methods of Foo: valid
 
       _, err, status = tracer('-p', t.pid, '-m', spec)

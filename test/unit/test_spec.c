@@ -41,6 +41,16 @@ static const struct good {
 	{ "puts(self)", NULL, TRC_SPEC_ANY, "puts", "self" },
 	{ "Foo#(self)", "Foo", TRC_SPEC_INSTANCE, NULL, "self" },
 	{ "Foo#bar(x.map { |y| y * 2 })", "Foo", TRC_SPEC_INSTANCE, "bar", "x.map { |y| y * 2 }" },
+	{ "Shop#GET /price/:name", "Shop", TRC_SPEC_INSTANCE, "GET /price/:name", "" },
+	{ "Shop#GET /price/:name(name, params)", "Shop", TRC_SPEC_INSTANCE, "GET /price/:name",
+	  "name|params" },
+	{ "Shop#GET /a.json", "Shop", TRC_SPEC_INSTANCE, "GET /a.json", "" },
+	{ "GET /price/:name", NULL, TRC_SPEC_ANY, "GET /price/:name", "" },
+	{ "Foo#b ar", "Foo", TRC_SPEC_INSTANCE, "b ar", "" },
+	{ "Foo#GET (a|b) x", "Foo", TRC_SPEC_INSTANCE, "GET (a|b) x", "" },
+	{ "Hash#[]=", "Hash", TRC_SPEC_INSTANCE, "[]=", "" },
+	{ "Integer#+(self)", "Integer", TRC_SPEC_INSTANCE, "+", "self" },
+	{ "Foo#bar?", "Foo", TRC_SPEC_INSTANCE, "bar?", "" },
 };
 
 static const struct bad {
@@ -65,7 +75,9 @@ static const struct bad {
 	{ "Foo:Bar#x", "constant path" },
 	{ "::Foo#x", "constant path" },
 	{ "Foo #bar", "constant path" },
-	{ "Foo#b ar", "invalid method" },
+	{ "Foo#b ar ", "invalid method" },
+	{ "Foo# bar", "invalid method" },
+	{ "Foo#GET /x\n", "invalid method" },
 	{ "Foo#bar ", "invalid method" },
 	{ "Foo#9lives", "invalid method" },
 	{ "Foo#a?b", "invalid method" },
