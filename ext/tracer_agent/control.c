@@ -29,11 +29,9 @@
 #include "names.h"
 #include "session.h"
 #include "tracer_protocol.h"
-#include "wrap.h"
 #include "wire.h"
 
 #define HELLOS_PER_JOB 16
-#define SWEEP_MS 100
 
 static struct sigaction chained;        /* the handler we displaced, called after ours */
 static pid_t self_pid;                  /* getpid() is a syscall; this is kept by the fork handler */
@@ -248,8 +246,6 @@ service(void)
 	}
 	read_queue();
 	trc_session_service();
-	if (trc_wrap_unswept() && !trc_hook_defer())
-		trc_wrap_sweep();
 }
 
 /* Without the GVL: waits for a signal (or for Ruby to want the thread back). */
@@ -259,8 +255,7 @@ listener_wait(void *unused)
 	uint64_t n;
 	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
 
-	/* Removed wrappers whose aliases could not go yet: look again in a while. */
-	if (poll(&pfd, 1, trc_wrap_unswept() ? SWEEP_MS : -1) > 0 && read(listen_fd, &n, sizeof(n)) < 0)
+	if (poll(&pfd, 1, -1) > 0 && read(listen_fd, &n, sizeof(n)) < 0)
 		(void)0;        /* EAGAIN: the job or another wake-up took it first */
 	return NULL;
 }

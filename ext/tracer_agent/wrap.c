@@ -24,14 +24,12 @@ struct wrap {
 	VALUE handle;           /* Wrap.install's answer, for Wrap.uninstall */
 	VALUE owner;
 	ID mid;
-	int keep;               /* the app aliased the wrapper: its alias must keep working */
 };
 
 static struct wrap *wraps;
 static int nwraps, cap;
 static int installing;          /* our own aliases and definitions are not the app's */
-static volatile int unswept;    /* saved originals of removed wrappers, still to remove */
-static ID id_install, id_uninstall, id_wrapper_index, id_sweep, id_app_methods, id_app_method;
+static ID id_install, id_uninstall, id_wrapper_index, id_app_methods, id_app_method;
 static VALUE wrap_module = Qnil;
 
 struct install_args {
@@ -123,7 +121,6 @@ trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
 	w->owner = owner;
 	w->mid = mid;
 	w->handle = Qnil;
-	w->keep = 0;
 	installing++;
 	handle = rb_protect(install, (VALUE)&a, &state);
 	installing--;
@@ -212,35 +209,7 @@ static VALUE
 uninstall(VALUE arg)
 {
 	const struct wrap *w = (const struct wrap *)arg;
-	VALUE argv[2] = { w->handle, w->keep ? Qtrue : Qfalse };
-	return rb_funcallv(wrap_mod(), id_uninstall, 2, argv);
-}
-
-static VALUE
-sweep(VALUE unused)
-{
-	return rb_funcall(wrap_mod(), id_sweep, 0);
-}
-
-int
-trc_wrap_sweep(void)
-{
-	int state = 0;
-	VALUE left;
-
-	installing++;
-	left = rb_protect(sweep, Qnil, &state);
-	installing--;
-	if (state)
-		rb_set_errinfo(Qnil);
-	unswept = FIXNUM_P(left) ? FIX2INT(left) : 0;
-	return unswept;
-}
-
-int
-trc_wrap_unswept(void)
-{
-	return unswept;
+	return rb_funcall(wrap_mod(), id_uninstall, 1, w->handle);
 }
 
 void
@@ -257,7 +226,6 @@ trc_unwrap_all(void)
 		nwraps--;
 	}
 	installing--;
-	trc_wrap_sweep();
 }
 
 int
@@ -301,15 +269,15 @@ wrapper_index(VALUE arg)
 
 /*
  * TracerAgent.__defined(mod, name): the app defined or aliased a method while tracing or
- * counting. An alias of a wrapper calls the saved original: that must stay after detach. Any
- * other definition may be one to trace: a method a spec names defined late (a class loaded,
+ * counting. An alias of a wrapper is left as it is: it calls the saved original, which stays
+ * (wrap.rb's saved_name). Any other definition may be one to trace: a method a spec names defined late (a class loaded,
  * or reloaded, after attach), or redefined over its wrapper, or an app method (hook.c).
  */
 static VALUE
 agent_defined(VALUE self, VALUE mod, VALUE name)
 {
 	struct defined_args a = { mod, name };
-	int state = 0, i;
+	int state = 0;
 	VALUE index;
 
 	if (installing || !SYMBOL_P(name))
@@ -319,12 +287,8 @@ agent_defined(VALUE self, VALUE mod, VALUE name)
 		rb_set_errinfo(Qnil);
 		return Qnil;
 	}
-	if (!FIXNUM_P(index)) {
+	if (!FIXNUM_P(index))
 		trc_hook_defined(mod, SYM2ID(name));
-		return Qnil;
-	}
-	if ((i = FIX2INT(index) - 1) >= 0 && i < nwraps && (wraps[i].owner != mod || wraps[i].mid != SYM2ID(name)))
-		wraps[i].keep = 1;
 	return Qnil;
 }
 
@@ -334,7 +298,6 @@ trc_wrap_init(VALUE mod)
 	id_install = rb_intern("install");
 	id_uninstall = rb_intern("uninstall");
 	id_wrapper_index = rb_intern("wrapper_index");
-	id_sweep = rb_intern("sweep");
 	id_app_methods = rb_intern("app_methods");
 	id_app_method = rb_intern("app_method");
 #ifdef HAVE_RB_EXT_RACTOR_SAFE

@@ -26,14 +26,11 @@ int trc_wrap_scope(const struct trc_scope *scope, uint64_t gen);
 /* GVL held. The same for owner's method mid, just defined: 1 if it was the app's and wrapped. */
 int trc_wrap_scope_one(const struct trc_scope *scope, uint64_t gen, VALUE owner, ID mid);
 /*
- * GVL held. Removes every wrapper and puts the originals back. The aliases the wrappers called
- * the originals by go only once no thread is inside a wrapper (one may be about to call its
- * alias): trc_wrap_sweep removes them then, and says how many are left for a later try.
+ * GVL held. Removes every wrapper and puts the originals back. The private aliases the
+ * wrappers call the originals by stay: a wrapper the app took hold of while traced (a Method
+ * object) must go on working.
  */
 void trc_unwrap_all(void);
-int trc_wrap_sweep(void);
-/* Any thread: whether a sweep is still to come (a plain read: a late answer costs a retry). */
-int trc_wrap_unswept(void);
 /* GVL held. How many wrappers are in place. */
 int trc_wrapped(void);
 void trc_wrap_mark(void);

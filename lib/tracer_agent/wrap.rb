@@ -47,7 +47,7 @@ module TracerAgent
         watch
         original = owner.instance_method(name)
         visibility = visibility_of(owner, name)
-        saved = :"__tracer_o#{token}"
+        saved = saved_name(owner, name)
         # The saved alias is private: a public one would show among the class's public methods
         # (Rails takes a controller's public methods for its actions).
         owner.send(:alias_method, saved, name)
@@ -57,10 +57,21 @@ module TracerAgent
           owner.send(visibility, name) unless visibility == :public
         rescue Exception # rubocop:disable Lint/RescueException
           restore(owner, name, saved, visibility)
-          owner.send(:remove_method, saved)
           raise
         end
         [owner, name, saved, visibility]
+      end
+
+      # The original's private alias, which the wrapper calls. It stays after detach, for good:
+      # the app may hold a wrapper it took while traced (obj.method(:m), instance_method(:m),
+      # what Sinatra keeps of each route), and that must go on calling the original. One name
+      # per method, so attaching again reuses it instead of adding another; the owner's id in
+      # it, or a subclass's wrapper and its superclass's (reached through super) would call the
+      # same name, which finds the subclass's original from both.
+      def saved_name(owner, name)
+        s = name.to_s
+        s = s.match?(/\A[A-Za-z_][A-Za-z0-9_]*\z/) ? "o_#{s}" : "ox_#{s.unpack1('H*')}"
+        :"__tracer_#{s}_#{owner.object_id}"
       end
 
       # Definitions reach the agent from now on: DefinitionWatch goes in front of Module once.
@@ -69,12 +80,10 @@ module TracerAgent
       end
 
       # Puts the original back, unless the app has redefined the method meanwhile. The saved
-      # alias the wrapper calls goes later (sweep); it stays for good when keep is set: the app
-      # aliased the wrapper, and that alias calls it.
-      def uninstall(handle, keep)
+      # alias stays (saved_name).
+      def uninstall(handle)
         owner, name, saved, visibility = handle
         restore(owner, name, saved, visibility) if wrapper?(owner, name)
-        (@unused ||= []) << [owner, saved] unless keep
       end
 
       # The original back under its name, with its visibility. An alias takes its source's
@@ -83,25 +92,7 @@ module TracerAgent
       def restore(owner, name, saved, visibility)
         owner.send(visibility, saved)
         owner.send(:alias_method, name, saved)
-        owner.send(:private, saved) # until sweep removes it
-      end
-
-      # Removes the saved aliases of removed wrappers once no thread is inside a wrapper, where
-      # it could still be about to call one: the agent's own work can run right there, at an
-      # interrupt check in the wrapper, or a thread can be switched out there. Returns how many
-      # are left for a later sweep.
-      # Other Ractors' threads cannot be seen from here: while there are any, the aliases stay.
-      def sweep
-        return 0 if @unused.nil? || @unused.empty?
-        return @unused.size if TracerAgent.__ractors > 1 || Thread.list.any? { |t| in_wrapper?(t) }
-
-        @unused.each do |owner, saved|
-          owner.send(:remove_method, saved)
-        rescue NameError
-          next # gone already
-        end
-        @unused.clear
-        0
+        owner.send(:private, saved)
       end
 
       # Whether owner's name is one of our wrappers, and which (its index), else nil.
@@ -188,10 +179,6 @@ module TracerAgent
         return owner.to_s unless owner.singleton_class?
 
         owner.inspect[/\A#<Class:(.*)>\z/, 1] || owner.inspect
-      end
-
-      def in_wrapper?(thread)
-        (thread.backtrace_locations || []).any? { |l| l.path == FILE }
       end
 
       def wrapper?(owner, name)

@@ -305,6 +305,30 @@ when 'alias'
     end
     sleep 0.001
   end
+when 'capture'
+  # Keeps the Method objects of Worker#helper and #q? it takes (as an app keeps callbacks or
+  # memoized handlers); once CALL_FILE exists, calls them all and says how it went.
+  Worker.class_eval { def q? = true }
+  w = Worker.new(1)
+  caps = []
+  ready
+  loop do
+    w.helper(1)
+    w.q?
+    caps << w.method(:helper) << w.method(:q?)
+    caps.shift(2) if caps.size > 200_000
+    if File.exist?(ENV.fetch('CALL_FILE'))
+      File.delete(ENV.fetch('CALL_FILE'))
+      begin
+        caps.each { |m| m.arity == 1 ? m.call(1) : m.call }
+        wrappers = caps.count { |m| m.source_location[0] == '(tracer wrapper)' }
+        puts "#{caps.size} captured methods work, #{wrappers} of them wrappers"
+      rescue Exception => e # rubocop:disable Lint/RescueException -- whatever reached the app
+        puts "a captured method raised #{e.class}: #{e.message}"
+      end
+    end
+    sleep 0.001
+  end
 when 'cpu'
   # Cpu#spin burns 30 ms of its thread's CPU time, Cpu#nap sleeps as long and burns next to none.
   cpu = Class.new do

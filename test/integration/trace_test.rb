@@ -112,9 +112,9 @@ class TraceTest < Minitest::Test
     t.wait_for(/rounds #{rounds + 100}/) # and after detach
     refute_match(/MISMATCH/, t.out)
     assert_empty t.err
-    out, err, status = tracer('-p', t.pid, '-e', '(Sig.private_instance_methods(false) + SigChild.private_instance_methods(false)).grep(/tracer/)')
+    out, err, status = tracer('-p', t.pid, '-e', '[Sig, SigChild].map { |c| [c.public_instance_methods(false) + c.protected_instance_methods(false), c.private_instance_methods(false)].map { |l| l.grep(/tracer/).grep_v(/\A__tracer_ox?_/).size } }')
     assert status.success?, err
-    assert_equal "=> []\n", out, 'the saved originals are gone after detach'
+    assert_equal "=> [[0, 0], [0, 0]]\n", out, 'only the private aliases of the originals stay after detach'
   end
 
   # Methods a spec names stay traced however they come: a class defined after attach, a class
@@ -135,10 +135,32 @@ class TraceTest < Minitest::Test
       c.wait_for(/\A.{#{seen}}.*^Late#hop <[\d.]+>$.*^Worker#nap <[\d.]+>$/m)
       c.signal('INT')
       assert c.finish.success?, c.err
-      out, err, status = tracer('-p', t.pid, '-e', '[Worker.new(1).nap(0), Late.new.hop, Worker.private_instance_methods(false).grep(/tracer/)]')
+      out, err, status = tracer('-p', t.pid, '-e', '[Worker.new(1).nap(0), Late.new.hop, Worker.private_instance_methods(false).grep(/tracer/), Worker.instance_method(:nap).source_location[0] == "(tracer wrapper)"]')
       assert status.success?, err
-      assert_equal "=> [:redefined, 2, []]\n", out, 'the new definitions work, and no wrapper is left'
+      assert_match(/\A=> \[:redefined, 2, \[:__tracer_o_nap_\d+\], false\]\n\z/, out, 'the new definitions work, and no wrapper is left')
       refute_match(/Error/, t.err)
+    end
+  end
+
+  # The app takes Method objects of traced methods (memoized handlers, callbacks): those are
+  # the wrappers, and must go on working once tracer has gone, after any number of sessions.
+  def test_methods_the_app_took_while_traced_work_after_detach
+    Dir.mktmpdir do |dir|
+      file = File.join(dir, 'call')
+      t = target('capture', env: { 'CALL_FILE' => file })
+      2.times do
+        c = client('-p', t.pid, '-m', 'Worker#helper', 'Worker#q?')
+        c.wait_for(/^Worker#q\? <[\d.]+>$/)
+        c.signal('INT')
+        assert c.finish.success?, c.err
+      end
+      File.write(file, '')
+      t.wait_for(/captured methods work|a captured method raised/)
+      wrappers = t.out[/^\d+ captured methods work, (\d+) of them wrappers$/, 1] or flunk(t.out)
+      assert_operator Integer(wrappers), :>=, 4, 'it took some of both sessions\' wrappers'
+      out, err, status = tracer('-p', t.pid, '-e', 'Worker.private_instance_methods(false).grep(/tracer/).sort')
+      assert status.success?, err
+      assert_match(/\A=> \[:__tracer_o_helper_\d+, :__tracer_ox_713f_\d+\]\n\z/, out, 'one private alias per traced method stays')
     end
   end
 
