@@ -20,7 +20,7 @@
 # to 0 needs root; without it (or with BENCH_SERIAL=1) rows run one after the other and a
 # table takes several minutes more.
 #
-# Knobs (environment): BENCH_ROUND_SECONDS (0.1), BENCH_ROUNDS (rounds kept per phase, 3),
+# Knobs (environment): BENCH_ROUND_SECONDS (0.08), BENCH_ROUNDS (rounds kept per phase, 5),
 # BENCH_BUDGET (seconds; rows that would start later are skipped, 150), BENCH_ONLY=keyloop,calls
 # (only these workloads), BENCH_SERIAL=1, TRACER_COMMIT (the commit to name in the header,
 # where there is no .git).
@@ -36,14 +36,14 @@ module Bench
   ROOT = File.expand_path('../..', __dir__)
   WORKLOADS = File.join(__dir__, 'workloads.rb')
   RUBY = ENV['RUBY'] || RbConfig.ruby
-  ROUND = Float(ENV['BENCH_ROUND_SECONDS'] || 0.1) # passed on to workloads.rb
-  ROUNDS = Integer(ENV['BENCH_ROUNDS'] || 3)       # rounds kept per phase
-  BLOCKS = 3                                       # not loaded / loaded interleaving
-  BLOCK_ROUNDS = 2                                 # rounds kept per process per block
-  BUDGET = Float(ENV['BENCH_BUDGET'] || 150)       # no row starts later than this
-  EARLY = 1.0                                      # the after-detach measurements, seconds
+  ROUND = Float(ENV['BENCH_ROUND_SECONDS'] || 0.08) # passed on to workloads.rb
+  ROUNDS = Integer(ENV['BENCH_ROUNDS'] || 5)        # rounds kept per phase
+  BLOCKS = 3                                        # not loaded / loaded interleaving
+  BLOCK_ROUNDS = 3                                  # rounds kept per process per block
+  BUDGET = Float(ENV['BENCH_BUDGET'] || 150)        # no row starts later than this
+  EARLY = 1.0                                       # the after-detach measurements, seconds
   LATE = 10.0
-  AHEAD = 2                                        # targets started before their turn
+  AHEAD = 2                                         # targets started before their turn
   BACKGROUND_NICE = 19
   READY_TIMEOUT = 60
   ATTACH_TIMEOUT = 15
