@@ -4,14 +4,17 @@
 # then loops forever and prints "rate SEQ PER_SECOND" on stdout after each round of about
 # ROUND_SECONDS (PER_SECOND: iterations per second of wall-clock time, or wakeups per second for
 # idle). The clock is read every CHUNK iterations (calibrated to CHUNK_SECONDS unless given).
-# On SIGUSR2, when YJIT is on, it prints "yjit KEY=VALUE..." (YJIT's own counters). Load the
-# agent (-rtracer_agent), rbtrace (-rrbtrace) or nothing: the workload is the same.
+# When YJIT is on, it prints "yjit KEY=VALUE..." (YJIT's own counters) on stderr just before
+# "ready", and again on SIGUSR2. Load the agent (-rtracer_agent), rbtrace (-rrbtrace) or
+# nothing: the workload is the same.
 # test/bench/bench.rb starts these; it is not meant to be run by hand (but can be).
 #
 # Each workload's loop lives in ONE frame that never returns, the way a long-running loop does
 # in an app: YJIT recompiles code that a tracer invalidated only when a frame is entered again,
 # so the long loops show what stays after detach, and `server` (its calls made inside a method
-# that returns every REQUEST_CALLS calls, like a request) shows what comes back.
+# that returns every REQUEST_CALLS calls, like a request) shows what comes back. Any interrupt
+# of the main thread (a signal's trap, a thread switch) makes YJIT's code leave for the
+# interpreter, and such a loop never comes back: SIGUSR2 is for after the measurements.
 $stdout.sync = true
 
 ROUND_SECONDS = Float(ENV['BENCH_ROUND_SECONDS'] || 0.08)
@@ -144,7 +147,8 @@ module Workloads
     s = RubyVM::YJIT.runtime_stats
     code = s[:code_region_size] || (s[:inline_code_size].to_i + s[:outlined_code_size].to_i)
     everything = s.key?(:invalidate_everything) ? " everything=#{s[:invalidate_everything]}" : ''
-    puts "yjit invalidations=#{s[:invalidation_count].inspect}#{everything} code=#{code}"
+    # stderr: a trap can run in the middle of a "rate" line on stdout.
+    $stderr.puts "yjit invalidations=#{s[:invalidation_count].inspect}#{everything} code=#{code}"
   end
 end
 
@@ -158,6 +162,9 @@ chunk = if ARGV[1] then Integer(ARGV[1])
         else Workloads.calibrate(loop_name, state, step)
         end
 WARM_CALLS.times { Workloads.public_send(loop_name, state, step, step) }
-trap('USR2') { Workloads.yjit_stats } if defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?
+if defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?
+  Workloads.yjit_stats
+  trap('USR2') { Workloads.yjit_stats }
+end
 puts "ready #{Process.pid} #{chunk}"
 Workloads.public_send(loop_name, state, chunk)
