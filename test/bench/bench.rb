@@ -424,6 +424,7 @@ module Bench
 
     def due = 0
     def done? = @stage == :done
+    def long? = true
     def chunk = @a&.chunk
 
     def step
@@ -480,6 +481,7 @@ module Bench
 
     def rows = [@row]
     def done? = @stage == :done
+    def long? = @setting.kind == :rbtrace # its attach takes about a second, its firehose rounds longer
     def admissible? = @baseline.nil? || @baseline.done?
     def ready? = @target.ready?
 
@@ -624,8 +626,9 @@ module Bench
   end
 
   # Runs the rows' measurements one at a time, in order, except that a measurement that is due
-  # (1 s or 10 s after a detach) goes first; up to AHEAD targets start in the background
-  # before their turn. Serially (without pipelining), one row at a time.
+  # (1 s or 10 s after a detach) goes first, and that a long one waits for the 1 s measurements
+  # pending, which would otherwise come well after 1 s; up to AHEAD targets start in the
+  # background before their turn. Serially (without pipelining), one row at a time.
   def run(items)
     pending = items.dup
     live = []
@@ -665,7 +668,8 @@ module Bench
     due = live.select { |r| r.stage != :main && r.due <= t }
     return due.min_by(&:due) unless due.empty?
 
-    live.find { |r| r.stage == :main && r.ready? }
+    early = live.any? { |r| r.stage == :early }
+    live.find { |r| r.stage == :main && r.ready? && !(early && r.long?) }
   end
 
   # ---------------------------------------------------------------- plan
