@@ -903,7 +903,11 @@ module Bench
           ['  YJIT leaves its code for the interpreter at any interrupt of the thread (a signal, a finalizer to',
            '  run), and a frame that never returns never comes back to it: the long loops show that.']
         end),
-      "durations chosen so that make bench's whole matrix (4 Rubies) fits in 10 minutes; this table took #{secs.round} s.",
+      if pipelined?
+        "durations chosen so that make bench's whole matrix (4 Rubies) fits in 10 minutes; this table took #{secs.round} s."
+      else
+        "durations chosen for make bench's 10 minutes pipelined; one after the other this table took #{secs.round} s."
+      end,
       "load average at the end: #{load_end}"
     ].compact
   end
