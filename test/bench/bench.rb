@@ -674,15 +674,20 @@ module Bench
 
   # ---------------------------------------------------------------- plan
 
-  # Why rbtrace rows cannot run on this Ruby, or nil.
+  # Why rbtrace rows cannot run on this Ruby, or nil. Debian builds ruby-rbtrace for its
+  # release's default Ruby only (make bench-ruby installs it there).
   def rbtrace_problem
-    ok = system('sh', '-c', 'command -v rbtrace', out: File::NULL)
-    return 'n/a: rbtrace is not installed (script/deps bench installs ruby-rbtrace)' unless ok
-    unless system(RUBY, '-e', 'require "rbtrace"', out: File::NULL, err: File::NULL)
-      return "n/a: Debian's ruby-rbtrace does not load in this Ruby (Debian builds it for another one)"
+    default, = Open3.capture2e('sh', '-c', 'ruby -e "print RbConfig.ruby, %( ), RUBY_VERSION"')
+    path, version = default.split
+    if path && File.exist?(path) && File.realpath(path) != File.realpath(RUBY)
+      return "n/a: Debian's ruby-rbtrace is built for this release's default Ruby, #{version}, not this one"
     end
+    return 'n/a: rbtrace is not installed (script/deps bench installs ruby-rbtrace)' unless system('sh', '-c', 'command -v rbtrace', out: File::NULL)
+    return "n/a: require 'rbtrace' fails in this Ruby" unless system(RUBY, '-e', 'require "rbtrace"', out: File::NULL, err: File::NULL)
 
     nil
+  rescue SystemCallError => e
+    "n/a: #{e.message}"
   end
 
   HOT = { 'keyloop' => 'Hash#key?', 'calls' => 'Object#f', 'server' => 'Object#f' }.freeze
