@@ -59,7 +59,8 @@ bench:
 		script/rubies --run $$r -- make -s bench-ruby TRACER_COMMIT="$$commit" || rc=1; echo; \
 	done; \
 	$(MAKE) -s -C client bench | sed -n 's/^decode + format/client decode + format/p'; \
-	echo "bench: $(or $(RUBIES),$(BENCH_RUBIES)) in $$(($$(date +%s) - start)) s"; exit $$rc
+	echo "bench: $(or $(RUBIES),$(BENCH_RUBIES)) in $$(($$(date +%s) - start)) s, with any wait for script/rubies' lock"; \
+	exit $$rc
 
 # The benchmark on $(RUBY) alone, here. rbtrace and hyperfine come from Debian, whose
 # ruby-rbtrace loads only in the release's default Ruby: elsewhere the table says so.
