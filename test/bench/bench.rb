@@ -905,8 +905,8 @@ module Bench
       "workloads: keyloop, alloc, calls and idle loop in one frame that never returns; server makes calls's",
       "  calls inside a method that returns every 1000 calls (a request), so that its frames return.",
       *(if yjit?
-          ['  YJIT leaves its code for the interpreter at any interrupt of the thread (a signal, a finalizer to',
-           '  run), and a frame that never returns never comes back to it: the long loops show that.']
+          ['  YJIT leaves its code for the interpreter at an interrupt of the thread (an attach\'s signal; the',
+           '  first GC with the agent loaded), and a frame that never returns never comes back to it.']
         end),
       if pipelined?
         "durations chosen so that make bench's whole matrix (4 Rubies) fits in 10 minutes; this table took #{secs.round} s."

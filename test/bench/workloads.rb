@@ -12,9 +12,10 @@
 # Each workload's loop lives in ONE frame that never returns, the way a long-running loop does
 # in an app: YJIT recompiles code that a tracer invalidated only when a frame is entered again,
 # so the long loops show what stays after detach, and `server` (its calls made inside a method
-# that returns every REQUEST_CALLS calls, like a request) shows what comes back. Any interrupt
-# of the main thread (a signal's trap, a thread switch) makes YJIT's code leave for the
-# interpreter, and such a loop never comes back: SIGUSR2 is for after the measurements.
+# that returns every REQUEST_CALLS calls, like a request) shows what comes back. An interrupt
+# of the main thread (a signal's trap, seen here; with the agent loaded, the first GC) makes
+# YJIT's code leave for the interpreter, and such a loop never comes back: SIGUSR2 is for
+# after the measurements.
 $stdout.sync = true
 
 ROUND_SECONDS = Float(ENV['BENCH_ROUND_SECONDS'] || 0.08)
