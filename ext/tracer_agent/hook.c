@@ -727,13 +727,53 @@ select_in(int i, VALUE mods, ID mid, VALUE *why)
 	return n;
 }
 
+static VALUE
+detached_of(VALUE arg)
+{
+	struct resolve *r = (struct resolve *)arg;
+	VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	VALUE wrap = rb_const_get(agent, rb_intern("Wrap"));
+	return rb_funcall(wrap, rb_intern("detached"), 2, r->mod, ID2SYM(r->mid));
+}
+
+/*
+ * Selects the methods named mid of owner (Qnil: any) that are in no method table any more,
+ * and which only a TracePoint on each can see (Sinatra's routes).
+ */
+static int
+select_detached(int i, VALUE owner, ID mid, VALUE *why)
+{
+	struct resolve r = { owner, mid };
+	int state = 0, n = 0;
+	VALUE ums = rb_protect(detached_of, (VALUE)&r, &state);
+
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return 0;
+	}
+	for (long k = 0; k < RARRAY_LEN(ums); k++) {
+		VALUE um = RARRAY_AREF(ums, k);
+		VALUE loc = rb_funcall(um, rb_intern("source_location"), 0);
+		VALUE mod = rb_funcall(um, rb_intern("owner"), 0);
+		uint32_t m = NIL_P(loc) ? trc_method_intern(mod, mid, Qnil, 0, i) :
+		    trc_method_intern(mod, mid, RARRAY_AREF(loc, 0), NUM2INT(RARRAY_AREF(loc, 1)), i);
+
+		if (m == UINT32_MAX) {
+			*why = rb_str_new_cstr("too many methods");
+			break;
+		}
+		n += trc_wrap_detached(um, mod, mid, m, H.started, why) == 0;
+	}
+	return n;
+}
+
 /* Selects what spec i names; returns how many methods (0: *why may say why). */
 static int
 select_spec(int i, VALUE *why)
 {
 	const struct trc_spec *sp = &H.cfg->specs[i];
 	VALUE mods;
-	int state = 0;
+	int state = 0, n;
 
 	switch (sp->kind) {
 	case TRC_SPEC_ANY:
@@ -754,7 +794,10 @@ select_spec(int i, VALUE *why)
 		mods = rb_ary_new_from_args(1, sp->klass);
 		break;
 	}
-	return select_in(i, mods, sp->mid, why);
+	n = select_in(i, mods, sp->mid, why);
+	if (n == 0 && sp->mid != 0)
+		n = select_detached(i, sp->kind == TRC_SPEC_ANY ? Qnil : RARRAY_AREF(mods, 0), sp->mid, why);
+	return n;
 pending:
 	*why = rb_sprintf("no class or module named %"PRIsVALUE" yet: its methods are traced once it is defined",
 	    sp->name);

@@ -205,6 +205,46 @@ trc_wrap_scope_one(const struct trc_scope *scope, uint64_t gen, VALUE owner, ID 
 	return m != UINT32_MAX && trc_wrap(owner, mid, m, gen, rb_ary_new(), &why) == 0;
 }
 
+struct detached_args {
+	VALUE um, token;
+};
+
+static VALUE
+trace_detached(VALUE arg)
+{
+	struct detached_args *a = (struct detached_args *)arg;
+	return rb_funcall(wrap_mod(), rb_intern("trace_detached"), 2, a->um, a->token);
+}
+
+int
+trc_wrap_detached(VALUE um, VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE *why)
+{
+	struct detached_args a = { um, ULL2NUM(trc_hook_token(gen, m)) };
+	struct wrap *w;
+	int state = 0;
+	VALUE handle;
+
+	if (grow() < 0) {
+		*why = rb_str_new_cstr("cannot trace it: out of memory");
+		return -1;
+	}
+	w = &wraps[nwraps++];
+	w->owner = owner;
+	w->mid = mid;
+	w->handle = Qnil;
+	installing++;
+	handle = rb_protect(trace_detached, (VALUE)&a, &state);
+	installing--;
+	if (state) {
+		rb_set_errinfo(Qnil);
+		*why = rb_str_new_cstr("cannot trace it: TracePoint#enable(target:) failed");
+		nwraps--;
+		return -1;
+	}
+	w->handle = handle;
+	return 0;
+}
+
 static VALUE
 uninstall(VALUE arg)
 {

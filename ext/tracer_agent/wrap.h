@@ -18,6 +18,12 @@ void trc_wrap_init(VALUE mod);
  */
 int trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why);
 /*
+ * GVL held. Traces um, a method no module's table holds any more (a Sinatra route), with a
+ * TracePoint targeted at it, as method m of generation gen: owner and mid name it. Undone with
+ * the wrappers. Returns 0, or -1 with *why set.
+ */
+int trc_wrap_detached(VALUE um, VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE *why);
+/*
  * GVL held. Wraps every Ruby method of the app the scope names (not scope->all): those defined
  * in files under its prefixes, less the ignored; their calls report as generation gen's.
  * Returns how many were wrapped.

@@ -82,6 +82,8 @@ module TracerAgent
       # Puts the original back, unless the app has redefined the method meanwhile. The saved
       # alias stays (saved_name).
       def uninstall(handle)
+        return handle.disable if handle.is_a?(TracePoint)
+
         owner, name, saved, visibility = handle
         restore(owner, name, saved, visibility) if wrapper?(owner, name)
       end
@@ -101,6 +103,34 @@ module TracerAgent
         file == FILE ? line : nil
       rescue NameError
         nil
+      end
+
+      # Methods taken out of their class once defined, which only an UnboundMethod still holds:
+      # Sinatra compiles each route ("GET /price/:name") so, and calls it with bind_call. No
+      # method table has them, so no wrapper can take their place. Those named name, of owner
+      # (nil: any), that no module defines under that name now.
+      def detached(owner, name)
+        found = []
+        ObjectSpace.each_object(UnboundMethod) do |um|
+          next unless um.name == name && (owner.nil? || um.owner.equal?(owner))
+          next if own?(um.owner, name) || um.source_location&.first == FILE
+
+          found << um unless found.any? { |f| f == um }
+        rescue StandardError
+          next
+        end
+        found
+      end
+
+      # Traces a detached method with a TracePoint on it alone. Ruby 3.1 keeps that method's
+      # bytecode instrumented after the TracePoint is disabled (about 2x on a route block that
+      # does nothing); Ruby 3.3 and later do not (measured: README, What stays behind).
+      def trace_detached(um, token)
+        tp = TracePoint.new(:call, :return) do |t|
+          t.event == :call ? TracerAgent.__enter(token) : TracerAgent.__leave(token)
+        end
+        tp.enable(target: um)
+        tp
       end
 
       # Every module with a method of this name of its own: [owner, ...], class methods included.

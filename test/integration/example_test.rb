@@ -47,6 +47,19 @@ class ExampleTest < Minitest::Test
     assert_match(/Shop#GET \/price\/:name <0\.0[3-9]\d+>/, out)
   end
 
+  # A Sinatra route is a method Sinatra defines, takes as an UnboundMethod and removes: no
+  # wrapper can take its place, a TracePoint on it alone sees it, named as the issue spells it.
+  def test_a_route_by_its_name_with_spaces
+    out, err, status = tracer('-p', @workers.first, '-m', 'Shop#GET /price/:name', 'Inventory.find(name)',
+                              'GET /report', '--duration', '1.5')
+    assert status.success?, err
+    # A call in full, on one thread (its lines carry the thread's name when several trace).
+    call = %r{^(\[[^\]]+\] |)Shop#GET /price/:name\n\1  Inventory\.find\(name="item\d+"\) <[\d.]+>\n\1Shop#GET /price/:name <[\d.]+>$}
+    assert call.match?(out), "no route call with its Inventory.find in:\n#{out[0, 2000]}"
+    assert_match(%r{^(\[[^\]]+\] |)Shop#GET /report <[\d.]+>$}, out[0, 200_000])
+    assert_equal 'ok', get('/health') # and the app serves on after detach
+  end
+
   def test_top_calls_across_the_cluster
     args = @workers.flat_map { |w| ['-p', w] }
     out, err, status = tracer(*args, '--top', 'calls', '--duration', '1.5', '--json')
