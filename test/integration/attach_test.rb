@@ -53,8 +53,7 @@ class AttachTest < Minitest::Test
   def test_foreign_user_cannot_attach
     skip_unless_root_with_nobody
     t = target('sleep')
-    out, err, status = Open3.capture3('setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups',
-                                      TRACER, '-p', t.pid.to_s, '-e', '1')
+    out, err, status = tracer('-p', t.pid, '-e', '1', prefix: AS_NOBODY)
     refute status.success?
     assert_match(/permission denied/, err)
     assert_empty out

@@ -29,7 +29,7 @@ module ExportConsumers
       stamp = File.join(EXPORT_DIR, 'node_modules', '.package-lock.json')
       lock = File.join(EXPORT_DIR, 'package-lock.json')
       unless File.exist?(stamp) && File.mtime(stamp) >= File.mtime(lock)
-        system('node', '--version', out: File::NULL) or raise 'export tests need node and npm (see .ci/run)'
+        system('node', '--version', out: File::NULL) or raise 'export tests need node and npm: script/deps test installs them'
         out, status = Open3.capture2e('npm', 'ci', '--prefix', EXPORT_DIR, '--ignore-scripts',
                                       '--no-audit', '--no-fund')
         raise "npm ci in test/export failed:\n#{out}" unless status.success?
@@ -44,8 +44,8 @@ class ExportTest < Minitest::Test
 
   def setup
     super
-    ExportConsumers.install!
     @dir = Dir.mktmpdir('tracer-export')
+    ExportConsumers.install!
   end
 
   def teardown

@@ -5,6 +5,7 @@ require 'open3'
 require 'timeout'
 require 'json'
 require 'tmpdir'
+require 'fileutils'
 
 ROOT = File.expand_path('../..', __dir__)
 TRACER = File.join(ROOT, 'client', 'tracer')
@@ -18,6 +19,44 @@ PROTOCOL_VERSION = Integer(File.read(File.join(ROOT, 'include', 'tracer_protocol
 # Where targets load the agent from: `make check-memory` points it at an ASan build.
 AGENT_LIB = ENV['TRACER_AGENT_LIB'] || File.join(ROOT, 'lib')
 
+# What a process of user nobody runs (a target, the client), where nobody can read it: the
+# checkout itself, or, when nobody cannot (a clone under /root, which is 0700), a copy of the
+# agent, the test apps and the client in a directory of its own, made once per run.
+module Nobody
+  AS = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups].freeze
+
+  def self.dir
+    @dir ||= if system(*AS, 'test', '-r', TARGET, '-a', '-x', TRACER, '-a', '-r', File.join(AGENT_LIB, 'tracer_agent.rb'))
+               nil
+             else
+               copy
+             end
+  end
+
+  def self.copy
+    d = Dir.mktmpdir('tracer-nobody')
+    File.chmod(0o755, d)
+    FileUtils.cp_r(File.expand_path(AGENT_LIB), File.join(d, 'lib'))
+    FileUtils.mkdir_p(File.join(d, 'test'))
+    FileUtils.cp_r(File.join(ROOT, 'test', 'apps'), File.join(d, 'test', 'apps'))
+    FileUtils.mkdir_p(File.join(d, 'client'))
+    FileUtils.cp(TRACER, File.join(d, 'client', 'tracer'))
+    FileUtils.chmod_R('a+rX', d)
+    at_exit { FileUtils.rm_rf(d) }
+    d
+  end
+
+  # path (under ROOT, or AGENT_LIB) as nobody can read it.
+  def self.path(path)
+    return path unless dir
+
+    lib = File.expand_path(AGENT_LIB)
+    path.start_with?(lib) ? File.join(dir, 'lib', path.delete_prefix(lib)) : File.join(dir, path.delete_prefix(ROOT))
+  end
+
+  def self.prefix?(prefix) = prefix[0, AS.size] == AS
+end
+
 # A Ruby process running test/apps/target.rb MODE with the agent loaded.
 class Target
   attr_reader :pid, :out
@@ -28,7 +67,9 @@ class Target
     # then pid is the prefix's, and the target, which says its own pid, is its child.
     # chdir: its working directory (a relative script is found from there).
     args = prefix + [RUBY]
-    args += ["-I#{File.expand_path(AGENT_LIB)}", '-rtracer_agent'] if agent
+    lib = File.expand_path(AGENT_LIB)
+    lib, script = Nobody.path(lib), Nobody.path(script) if Nobody.prefix?(prefix)
+    args += ["-I#{lib}", '-rtracer_agent'] if agent
     @out, @err = +'', +''
     @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode, **(chdir ? { chdir: chdir } : {}))
     @pid = @wait.pid
@@ -117,7 +158,8 @@ module TracerTest
   # Runs the client to completion: [stdout, stderr, status]. prefix: a command to run it under.
   # A client still running after `within` is killed, and the test fails: it never outlives it.
   def tracer(*args, within: WAIT, env: {}, prefix: [])
-    Open3.popen3(env, *prefix, TRACER, *args.map(&:to_s)) do |stdin, stdout, stderr, wait|
+    client = Nobody.prefix?(prefix) ? Nobody.path(TRACER) : TRACER
+    Open3.popen3(env, *prefix, client, *args.map(&:to_s)) do |stdin, stdout, stderr, wait|
       stdin.close
       readers = [Thread.new { stdout.read }, Thread.new { stderr.read }]
       unless wait.join(within)
@@ -130,7 +172,7 @@ module TracerTest
   end
 
   # Runs a target as user nobody (setpriv execs it: the pid stays the target's).
-  AS_NOBODY = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups].freeze
+  AS_NOBODY = Nobody::AS
 
   # The descriptors pid has open.
   def fds(pid) = Dir.children("/proc/#{pid}/fd")
