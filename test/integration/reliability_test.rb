@@ -201,7 +201,9 @@ class ReliabilityTest < Minitest::Test
       fds: settled_fds(pid),
       # The target's attach queue only: other runs on the machine make and remove theirs.
       queues: `ipcs -q`.lines.count { |l| l.start_with?(format('0x%08x ', 0x74000000 | pid)) },
-      rss_kib: File.read("/proc/#{pid}/status")[/VmRSS:\s+(\d+)/, 1].to_i
+      # Less what YJIT holds: each session's wrappers are new methods, which YJIT compiles when
+      # they are called often and keeps (up to its --yjit-exec-mem-size): YJIT's, not a leak.
+      rss_kib: File.read("/proc/#{pid}/status")[/VmRSS:\s+(\d+)/, 1].to_i - @yjit_kib
     }
   end
 
@@ -215,8 +217,13 @@ class ReliabilityTest < Minitest::Test
     fds(pid).size
   end
 
+  # The live threads, and what YJIT holds (its machine code and its own heap; 0 without YJIT).
   def stats_threads(pid)
-    out, = tracer('-p', pid, '-e', 'GC.start; Thread.list.size')
-    out[/\d+/].to_i
+    out, = tracer('-p', pid, '-e', 'GC.start; y = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? && ' \
+                                   'RubyVM::YJIT.runtime_stats; [Thread.list.size, y ? y[:code_region_size].to_i + ' \
+                                   'y[:yjit_alloc_size].to_i : 0]')
+    threads, yjit = out.scan(/\d+/).map(&:to_i)
+    @yjit_kib = yjit / 1024
+    threads
   end
 end
