@@ -76,7 +76,9 @@ class ExampleTest < Minitest::Test
   # Puma run by the Ruby under test. TRACER_PUMA names its script where the Ruby's own gems lack
   # it (make test-rubies builds Puma from Debian's source for a Ruby Debian built none for).
   def puma
-    [RUBY, ENV['TRACER_PUMA'] || Gem.bin_path('puma', 'puma')]
+    cmd = [RUBY, ENV['TRACER_PUMA'] || Gem.bin_path('puma', 'puma')]
+    nio = system(RUBY, '-e', 'require "nio"', out: File::NULL, err: File::NULL)
+    nio ? cmd : cmd + ['-C', File.join(ROOT, 'test', 'apps', 'puma_no_reactor.rb')]
   rescue Gem::Exception => e
     flunk "Puma is missing for #{RUBY} (#{e.message}): apt-get install puma, or make test-rubies"
   end
