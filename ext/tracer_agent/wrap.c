@@ -158,13 +158,22 @@ trc_wrap_scope(const struct trc_scope *scope, uint64_t gen)
 		rb_set_errinfo(Qnil);
 		return 0;
 	}
-	/* [owner, name, path, line, ...] */
+	/* [owner, name, path, line, ...]; an UnboundMethod in owner's place is a method no table
+	 * holds (a Sinatra route), traced where it is. */
 	for (long i = 0; i + 3 < RARRAY_LEN(list); i += 4) {
-		VALUE owner = RARRAY_AREF(list, i);
+		VALUE owner = RARRAY_AREF(list, i), um = Qnil;
 		ID mid = SYM2ID(RARRAY_AREF(list, i + 1));
-		uint32_t m = trc_method_intern(owner, mid, RARRAY_AREF(list, i + 2), NUM2INT(RARRAY_AREF(list, i + 3)), -2);
+		uint32_t m;
 
-		if (m != UINT32_MAX && trc_wrap(owner, mid, m, gen, none, &why) == 0)
+		if (rb_obj_is_kind_of(owner, rb_cUnboundMethod)) {
+			um = owner;
+			owner = rb_funcall(um, rb_intern("owner"), 0);
+		}
+		m = trc_method_intern(owner, mid, RARRAY_AREF(list, i + 2), NUM2INT(RARRAY_AREF(list, i + 3)), -2);
+		if (m == UINT32_MAX)
+			continue;
+		if (NIL_P(um) ? trc_wrap(owner, mid, m, gen, none, &why) == 0 :
+		    trc_wrap_detached(um, owner, mid, m, gen, &why) == 0)
 			n++;
 	}
 	RB_GC_GUARD(list);

@@ -163,7 +163,29 @@ module TracerAgent
         rescue StandardError
           next # a module that will not list its methods
         end
+        detached_app(found, prefixes, cwd, ignore) if TRACE_DETACHED
         found
+      end
+
+      # The app's methods that only an UnboundMethod holds (Sinatra's routes) are traced with a
+      # TracePoint on each, which Ruby 3.3 and later undo completely at detach; Ruby 3.1 leaves
+      # such a method's bytecode instrumented (about 2x on the method's own code), so there
+      # they are traced only when -m names them.
+      TRACE_DETACHED = RUBY_VERSION >= '3.3'
+
+      # [um, name, path, line] for each such method under prefixes: um in the owner's place.
+      def detached_app(found, prefixes, cwd, ignore)
+        ObjectSpace.each_object(UnboundMethod) do |um|
+          file, line = um.source_location
+          path = file && file != FILE ? absolute(file, cwd) : nil
+          next if path.nil? || path.start_with?(OWN) || prefixes.none? { |p| path.start_with?(p) }
+          next if own?(um.owner, um.name) || ignore&.match?("#{label_of(um.owner)}##{um.name}")
+          next if found.each_slice(4).any? { |f, n| f.is_a?(UnboundMethod) && n == um.name && f == um }
+
+          found.push(um, um.name, File.expand_path(path), line)
+        rescue StandardError
+          next
+        end
       end
 
       # One method just defined: [absolute path, line] if it is the app's (as app_methods), else nil.
