@@ -316,6 +316,8 @@ set_filter(struct opts *o, const char *v)
 {
 	if (*v == '\0')
 		die(TRC_EXIT_USAGE, "--filter needs a non-empty PREFIX");
+	if (o->nfilters == TRC_MAX_PREFIXES)
+		die(TRC_EXIT_USAGE, "--filter: at most %d prefixes", TRC_MAX_PREFIXES);
 	o->filters = push(o->filters, &o->nfilters, absolute_prefix(v));
 	o->scope_option = "--filter";
 }
@@ -347,6 +349,8 @@ static void
 set_ignore(struct opts *o, const char *v)
 {
 	check_regex("--ignore", v);
+	if (o->nignores == TRC_MAX_IGNORES)
+		die(TRC_EXIT_USAGE, "--ignore: at most %d regexes", TRC_MAX_IGNORES);
 	o->ignores = push(o->ignores, &o->nignores, v);
 	o->scope_option = "--ignore";
 }
@@ -734,6 +738,9 @@ parse_specs(const struct opts *o)
 	struct trc_spec *specs = xcalloc(o->nspecs, sizeof(*specs));
 	const char *why;
 
+	if (o->nspecs > TRC_MAX_SPECS)
+		die(TRC_EXIT_USAGE, "%zu method specs: at most %d can be traced at once", o->nspecs,
+		    TRC_MAX_SPECS);
 	for (size_t i = 0; i < o->nspecs; i++)
 		if (trc_spec_parse(&specs[i], o->specs[i], &why) < 0)
 			die(TRC_EXIT_USAGE, "invalid method spec '%s': %s", o->specs[i], why);

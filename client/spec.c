@@ -106,6 +106,10 @@ add_trimmed(struct trc_spec *s, const char *p, size_t len, const char **reason)
 		*reason = "empty expression";
 		return -1;
 	}
+	if (s->nexprs == TRC_MAX_EXPRS) {
+		*reason = "too many expressions (the protocol takes 16)";
+		return -1;
+	}
 	add_expr(s, p, len);
 	return 0;
 }

@@ -98,6 +98,13 @@ enum trc_cmd {
 				 * flags: enum trc_top_flag */
 };
 
+/* The most a TRC_CMD_TRACE may hold (more is a malformed message): specs, expressions per spec,
+ * scope prefixes and ignores. */
+#define TRC_MAX_SPECS 64
+#define TRC_MAX_EXPRS 16
+#define TRC_MAX_PREFIXES 64
+#define TRC_MAX_IGNORES 16
+
 /*
  * scope: [all, [prefix...], [ignore...]]: which calls firehose (-f), slow calls without -m
  * specs, and the calls and time tables see, and which files the other tables count.

@@ -7,11 +7,6 @@
 
 #include "tracer_protocol.h"
 
-#define TRC_MAX_SPECS 64
-#define TRC_MAX_EXPRS 16
-#define TRC_MAX_PREFIXES 64
-#define TRC_MAX_IGNORES 16
-
 /*
  * The command type of msg (enum trc_cmd) when msg is a well-formed command: the right array
  * length, and every field of the right msgpack type and range. -1 otherwise. Handlers run only

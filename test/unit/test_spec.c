@@ -167,10 +167,30 @@ test_deep_nesting(void)
 						strstr(why, "deeply") != NULL);
 }
 
+/* The protocol's TRC_MAX_EXPRS: one more is refused here, not by the agent. */
+static void
+test_expression_limit(void)
+{
+	char text[256] = "Foo#bar(";
+	struct trc_spec s;
+	const char *why;
+
+	for (int i = 0; i < TRC_MAX_EXPRS; i++)
+		strcat(text, i ? ",a" : "a");
+	strcat(text, ")");
+	test_cond("16 expressions accepted", trc_spec_parse(&s, text, &why) == 0 &&
+					     s.nexprs == TRC_MAX_EXPRS);
+	trc_spec_release(&s);
+	strcpy(text + strlen(text) - 1, ",b)");
+	test_cond("17 expressions rejected", trc_spec_parse(&s, text, &why) == -1 &&
+					     strstr(why, "too many") != NULL);
+}
+
 void
 test_spec(void)
 {
 	test_goods();
 	test_bads();
 	test_deep_nesting();
+	test_expression_limit();
 }
