@@ -51,6 +51,18 @@
  * only when the listener's SO_PEERCRED uid is its own or root's, so a name taken by someone
  * else after the client left leads nowhere. As before, only the target's user or root gets in.
  *
+ * Starting the target (tracer --exec, the client's exec.c and the agent's control.c): the client
+ * listens as in step 1 (its name has target pid 0: there is no target yet), then forks and
+ * execs the program with the agent preloaded (RUBYLIB, RUBYOPT -rtracer_agent) and
+ * TRC_CONNECT_ENV=@name in its environment. The agent, as it loads, connects to @name (the
+ * same SO_PEERCRED checks as step 3 on both sides: the client keeps only the program and its
+ * descendants) and serves that session right there, holding the GVL, until its TRC_CMD_TRACE or
+ * TRC_CMD_TOP has put the hooks in place (or the session ended, or TRC_CONNECT_WAIT_MS passed):
+ * the program's first line runs traced. The variable stays in the environment: a program that
+ * execs another (bundle exec, a shell's exec) connects again, as a new session, and so do the
+ * Ruby programs it spawns, and its forks (as Process._fork returns in the child).
+ * Nothing else differs from an attach: the same messages follow.
+ *
  * On the socket each message is one msgpack array whose first element is the message type
  * (a positive integer from the ranges below); messages follow each other with no framing, as
  * msgpack is self-delimiting. The first message each way is a hello: TRC_CMD_HELLO from the
@@ -70,6 +82,8 @@
 #define TRC_SOCK_NAME_FMT "tracer-%d-%d-%08x%08x"  /* client pid, target pid, 64 random bits */
 #define TRC_RESIGNAL_MS 20
 #define TRC_HELLO_MAGIC 0x54524331u /* "TRC1" */
+#define TRC_CONNECT_ENV "TRACER_AGENT_CONNECT"
+#define TRC_CONNECT_WAIT_MS 10000       /* the longest a program started by --exec waits */
 
 /*
  * The only message that travels through the SysV queue: "connect to me". addr is

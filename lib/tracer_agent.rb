@@ -19,6 +19,17 @@ module TracerAgent
       @allow_eval != false
     end
 
+    # tracer --exec started this program, or the program that started this one, with
+    # TRACER_AGENT_CONNECT=@NAME: connects to the tracer listening at @NAME now, as the agent
+    # loads (or in a child, as fork returns), and returns only once tracing has begun, so that
+    # the program is traced from its first line. The variable stays, for a program that execs
+    # another (bundle exec), the Ruby programs it spawns and its forks: tracer takes the
+    # program's descendants, and nobody listens any more once it has ended.
+    def __connect_from_env
+      addr = ENV['TRACER_AGENT_CONNECT']
+      __connect(addr) if addr&.start_with?('@')
+    end
+
     # Whether YJIT compiles this process's code now (the client says what a mode would cost it).
     def __yjit?
       defined?(RubyVM::YJIT) && RubyVM::YJIT.respond_to?(:enabled?) ? RubyVM::YJIT.enabled? : false
@@ -77,4 +88,18 @@ module TracerAgent
   Signal.singleton_class.prepend(TrapHook)
   Kernel.singleton_class.prepend(TrapHook)
   Kernel.prepend(TrapHook)
+
+  # Every fork Ruby makes (Kernel#fork, Process.fork, IO.popen('-'), Process.daemon) goes
+  # through Process._fork: a child of a program tracer --exec started connects before its first
+  # line, as the program did.
+  module ForkHook
+    def _fork
+      pid = super
+      TracerAgent.__connect_from_env if pid.zero?
+      pid
+    end
+  end
+  Process.singleton_class.prepend(ForkHook)
 end
+
+TracerAgent.__connect_from_env

@@ -33,6 +33,16 @@ rearm_signal(VALUE self)
 	return Qnil;
 }
 
+/*
+ * TracerAgent.__connect("@name"): tracer --exec's client listens there; connects and serves it
+ * until tracing has begun (control.c). True if connected, false when nobody listens there.
+ */
+static VALUE
+connect_now(VALUE self, VALUE addr)
+{
+	return trc_control_connect(StringValueCStr(addr)) == 0 ? Qtrue : Qfalse;
+}
+
 static VALUE
 ignored_messages(VALUE self)
 {
@@ -99,6 +109,7 @@ Init_tracer_agent(void)
 
 	rb_gc_register_mark_object(roots);
 	rb_define_singleton_method(mod, "__rearm_signal", rearm_signal, 0);
+	rb_define_singleton_method(mod, "__connect", connect_now, 1);
 	rb_define_singleton_method(mod, "ignored_messages", ignored_messages, 0);
 	rb_define_singleton_method(mod, "attached?", attached_p, 0);
 	rb_define_singleton_method(mod, "stats", stats, 0);

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ipc.h>
 #include <sys/eventfd.h>
 #include <sys/msg.h>
@@ -180,37 +181,47 @@ peer_trusted(int fd)
 }
 
 /*
- * The socket address of a hello's addr (checked by trc_wire_hello): "@name" is the abstract
- * name, a NUL then exactly the name's bytes; "/path" a socket file. Returns its length.
+ * The socket address of a hello's addr (checked by trc_wire_hello, or trc_control_connect):
+ * "@name" is the abstract name, a NUL then exactly the name's bytes; "/path" a socket file.
+ * n, its length, is below sizeof(addr->sun_path). Returns the address's length.
  */
 static socklen_t
-hello_addr(const struct trc_hello *h, struct sockaddr_un *addr)
+socket_addr(const char *s, size_t n, struct sockaddr_un *addr)
 {
-	size_t n = strlen(h->addr);     /* < sizeof(h->addr) == sizeof(addr->sun_path) */
-
 	memset(addr, 0, sizeof(*addr));
 	addr->sun_family = AF_UNIX;
-	memcpy(addr->sun_path, h->addr, n);
-	if (h->addr[0] == TRC_SOCK_ABSTRACT)
+	memcpy(addr->sun_path, s, n);
+	if (s[0] == TRC_SOCK_ABSTRACT)
 		addr->sun_path[0] = '\0';
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+}
+
+/* A connected socket to s (n bytes), whose listener we trust; -1 otherwise. */
+static int
+dial(const char *s, size_t n)
+{
+	struct sockaddr_un addr;
+	socklen_t len = socket_addr(s, n, &addr);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -1;
+	/* A hello left by a client that died has nobody listening: connect fails, we move on. */
+	if (connect(fd, (struct sockaddr *)&addr, len) < 0 || !peer_trusted(fd)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static void
 connect_client(const struct trc_hello *h)
 {
-	struct sockaddr_un addr;
-	socklen_t len = hello_addr(h, &addr);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* strlen < sizeof(h->addr) == sizeof(sun_path): trc_wire_hello found its NUL */
+	int fd = dial(h->addr, strlen(h->addr));
 
-	if (fd < 0)
-		return;
-	/* A hello left by a client that died has nobody listening: connect fails, we move on. */
-	if (connect(fd, (struct sockaddr *)&addr, len) < 0 || !peer_trusted(fd)) {
-		close(fd);
-		return;
-	}
-	trc_session_open(fd, h->client_pid);
+	if (fd >= 0)
+		trc_session_open(fd, h->client_pid);
 }
 
 static void
@@ -357,6 +368,84 @@ control_job(void *arg)
 	if (!trc_control_main_ractor())
 		return;
 	service();
+}
+
+/* ---- tracer --exec: the agent connects as it loads ---- */
+
+#define CONNECT_SLICE_MS 10
+
+static volatile int connect_interrupted;
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Without the GVL: until the session has work (a poke), Ruby wants the thread, or a slice has
+ * passed. The listener may take the poke first: it then serves the session itself, as soon as
+ * this thread lets go of the GVL, here; the slice bounds the wait either way.
+ */
+static void *
+connect_wait(void *unused)
+{
+	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
+	uint64_t n;
+
+	if (poll(&pfd, listen_fd >= 0 ? 1 : 0, CONNECT_SLICE_MS) > 0 && read(listen_fd, &n, sizeof(n)) < 0)
+		(void)0;        /* EAGAIN: the listener read it first */
+	return NULL;
+}
+
+static void
+connect_unblock(void *unused)
+{
+	uint64_t one = 1;
+
+	connect_interrupted = 1;
+	if (listen_fd >= 0 && write(listen_fd, &one, sizeof(one)) < 0)
+		(void)0;
+}
+
+int
+trc_control_connect(const char *addr)
+{
+	size_t n = strlen(addr);
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uint64_t deadline;
+	int fd;
+
+	if (addr[0] != TRC_SOCK_ABSTRACT || n < 2 || n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* A fresh child: its parent's session goes first (service does that), or it is busy. */
+	if (forked)
+		service();
+	if ((fd = dial(addr, n)) < 0)
+		return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		close(fd);
+		return -1;
+	}
+	trc_session_open(fd, cred.pid);
+	/*
+	 * Served here, with the GVL that loading the agent holds: the hello, then the trace or top
+	 * command, whose hooks are in place before the program's first line runs. The program waits
+	 * for nothing more: the I/O thread sends the replies and the events from then on.
+	 */
+	deadline = now_ms() + TRC_CONNECT_WAIT_MS;
+	connect_interrupted = 0;
+	while (!trc_session_settled() && !connect_interrupted && now_ms() < deadline) {
+		rb_thread_call_without_gvl(connect_wait, NULL, connect_unblock, NULL);
+		service();
+	}
+	return 0;
 }
 
 static void

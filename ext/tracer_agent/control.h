@@ -13,6 +13,13 @@ void trc_control_rearm(void);
 void trc_control_poke(void);
 /* Any thread holding its Ractor's lock: whether it runs in the main Ractor, the agent's own. */
 int trc_control_main_ractor(void);
+/*
+ * GVL held, as the agent loads (tracer --exec, tracer_protocol.h): connects to the client
+ * listening on addr ("@name"), and serves it here until its trace or top command has put the
+ * hooks in place, the session has ended, or TRC_CONNECT_WAIT_MS have passed: the program runs
+ * no line before. Returns 0, or -1 with errno when there was nobody to connect to.
+ */
+int trc_control_connect(const char *addr);
 /* Queue messages ignored because they were not a well-formed hello. */
 unsigned long trc_control_ignored(void);
 

@@ -429,8 +429,11 @@ stop(struct trc_session *s)
 		trc_scope_release(&s->cfg.scope);
 	}
 	if (load(&s->counting)) {
-		/* The counts of the last, partial interval, then the hooks off. */
-		if (load(&s->closing) == TRC_CLOSE_DETACH)
+		/*
+		 * The counts of the last, partial interval, then the hooks off; also as the process
+		 * exits, which is how a program tracer --exec started ends its counting.
+		 */
+		if (load(&s->closing) == TRC_CLOSE_DETACH || load(&s->closing) == TRC_CLOSE_EXIT)
 			send_counts(s);
 		trc_top_stop();
 	}
@@ -514,6 +517,20 @@ trc_session_service(void)
 			end(s);
 	}
 	busy = 0;
+}
+
+int
+trc_session_settled(void)
+{
+	struct trc_session *s = current;
+	int tracing;
+
+	if (s == NULL || load(&s->closing) != TRC_CLOSE_NONE || load(&s->counting))
+		return 1;
+	pthread_mutex_lock(&s->lock);
+	tracing = s->tracing;
+	pthread_mutex_unlock(&s->lock);
+	return tracing;
 }
 
 /* ---- opening ---- */

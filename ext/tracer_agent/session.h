@@ -73,6 +73,11 @@ enum trc_want {
 void trc_session_open(int fd, pid_t client_pid);
 /* GVL held (control.c's job or listener). Does the work the I/O thread asked for. */
 void trc_session_service(void);
+/*
+ * GVL held. Whether nothing keeps a program started by tracer --exec waiting any more: no
+ * session, or its hooks are on (trace or top started), or it is ending.
+ */
+int trc_session_settled(void);
 /* The current session, or NULL. GVL held. */
 struct trc_session *trc_session_current(void);
 /* GVL held. Asks for the session to close (enum trc_close). */
