@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
 module TracerAgent
-  # Tells a left-out optional argument from a given one, in a wrapper's parameter defaults.
-  UNSET = Object.new.freeze
+  # Tells a left-out optional argument from a given one, in a wrapper's parameter defaults; an
+  # -m expression that shows one shows (default).
+  UNSET = Object.new.tap { |o| def o.inspect = '(default)' }.freeze
 
   # The value of an -m expression that raised: shown as #<Class: message>.
   class ExprFailure
@@ -297,12 +298,13 @@ module TracerAgent
         end
 
         seen = {}
+        taken = params.filter_map { |_, name| [name, true] if name }.to_h
         defs = []
         pos = [] # [:req | :opt | :rest, name]
         kw = []  # [:req | :opt | :rest, name]
         block = nil
         params.each_with_index do |(type, name), i|
-          local = local_name(name, i, seen)
+          local = local_name(type, name, i, seen, taken)
           case type
           when :req then defs << local.to_s; pos << [:req, local]
           when :opt then defs << "#{local} = ::TracerAgent::UNSET"; pos << [:opt, local]
@@ -331,7 +333,14 @@ module TracerAgent
         true
       end
 
-      def local_name(name, index, seen)
+      # A C method's parameters have no names (IO#write: [[:rest]]): the -m expressions know them
+      # as args (the rest) and arg0, arg1... (by position), unless the method has a parameter
+      # of that name (taken: the names it has).
+      def local_name(type, name, index, seen, taken)
+        if name.nil? && %i[req opt rest].include?(type)
+          name = type == :rest ? :args : :"arg#{index}"
+          name = nil if taken[name]
+        end
         usable = name && name.match?(/\A[a-z_][A-Za-z0-9_]*\z/) && !%i[* ** &].include?(name) && !seen[name]
         seen[name] = true if name
         usable ? name : :"__tracer_p#{index}"
