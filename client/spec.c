@@ -287,3 +287,32 @@ trc_spec_release(struct trc_spec *s)
 	free(s->method);
 	memset(s, 0, sizeof(*s));
 }
+
+static bool
+is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+bool
+trc_spec_next_line(const char *text, size_t len, size_t *pos, unsigned *line,
+		   const char **start, size_t *n)
+{
+	while (*pos < len) {
+		const char *p = text + *pos, *nl = memchr(p, '\n', len - *pos);
+		const char *end = nl != NULL ? nl : text + len;
+
+		*pos = (size_t)(end - text) + (nl != NULL);
+		++*line;
+		while (p < end && is_blank(*p))
+			p++;
+		while (end > p && is_blank(end[-1]))
+			end--;
+		if (p == end || *p == '#')
+			continue;
+		*start = p;
+		*n = (size_t)(end - p);
+		return true;
+	}
+	return false;
+}

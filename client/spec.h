@@ -2,6 +2,7 @@
 #ifndef TRC_SPEC_H
 #define TRC_SPEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tracer_protocol.h"
@@ -14,6 +15,7 @@ struct trc_spec {
 	enum trc_spec_kind kind;
 	char **exprs;           /* expressions to evaluate at each call, trimmed */
 	size_t nexprs;
+	bool optional;          /* from a tracer file (-c): matching nothing is no error */
 };
 
 /*
@@ -24,5 +26,14 @@ struct trc_spec {
  */
 int trc_spec_parse(struct trc_spec *s, const char *text, const char **reason);
 void trc_spec_release(struct trc_spec *s);
+
+/*
+ * A tracer file (-c): one method spec per line, as -m takes them; blank lines and lines whose
+ * first non-blank character is '#' are skipped, and the blanks around a spec are trimmed.
+ * Finds the next spec in text[0..len) from *pos on: *start and *n say where it is, *line its
+ * line number (*pos 0 and *line 0 to begin). Returns false when there is none left. Pure.
+ */
+bool trc_spec_next_line(const char *text, size_t len, size_t *pos, unsigned *line,
+			const char **start, size_t *n);
 
 #endif

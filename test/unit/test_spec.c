@@ -186,6 +186,59 @@ test_expression_limit(void)
 					     strstr(why, "too many") != NULL);
 }
 
+/* A tracer file's lines: specs trimmed, comments and blank lines skipped, numbers kept. */
+static void
+test_tracer_file(void)
+{
+	static const char text[] = "# io: reads\n\n  IO#read(self)  \r\n\t# indented comment\n"
+				   "IO.write\nlast";
+	const char *want[] = { "IO#read(self)", "IO.write", "last" };
+	const unsigned lines[] = { 3, 5, 6 };
+	size_t pos = 0, n, k = 0;
+	unsigned line = 0;
+	const char *p;
+	char got[64];
+
+	while (trc_spec_next_line(text, strlen(text), &pos, &line, &p, &n) && k < 3) {
+		snprintf(got, sizeof(got), "%.*s", (int)n, p);
+		test_str("tracer file spec", got, want[k]);
+		test_cond("its line number", line == lines[k]);
+		k++;
+	}
+	test_cond("three specs, then the end", k == 3 &&
+		  !trc_spec_next_line(text, strlen(text), &pos, &line, &p, &n));
+	pos = 0;
+	line = 0;
+	test_cond("only comments: none", !trc_spec_next_line("#a\n \n", 5, &pos, &line, &p, &n));
+	pos = 0;
+	line = 0;
+	test_cond("empty: none", !trc_spec_next_line("", 0, &pos, &line, &p, &n) && line == 0);
+}
+
+/* The '#' of a spec is no comment; CRLF files; a NUL-free length is what counts, not a NUL. */
+static void
+test_tracer_file_edges(void)
+{
+	static const char text[] = "\r\n  Foo#bar(sql, name) \r\n\n\n#x\nBaz.qux # not a comment";
+	size_t pos = 0, n;
+	unsigned line = 0;
+	const char *p;
+	char got[64];
+
+	test_cond("a spec after a CRLF blank line", trc_spec_next_line(text, strlen(text), &pos, &line,
+								       &p, &n) && line == 2);
+	snprintf(got, sizeof(got), "%.*s", (int)n, p);
+	test_str("its text, without the CR", got, "Foo#bar(sql, name)");
+	test_cond("line 6, after blanks and a comment", trc_spec_next_line(text, strlen(text), &pos,
+									   &line, &p, &n) && line == 6);
+	snprintf(got, sizeof(got), "%.*s", (int)n, p);
+	test_str("a # inside a line stays", got, "Baz.qux # not a comment");
+	pos = 0;
+	line = 0;
+	test_cond("only the first len bytes", trc_spec_next_line("a\nb", 1, &pos, &line, &p, &n) &&
+		  n == 1 && *p == 'a' && !trc_spec_next_line("a\nb", 1, &pos, &line, &p, &n));
+}
+
 void
 test_spec(void)
 {
@@ -193,4 +246,6 @@ test_spec(void)
 	test_bads();
 	test_deep_nesting();
 	test_expression_limit();
+	test_tracer_file();
+	test_tracer_file_edges();
 }
