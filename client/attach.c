@@ -81,7 +81,7 @@ make_socket(struct trc_attach *a)
 
 /* Binds a fresh random abstract name; -1 with EADDRINUSE when that one is taken. */
 static int
-bind_random_name(struct trc_attach *a)
+bind_random_name(int fd, pid_t target, char *addr, size_t size)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	uint32_t r[2];
@@ -89,12 +89,12 @@ bind_random_name(struct trc_attach *a)
 
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return -1;
-	a->addr[0] = TRC_SOCK_ABSTRACT;
-	n = snprintf(a->addr + 1, sizeof(a->addr) - 1, TRC_SOCK_NAME_FMT, (int)getpid(),
-		     (int)a->pid, (unsigned)r[0], (unsigned)r[1]);
+	addr[0] = TRC_SOCK_ABSTRACT;
+	n = snprintf(addr + 1, size - 1, TRC_SOCK_NAME_FMT, (int)getpid(), (int)target,
+		     (unsigned)r[0], (unsigned)r[1]);
 	/* sun_path[0] stays NUL: abstract. The length counts the name's bytes and no more. */
-	memcpy(sun.sun_path + 1, a->addr + 1, (size_t)n);
-	return bind(a->lfd, (struct sockaddr *)&sun,
+	memcpy(sun.sun_path + 1, addr + 1, (size_t)n);
+	return bind(fd, (struct sockaddr *)&sun,
 		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n));
 }
 
@@ -102,21 +102,25 @@ bind_random_name(struct trc_attach *a)
  * Anyone in the network namespace may bind any abstract name: one that is taken (by chance,
  * or by someone who saw an earlier one) is left alone, and another drawn.
  */
-static int
-make_listener(struct trc_attach *a)
+int
+trc_attach_listen(int fd, pid_t target, char *addr, size_t size)
 {
 	int tries = 0, rc;
 
+	do
+		rc = bind_random_name(fd, target, addr, size);
+	while (rc < 0 && errno == EADDRINUSE && ++tries < BIND_TRIES);
+	return rc < 0 ? -1 : listen(fd, 8);
+}
+
+static int
+make_listener(struct trc_attach *a)
+{
 	if (make_socket(a) < 0)
 		return -1;
-	do
-		rc = bind_random_name(a);
-	while (rc < 0 && errno == EADDRINUSE && ++tries < BIND_TRIES);
-	if (rc < 0)
-		return fail(a, TRC_ATTACH_FAILED, "cannot bind a socket name (%s): %s", a->addr,
+	if (trc_attach_listen(a->lfd, a->pid, a->addr, sizeof(a->addr)) < 0)
+		return fail(a, TRC_ATTACH_FAILED, "cannot listen on a socket (%s): %s", a->addr,
 			    strerror(errno));
-	if (listen(a->lfd, 8) < 0)
-		return fail(a, TRC_ATTACH_FAILED, "cannot listen on %s: %s", a->addr, strerror(errno));
 	return 0;
 }
 

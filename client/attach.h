@@ -55,6 +55,13 @@ struct trc_attach {
 int trc_attach_start(struct trc_attach *a, struct ev_loop *loop, pid_t pid,
 		     trc_attach_done_fn *done, void *ctx);
 
+/*
+ * Binds the socket fd to a fresh random abstract name for target (TRC_SOCK_NAME_FMT; 0: none
+ * yet), written into addr (size bytes) as "@name", and listens on it. Returns 0, or -1 with
+ * errno.
+ */
+int trc_attach_listen(int fd, pid_t target, char *addr, size_t size);
+
 /* Stops attaching, closes the listener and removes the queue. Safe to repeat. */
 void trc_attach_stop(struct trc_attach *a);
 

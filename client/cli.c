@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <dirent.h>
 #include <math.h>
 #include <regex.h>
 #include <signal.h>
@@ -11,10 +12,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <ev.h>
 
 #include "compress.h"
+#include "exec.h"
 #include "export.h"
 #include "output.h"
 #include "proc.h"
@@ -50,7 +54,8 @@ struct opts {
 	pid_t *pids;            /* -p's, then those --ps found at the start */
 	size_t npids;
 	size_t npids_given;     /* how many of them -p gave */
-	const char **specs;
+	const char **specs;     /* -m's, and each line of the -c files */
+	char **spec_origins;    /* per spec: NULL for -m, "FILE:LINE" (owned, as is its text) for -c */
 	size_t nspecs;
 	bool firehose, slow, start_time, no_duration, append, heapdump, backtraces, stats;
 	bool help, version, yes, gc;
@@ -73,6 +78,10 @@ struct opts {
 	enum trc_format format;
 	bool format_given;
 	const char *text_option;        /* the last option given that only --format text takes */
+	/* --exec */
+	const char **exec_argv;         /* the command and its arguments, NULL-terminated */
+	size_t nexec;
+	double wait;                    /* --wait: 0 when not given */
 };
 
 enum arg_kind {
@@ -80,6 +89,7 @@ enum arg_kind {
 	ARG_REQUIRED,           /* -p PID, -pPID, --pid=PID */
 	ARG_OPTIONAL,           /* -s, -s 100, --slow=100: the next word if it is no option */
 	ARG_LIST,               /* -m A B C: one value, then every following word that is no option */
+	ARG_REST,               /* -x CMD ARGS...: every word after it, options included */
 };
 
 struct option_def {
@@ -146,11 +156,151 @@ set_pid(struct opts *o, const char *v)
 	o->pids[o->npids++] = pid;
 }
 
+/* origin: NULL for -m; else "FILE:LINE", and both it and v are the spec's own. */
+static void
+add_spec(struct opts *o, const char *v, char *origin)
+{
+	o->specs = xreallocarray(o->specs, o->nspecs + 1, sizeof(*o->specs));
+	o->spec_origins = xreallocarray(o->spec_origins, o->nspecs + 1, sizeof(*o->spec_origins));
+	o->spec_origins[o->nspecs] = origin;
+	o->specs[o->nspecs++] = v;
+}
+
 static void
 set_methods(struct opts *o, const char *v)
 {
-	o->specs = xreallocarray(o->specs, o->nspecs + 1, sizeof(*o->specs));
-	o->specs[o->nspecs++] = v;
+	add_spec(o, v, NULL);
+}
+
+/*
+ * The bundled tracers, relative to the directory of tracer's binary: the same in the source
+ * tree (client/tracer, share/tracer/tracers) and where make install puts them (PREFIX/bin,
+ * PREFIX/share/tracer/tracers).
+ */
+#define TRACER_DIR "/../share/tracer/tracers"
+
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of the bundled tracers, sorted, "a, b, c" (the caller frees), or "none". */
+static char *
+bundled_tracers(void)
+{
+	char *path = trc_proc_self_path(TRACER_DIR), **names = NULL;
+	DIR *dir = path != NULL ? opendir(path) : NULL;
+	size_t n = 0;
+	struct trc_buf list;
+	struct dirent *d;
+
+	while (dir != NULL && (d = readdir(dir)) != NULL) {
+		size_t len = strlen(d->d_name);
+
+		if (len <= 7 || strcmp(d->d_name + len - 7, ".tracer") != 0)
+			continue;
+		names = xreallocarray(names, n + 1, sizeof(*names));
+		names[n++] = xstrndup(d->d_name, len - 7);
+	}
+	if (dir != NULL)
+		closedir(dir);
+	free(path);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), compare_names);
+	trc_buf_init(&list);
+	for (size_t i = 0; i < n; i++) {
+		trc_buf_addf(&list, "%s%s", i > 0 ? ", " : "", names[i]);
+		free(names[i]);
+	}
+	free(names);
+	trc_buf_adds(&list, n == 0 ? "none" : "");
+	trc_buf_addc(&list, '\0');
+	return list.data;
+}
+
+static bool
+is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* -c v: the file v, or else the bundled tracer named v. Returns a path the caller frees. */
+static char *
+find_tracer(const char *v)
+{
+	char *dir, *path, *names;
+
+	if (is_file(v))
+		return xstrdup(v);
+	if (strchr(v, '/') == NULL && (dir = trc_proc_self_path(TRACER_DIR)) != NULL) {
+		path = xasprintf("%s/%s.tracer", dir, v);
+		free(dir);
+		if (is_file(path))
+			return path;
+		free(path);
+	}
+	names = bundled_tracers();
+	fprintf(stderr, "tracer: no tracer file '%s', and no bundled tracer of that name (bundled: %s)\n",
+		v, names);
+	free(names);
+	fputs("Try 'tracer --help' for more information.\n", stderr);
+	exit(TRC_EXIT_USAGE);
+}
+
+#define TRACER_FILE_MAX (1u << 20)
+
+/* The whole file at path, NUL-terminated, in *len bytes (the caller frees it). */
+static char *
+read_tracer(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *text = xmalloc(TRACER_FILE_MAX + 1);
+
+	if (f == NULL)
+		die(TRC_EXIT_USAGE, "cannot read tracer file '%s': %s", path, strerror(errno));
+	*len = fread(text, 1, TRACER_FILE_MAX + 1, f);
+	if (ferror(f))
+		die(TRC_EXIT_USAGE, "cannot read tracer file '%s': %s", path, strerror(errno));
+	fclose(f);
+	if (*len > TRACER_FILE_MAX)
+		die(TRC_EXIT_USAGE, "tracer file '%s' is over 1 MiB", path);
+	text[*len] = '\0';
+	return text;
+}
+
+/* -c NAME|FILE: every spec the tracer file lists, in its order, after those given before. */
+static void
+set_config(struct opts *o, const char *v)
+{
+	char *path = find_tracer(v);
+	size_t len, pos = 0, n, before = o->nspecs;
+	char *text = read_tracer(path, &len);
+	unsigned line = 0;
+	const char *p;
+
+	while (trc_spec_next_line(text, len, &pos, &line, &p, &n))
+		add_spec(o, xstrndup(p, n), xasprintf("%s:%u", path, line));
+	if (o->nspecs == before)
+		die(TRC_EXIT_USAGE, "tracer file '%s' lists no method", path);
+	free(text);
+	free(path);
+}
+
+static void
+set_exec(struct opts *o, const char *v)
+{
+	o->exec_argv = xreallocarray(o->exec_argv, o->nexec + 2, sizeof(*o->exec_argv));
+	o->exec_argv[o->nexec++] = v;
+	o->exec_argv[o->nexec] = NULL;
+}
+
+static void
+set_wait(struct opts *o, const char *v)
+{
+	o->wait = parse_secs("--wait", v);
 }
 
 static void
@@ -419,8 +569,14 @@ static const struct option_def options[] = {
 	{ "pid", 'p', ARG_REQUIRED, "PID", "process to attach to; repeat for several", set_pid },
 	{ "ps", 0, ARG_REQUIRED, "REGEX", "attach to your processes matching REGEX (below)",
 	  set_ps },
+	{ "exec", 'x', ARG_REST, "CMD [ARG...]", "start CMD, trace it from its first line (below); "
+	  "the rest is CMD's", set_exec },
+	{ "wait", 0, ARG_REQUIRED, "SECS", "--exec: attach SECS after CMD starts, not at its "
+	  "first line", set_wait },
 	{ "methods", 'm', ARG_LIST, "SPEC...", "trace calls of these methods (see below)",
 	  set_methods },
+	{ "config", 'c', ARG_LIST, "NAME|FILE...", "trace the methods a tracer file lists (below)",
+	  set_config },
 	{ "firehose", 'f', ARG_NONE, NULL, "trace every method call", set_firehose },
 	{ "slow", 's', ARG_OPTIONAL, "[MS]", "show calls slower than MS milliseconds (250)",
 	  set_slow },
@@ -472,11 +628,15 @@ static const struct option_def options[] = {
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
 static const char usage_text[] =
-	"Usage: tracer (-p PID [-p PID...] | --ps REGEX) (-m SPEC... | -f | -s [MS] |\n"
-	"              -e CODE | --heapdump [FILE] | --backtraces | --top MODE) [options]\n"
+	"Usage: tracer (-p PID [-p PID...] | --ps REGEX) (-m SPEC... | -c NAME... | -f |\n"
+	"              -s [MS] | -e CODE | --heapdump [FILE] | --backtraces | --top MODE)\n"
+	"              [options]\n"
+	"       tracer (-m SPEC... | -c NAME... | -f | -s [MS] | --top MODE) [options]\n"
+	"              -x CMD [ARG...]\n"
 	"\n"
 	"Traces method calls in running Ruby processes that loaded tracer_agent, shows\n"
-	"live tables of what they do, or evaluates code in them.\n"
+	"live tables of what they do, or evaluates code in them; or starts a Ruby\n"
+	"program and traces it from its first line.\n"
 	"\n"
 	"Options:\n";
 
@@ -488,6 +648,30 @@ static const char spec_text[] =
 	"  Class#              all instance methods    Class.         all singleton methods\n"
 	"  Kernel#sleep(self, __source__, @ivar, any_ruby_expr)\n"
 	"                      also print these values at each call\n"
+	"\n"
+	"Tracer files (-c NAME|FILE): a FILE lists method specs, one per line, as -m\n"
+	"takes them; blank lines and lines starting with # are skipped. A NAME that is\n"
+	"no file is a bundled tracer:\n"
+	"  activerecord  every SQL statement ActiveRecord runs: its text and duration\n"
+	"  http          Net::HTTP requests: method, host, port and path\n"
+	"  io            file and socket reads and writes, IO.select\n"
+	"  sleep         sleeps, and where they are\n"
+	"  threads       mutex waits, Thread#join and #value, Queue#pop,\n"
+	"                ConditionVariable#wait\n"
+	"-c goes with -m and other -c; a class a tracer names that the app never\n"
+	"loads is no error, and is traced if it does.\n"
+	"\n"
+	"--exec CMD [ARG...] (-x) starts CMD (found in PATH) with the agent preloaded\n"
+	"(RUBYLIB gains tracer's lib, from $TRACER_AGENT_LIB or beside tracer, else an\n"
+	"installed tracer_agent gem; RUBYOPT gains -rtracer_agent) and traces it from\n"
+	"its first line: the agent connects as it loads, and the program starts once\n"
+	"tracing has. Everything after CMD is CMD's. A program that execs another\n"
+	"(bundle exec, rake) keeps being traced; the Ruby programs it spawns and the\n"
+	"children it forks run on untraced (tracer -p can attach to them). tracer ends\n"
+	"when CMD does, with its exit status (128+N if signal N killed it; 127: no\n"
+	"such command, 126: not runnable). SIGTERM and SIGHUP sent to tracer are\n"
+	"passed on to CMD; Ctrl-C reaches CMD from the terminal, and a second one\n"
+	"detaches. --duration stops tracing, not CMD.\n"
 	"\n"
 	"Trace formats (--format, for -m, -f and -s):\n"
 	"  text        the call tree, as it happens (the default); a call nested more\n"
@@ -538,7 +722,8 @@ static const char spec_text[] =
 	"  4  permission denied: the process belongs to another user, or is in\n"
 	"     namespaces (a container) that only root may enter\n"
 	"With several pids, the highest code wins; a process --ps found that exits or\n"
-	"is traced by another client counts only when no process could be traced.\n";
+	"is traced by another client counts only when no process could be traced.\n"
+	"With --exec, CMD's exit status, or 1 when CMD succeeded but could not be traced.\n";
 
 static void
 usage(void)
@@ -582,8 +767,14 @@ apply(struct opts *o, const struct option_def *d, const char *spelled, const cha
 			die(TRC_EXIT_USAGE, "option '%s' needs a value", spelled);
 		v = argv[++*i];
 	}
+	if (d->arg == ARG_REST && v == NULL && *i + 1 >= argc)
+		die(TRC_EXIT_USAGE, "option '%s' needs a command", spelled);
+	if (d->arg == ARG_REST && v == NULL)
+		v = argv[++*i];
 	d->set(o, v);
 	while (d->arg == ARG_LIST && *i + 1 < argc && !is_option(argv[*i + 1]))
+		d->set(o, argv[++*i]);
+	while (d->arg == ARG_REST && *i + 1 < argc)
 		d->set(o, argv[++*i]);
 }
 
@@ -644,7 +835,7 @@ static void
 check_format(const struct opts *o, bool tracing)
 {
 	if (o->format_given && !tracing)
-		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -f, -s)");
+		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -c, -f, -s)");
 	if (o->format != TRC_FORMAT_TEXT && o->text_option != NULL)
 		die(TRC_EXIT_USAGE, "%s goes with --format text", o->text_option);
 	if (o->append && trc_format_is_document(o->format))
@@ -659,18 +850,25 @@ check_mode(const struct opts *o)
 	bool tracing = o->nspecs > 0 || o->firehose || o->slow;
 	int modes = tracing + (o->eval != NULL) + o->heapdump + o->backtraces + o->top;
 
-	if (o->npids == 0 && o->ps == NULL)
-		die(TRC_EXIT_USAGE, "no process given: use -p PID or --ps REGEX");
+	if (o->nexec > 0 && (o->npids > 0 || o->ps != NULL))
+		die(TRC_EXIT_USAGE, "--exec traces the program it starts: it excludes -p and --ps");
+	if (o->npids == 0 && o->ps == NULL && o->nexec == 0)
+		die(TRC_EXIT_USAGE, "no process given: use -p PID, --ps REGEX or --exec CMD");
+	if (o->wait > 0 && o->nexec == 0)
+		die(TRC_EXIT_USAGE, "--wait goes with --exec");
 	if (modes == 0)
-		die(TRC_EXIT_USAGE, "nothing to do: give -m, -f, -s, -e, --heapdump, --backtraces or "
-		    "--top");
+		die(TRC_EXIT_USAGE, "nothing to do: give -m, -c, -f, -s, -e, --heapdump, --backtraces "
+		    "or --top");
 	if (modes > 1)
-		die(TRC_EXIT_USAGE, "tracing (-m, -f, -s), -e, --heapdump, --backtraces and --top "
+		die(TRC_EXIT_USAGE, "tracing (-m, -c, -f, -s), -e, --heapdump, --backtraces and --top "
 		    "exclude each other");
 	if (o->slowcpu && o->slowwall)
 		die(TRC_EXIT_USAGE, "-s measures wall-clock time, --slowcpu CPU time: give one");
+	if (o->nexec > 0 && !tracing && !o->top)
+		die(TRC_EXIT_USAGE, "--exec traces (-m, -c, -f, -s) or counts (--top): -e, --heapdump "
+		    "and --backtraces go with -p or --ps");
 	if (o->firehose && (o->nspecs > 0 || o->slow))
-		die(TRC_EXIT_USAGE, "--firehose traces every call: it excludes -m and -s");
+		die(TRC_EXIT_USAGE, "--firehose traces every call: it excludes -m, -c and -s");
 	if (o->append && o->output == NULL)
 		die(TRC_EXIT_USAGE, "--append needs --output FILE");
 	if (o->top_option != NULL && !o->top)
@@ -678,7 +876,7 @@ check_mode(const struct opts *o)
 	if (o->scope_option != NULL && !o->top && !o->firehose && !(o->slow && o->nspecs == 0))
 		die(TRC_EXIT_USAGE, "%s goes with -f, -s (without -m) or --top", o->scope_option);
 	if (o->gc && !tracing && !o->top)
-		die(TRC_EXIT_USAGE, "--gc goes with tracing (-m, -f, -s) or --top");
+		die(TRC_EXIT_USAGE, "--gc goes with tracing (-m, -c, -f, -s) or --top");
 	if (o->all && o->nfilters > 0)
 		die(TRC_EXIT_USAGE, "--all counts every file: it excludes --filter");
 	check_format(o, tracing);
@@ -741,9 +939,15 @@ parse_specs(const struct opts *o)
 	if (o->nspecs > TRC_MAX_SPECS)
 		die(TRC_EXIT_USAGE, "%zu method specs: at most %d can be traced at once", o->nspecs,
 		    TRC_MAX_SPECS);
-	for (size_t i = 0; i < o->nspecs; i++)
-		if (trc_spec_parse(&specs[i], o->specs[i], &why) < 0)
+	for (size_t i = 0; i < o->nspecs; i++) {
+		if (trc_spec_parse(&specs[i], o->specs[i], &why) < 0) {
+			if (o->spec_origins[i] != NULL)
+				die(TRC_EXIT_USAGE, "%s: invalid method spec '%s': %s",
+				    o->spec_origins[i], o->specs[i], why);
 			die(TRC_EXIT_USAGE, "invalid method spec '%s': %s", o->specs[i], why);
+		}
+		specs[i].optional = o->spec_origins[i] != NULL;
+	}
 	return specs;
 }
 
@@ -889,7 +1093,23 @@ struct cli {
 	struct trc_top *top;            /* --top: the table, and its live view */
 	struct trc_live *live;
 	struct trc_export *export;      /* --format other than text */
+	/* --exec: the program, which the run waits for; --wait; the end of its connections */
+	bool execing;
+	struct trc_exec exec;
+	ev_timer wait_w, grace_w;
 };
+
+/*
+ * Whether the loop goes on with no session running: --ps waits for new processes until
+ * stopped, --exec for its program to end (connecting again after an exec, maybe).
+ */
+static bool
+waits_for_more(const struct cli *c)
+{
+	if (c->execing)
+		return !c->exec.exited;
+	return c->ps != NULL && !c->stopping;
+}
 
 /* An error of the run, under the trace; held with the notes while a screen is up. */
 static void __attribute__((format(printf, 2, 3)))
@@ -918,9 +1138,13 @@ stop_all(struct cli *c, enum trc_stop_reason why)
 	c->stopping = true;
 	ev_timer_stop(c->loop, &c->rescan_w);
 	ev_timer_stop(c->loop, &c->end_w);
+	if (c->execing) {
+		ev_timer_stop(c->loop, &c->wait_w);
+		trc_exec_stop_listening(&c->exec);
+	}
 	for (size_t i = 0; i < c->nsessions; i++)
 		trc_session_stop(c->sessions[i], why);
-	if (c->running == 0)
+	if (c->running == 0 && !waits_for_more(c))
 		ev_break(c->loop, EVBREAK_ALL);
 }
 
@@ -962,7 +1186,8 @@ check_specs(struct cli *c)
 	size_t traced = 0, unmatched = 0;
 	struct trc_buf names;
 
-	if (c->specs_checked || j->mode != TRC_MODE_TRACE || j->nspecs == 0)
+	/* --exec: the program defines what it runs as it goes, and runs on regardless. */
+	if (c->specs_checked || j->mode != TRC_MODE_TRACE || j->nspecs == 0 || j->exec)
 		return;
 	for (size_t i = 0; i < c->nsessions; i++) {
 		if (!trc_session_traced(c->sessions[i]) && !trc_session_finished(c->sessions[i]))
@@ -1041,15 +1266,35 @@ on_session_done(struct trc_session *s, void *ctx)
 	account(c, s);
 	c->running--;
 	check_specs(c);
-	if (c->running == 0 && (c->ps == NULL || c->stopping)) {
+	if (c->running == 0 && !waits_for_more(c)) {
 		ev_break(c->loop, EVBREAK_ALL);
 		return;
 	}
-	if (c->running == 0)
+	if (c->running == 0 && c->ps != NULL)
 		trc_output_note(&c->out, "no process left; waiting for one that matches %s",
 				c->o->ps);
 	if (c->live != NULL)
 		trc_live_update(c->live);
+}
+
+static void abort_all(struct cli *c);
+
+/*
+ * --exec: tracer and its program share the terminal, whose Ctrl-C reaches both: the program
+ * decides what to do with its SIGINT, traced; a second one detaches, a third leaves at once.
+ * SIGTERM and SIGHUP, sent to tracer alone, are passed on.
+ */
+static void
+on_exec_signal(struct cli *c, int sig)
+{
+	if (sig != SIGINT) {
+		trc_exec_signal(&c->exec, sig);
+		return;
+	}
+	if (++c->interrupts == 2)
+		stop_all(c, TRC_STOP_SIGNAL);
+	else if (c->interrupts > 2)
+		abort_all(c);
 }
 
 /* First signal: detach cleanly. Second: leave now. */
@@ -1059,10 +1304,20 @@ on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	struct cli *c = w->data;
 
 	(void)loop, (void)revents;
+	if (c->execing) {
+		on_exec_signal(c, w->signum);
+		return;
+	}
 	if (++c->interrupts == 1) {
 		stop_all(c, TRC_STOP_SIGNAL);
 		return;
 	}
+	abort_all(c);
+}
+
+static void
+abort_all(struct cli *c)
+{
 	for (size_t i = 0; i < c->nsessions; i++)
 		trc_session_abort(c->sessions[i]);
 }
@@ -1123,8 +1378,10 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	j->scope.nignores = o->nignores;
 	j->top.table = c->top;
 	j->label_pids = o->npids > 1 || c->ps != NULL;
+	j->exec = o->nexec > 0;
 	j->timeout = o->timeout;
-	j->duration = c->ps != NULL ? 0 : o->duration;     /* with --ps: on_end */
+	/* with --ps or --exec: on_end, for every process and every exec */
+	j->duration = c->ps != NULL || j->exec ? 0 : o->duration;
 	j->out = &c->out;
 }
 
@@ -1208,11 +1465,126 @@ start_rescans(struct cli *c, const struct opts *o)
 	c->rescan_w.data = c;
 	ev_timer_init(&c->end_w, on_end, o->duration, 0);
 	c->end_w.data = c;
-	if (c->ps == NULL || c->stopping)
+	if ((c->ps == NULL && !c->execing) || c->stopping)
 		return;
-	ev_timer_start(c->loop, &c->rescan_w);
+	if (c->ps != NULL)
+		ev_timer_start(c->loop, &c->rescan_w);
 	if (o->duration > 0)
 		ev_timer_start(c->loop, &c->end_w);
+}
+
+/* ---- --exec ---- */
+
+#define EXEC_GRACE 2.0          /* seconds the program's connections may outlive it */
+
+/*
+ * The program connected, at its start or after an exec, or a process it started did (a fork,
+ * a Ruby program it spawned): a session of its own. From the first other process on, the
+ * lines of the others start with [PID]; the program's own keep no label.
+ */
+static void
+on_exec_connected(struct trc_exec *x, int fd, pid_t pid, void *ctx)
+{
+	struct cli *c = ctx;
+
+	if (c->stopping) {
+		close(fd);      /* it runs on untraced */
+		return;
+	}
+	if (pid != x->pid)
+		c->job.label_pids = true;
+	trc_session_adopt(add_session(c, pid, false), fd);
+}
+
+/* --wait ran out: attach, as to any process. */
+static void
+on_wait(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct cli *c = w->data;
+
+	(void)loop, (void)revents;
+	trc_session_start(add_session(c, c->exec.pid, false));
+}
+
+/* The program's connection outlived it: something still holds a copy. */
+static void
+on_grace(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	abort_all(w->data);
+}
+
+static void
+on_exec_exit(struct trc_exec *x, void *ctx)
+{
+	struct cli *c = ctx;
+
+	ev_timer_stop(c->loop, &c->wait_w);
+	ev_timer_stop(c->loop, &c->end_w);
+	if (c->running == 0) {
+		ev_break(c->loop, EVBREAK_ALL);
+		return;
+	}
+	/*
+	 * The program's sessions read on to the end of what it sent, which its exit has closed.
+	 * The processes it left running are detached: tracer ends with the program.
+	 */
+	for (size_t i = 0; i < c->nsessions; i++)
+		if (trc_session_pid(c->sessions[i]) != x->pid)
+			trc_session_stop(c->sessions[i], TRC_STOP_END);
+	ev_timer_start(c->loop, &c->grace_w);
+}
+
+static void
+start_exec(struct cli *c, const struct opts *o)
+{
+	char *lib = trc_exec_agent_lib();
+	int rc = trc_exec_start(&c->exec, c->loop, (char *const *)o->exec_argv, lib, o->wait == 0,
+				on_exec_connected, on_exec_exit, c);
+
+	free(lib);
+	if (rc < 0 && c->exec.exec_failed)
+		die(errno == ENOENT ? TRC_EXIT_NOT_FOUND : TRC_EXIT_CANNOT_RUN, "%s", c->exec.error);
+	if (rc < 0)
+		die(TRC_EXIT_ERROR, "%s", c->exec.error);
+	c->execing = true;
+	ev_timer_init(&c->wait_w, on_wait, o->wait, 0);
+	c->wait_w.data = c;
+	ev_timer_init(&c->grace_w, on_grace, EXEC_GRACE, 0);
+	c->grace_w.data = c;
+	if (o->wait > 0)
+		ev_timer_start(c->loop, &c->wait_w);
+}
+
+/* How the program ended, as a note; an error if it never connected. */
+static void
+exec_report(struct cli *c)
+{
+	const struct trc_exec *x = &c->exec;
+	int code = trc_exec_code(x);
+
+	if (WIFSIGNALED(x->status))
+		trc_output_note(&c->out, "process %d killed by signal %d (%s)", (int)x->pid,
+				WTERMSIG(x->status), strsignal(WTERMSIG(x->status)));
+	else
+		trc_output_note(&c->out, "process %d exited with status %d", (int)x->pid, code);
+	if (c->nsessions == 0 && c->o->wait > 0) {
+		trc_output_note(&c->out, "process %d ended before --wait ran out: not traced",
+				(int)x->pid);
+	} else if (c->nsessions == 0) {
+		say_error(c, "process %d never connected: is it a Ruby program, and did it keep the "
+			  "RUBYOPT that loads tracer_agent?", (int)x->pid);
+		c->code = TRC_EXIT_ERROR;
+	}
+}
+
+/* The run's outcome with --exec: the program's; or 1 when it succeeded but tracing failed. */
+static int
+exec_outcome(const struct cli *c)
+{
+	int code = trc_exec_code(&c->exec);
+
+	return code != 0 ? code : c->code != TRC_EXIT_OK ? TRC_EXIT_ERROR : TRC_EXIT_OK;
 }
 
 static struct trc_top *
@@ -1240,7 +1612,7 @@ start_live(struct cli *c, const struct opts *o, bool full_screen)
 {
 	struct trc_live_opts lo = {
 		.full_screen = full_screen, .json = o->json, .rows = o->rows,
-		.interval = o->interval, .final_only = o->duration > 0,
+		.interval = o->interval, .final_only = o->duration > 0, .final = o->nexec > 0,
 		.reset = o->reset > 0 ? o->reset : o->duration > 0 ? 0 : DEFAULT_RESET,
 		.filters = o->filters, .nfilters = o->nfilters, .all = o->all, .gc = o->gc,
 	};
@@ -1287,11 +1659,11 @@ free_run(struct cli *c)
 		trc_top_free(c->top);
 }
 
-static enum trc_exit
+static int
 run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, struct trc_ps *ps)
 {
 	struct cli c = { .o = o, .code = TRC_EXIT_OK, .ps = watched(mode, ps, o) };
-	int fd = open_output(o);
+	int fd = open_output(o), code;
 	bool full_screen = mode == TRC_MODE_TOP && !o->json && isatty(fd);
 
 	if (mode == TRC_MODE_TOP)
@@ -1299,21 +1671,27 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, stru
 	trc_output_init(&c.out, fd, STDERR_FILENO);
 	compress_output(&c.out, o);
 	if (mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
-		c.export = new_export(&c.out, o, specs, c.ps != NULL);
+		c.export = new_export(&c.out, o, specs, c.ps != NULL || o->nexec > 0);
 	make_job(&c, o, mode, specs);
+	if (o->nexec > 0)
+		trc_exec_init(&c.exec);     /* before libev changes the signal mask */
 	c.loop = ev_default_loop(0);
 	if (c.loop == NULL)
 		die(TRC_EXIT_ERROR, "cannot start the event loop");
 	watch_signals(&c);
+	if (o->nexec > 0)
+		start_exec(&c, o);
 	start_sessions(&c);
 	/* Sessions may all have failed already (then without a loop to break). */
-	if (mode == TRC_MODE_TOP && !c.stopping && (c.running > 0 || c.ps != NULL))
+	if (mode == TRC_MODE_TOP && !c.stopping && (c.running > 0 || c.ps != NULL || c.execing))
 		start_live(&c, o, full_screen);
 	start_rescans(&c, o);
-	if (!c.stopping && (c.running > 0 || c.ps != NULL))
+	if (!c.stopping && (c.running > 0 || c.ps != NULL || c.execing))
 		ev_run(c.loop, 0);
 	if (c.live != NULL)
 		trc_live_stop(c.live);
+	if (c.execing)
+		exec_report(&c);
 	/* Every session has ended its part: the file can be completed. */
 	if (c.export != NULL)
 		trc_export_finish(c.export);
@@ -1325,8 +1703,9 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, stru
 	/* --ps processes that all went away, or refused: then their outcome is the run's. */
 	if (!c.worked && c.churn > c.code)
 		c.code = c.churn;
+	code = c.execing ? exec_outcome(&c) : (int)c.code;
 	free_run(&c);
-	return c.code;
+	return code;
 }
 
 int
@@ -1338,7 +1717,7 @@ main(int argc, char **argv)
 	struct trc_spec *specs;
 	struct trc_ps ps = { .known = NULL };
 	enum trc_mode mode;
-	enum trc_exit code;
+	int code;
 
 	parse_args(&o, argc, argv);
 	if (o.help) {
@@ -1360,7 +1739,14 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < o.nspecs; i++)
 		trc_spec_release(&specs[i]);
 	free(specs);
+	for (size_t i = 0; i < o.nspecs; i++) {
+		if (o.spec_origins[i] != NULL)
+			free((void *)o.specs[i]);       /* a tracer file's line */
+		free(o.spec_origins[i]);
+	}
 	free(o.specs);
+	free(o.spec_origins);
+	free(o.exec_argv);
 	for (size_t i = 0; i < o.nfilters; i++)
 		free((void *)o.filters[i]);     /* absolute_prefix's copies */
 	free(o.filters);

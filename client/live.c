@@ -281,7 +281,7 @@ trc_live_stop(struct trc_live *l)
 		out->err.len = 0;
 		out->err_fd = STDERR_FILENO;
 	}
-	if (l->o.final_only)
+	if (l->o.final_only || l->o.final)
 		show_lines(l, true);
 	free(l);
 }

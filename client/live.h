@@ -17,6 +17,7 @@ struct trc_live_opts {
 	double interval;        /* seconds between tables */
 	double reset;           /* seconds between clearings of the table; 0: never */
 	bool final_only;        /* --duration: one table only, when trc_live_stop() is called */
+	bool final;             /* --exec: a last table too, when trc_live_stop() is called */
 	const char *const *filters;     /* --filter, for the header; none: the targets' cwds */
 	size_t nfilters;
 	bool all;

@@ -2,12 +2,15 @@
 #include "proc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "xmalloc.h"
 
 /* A zombie has exited: it will never answer, so it counts as gone. */
 static bool
@@ -125,4 +128,56 @@ trc_proc_check(pid_t pid)
 	if (geteuid() != 0 && trc_proc_owner(pid, &uid, &gid) == 0 && uid != geteuid())
 		return TRC_PROC_DENIED;
 	return TRC_PROC_ALIVE;
+}
+
+/* The parent of pid, from "pid (comm) S ppid ..."; -1 when pid is gone. */
+static pid_t
+parent_of(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	FILE *f;
+	size_t n;
+	int ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* comm may hold parentheses and spaces: the state and ppid follow the last ')'. */
+	paren = strrchr(buf, ')');
+	if (paren == NULL || sscanf(paren + 1, " %*c %d", &ppid) != 1)  /* NOLINT(cert-err34-c) */
+		return -1;
+	return (pid_t)ppid;
+}
+
+bool
+trc_proc_descends(pid_t pid, pid_t ancestor)
+{
+	/* The depth bound is for a /proc that changes under us; real trees are far shallower. */
+	for (int depth = 0; depth < 256 && pid > 1; depth++) {
+		pid = parent_of(pid);
+		if (pid == ancestor)
+			return true;
+	}
+	return false;
+}
+
+char *
+trc_proc_self_path(const char *rel)
+{
+	char exe[PATH_MAX], path[PATH_MAX], *slash, *joined;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe));
+
+	if (n <= 0 || (size_t)n >= sizeof(exe))
+		return NULL;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return NULL;
+	*slash = '\0';
+	joined = xasprintf("%s%s", exe, rel);
+	n = realpath(joined, path) == NULL ? -1 : 0;
+	free(joined);
+	return n < 0 ? NULL : xstrdup(path);
 }

@@ -2,6 +2,7 @@
 #ifndef TRC_PROC_H
 #define TRC_PROC_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 enum trc_proc_status {
@@ -22,5 +23,14 @@ int trc_proc_owner(pid_t pid, uid_t *uid, gid_t *gid);
  * container's). Returns 0, or -1 with errno when pid does not exist.
  */
 int trc_proc_nspid(pid_t pid, pid_t *inner, int *levels);
+
+/* Whether pid is a descendant of ancestor (its child, their child...), by /proc's parent pids. */
+bool trc_proc_descends(pid_t pid, pid_t ancestor);
+
+/*
+ * The directory of tracer's own binary (/proc/self/exe), made canonical, with rel ("/../lib",
+ * "/tracers") after it. Returns a string the caller frees, or NULL when it does not exist.
+ */
+char *trc_proc_self_path(const char *rel);
 
 #endif

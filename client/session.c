@@ -293,10 +293,19 @@ on_spec(struct trc_session *s, const struct trc_message *m)
 	uint32_t i = m->spec.index;
 	const char *spec = i < s->job->nspecs ? s->job->specs[i].text : "?";
 
+	bool optional = i < s->job->nspecs && s->job->specs[i].optional;
+	/* What the agent says of a spec that only found nothing (others say why it failed). */
+	bool nothing = msg->len == 0 || (msg->len == 17 && memcmp(msg->ptr, "matched no method", 17) == 0);
+
 	/* A spec waiting for its class to be defined will match: it is no reason to give up. */
-	if (i < s->job->nspecs && (m->spec.matched != 0 || m->spec.pending))
+	if (i < s->job->nspecs && (m->spec.matched != 0 || m->spec.pending || optional))
 		s->matched[i] = true;
-	if (m->spec.matched != 0)
+	/*
+	 * Quiet: a tracer file's line, which names what an app may never load; and with --exec a
+	 * class or method the program has yet to define, which it usually has not before its
+	 * first line (a method defined later is traced from then on).
+	 */
+	if (m->spec.matched != 0 || optional || (s->job->exec && (m->spec.pending || nothing)))
 		return;
 	if (msg->len > 0)
 		trc_output_note(s->job->out, "%s%s: %.*s", s->tag, spec, (int)msg->len, msg->ptr);
@@ -447,6 +456,15 @@ on_end(void *ctx, enum trc_conn_end why, const char *detail)
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: %s", (int)s->pid, detail);
 		return;
 	}
+	/*
+	 * The program tracer started ended, or exec'd another (which may connect again): either
+	 * way this part of the trace is complete, and tracer, its parent, learns which by itself.
+	 */
+	if (s->job->exec) {
+		trc_sink_close(&s->sink);
+		finish(s, TRC_EXIT_OK, NULL);
+		return;
+	}
 	trc_conn_close(&s->conn);
 	stop_timers(s);
 	s->state = S_CLOSED;
@@ -592,6 +610,14 @@ trc_session_start(struct trc_session *s)
 	ev_timer_start(s->loop, &s->timeout_w);
 	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
 		on_attached(&s->attach, -1, s);
+}
+
+void
+trc_session_adopt(struct trc_session *s, int fd)
+{
+	s->state = S_ATTACHING;
+	ev_timer_start(s->loop, &s->timeout_w);
+	on_attached(&s->attach, fd, s);
 }
 
 void

@@ -21,6 +21,8 @@ enum trc_exit {
 	TRC_EXIT_USAGE = 2,     /* bad options or method specs */
 	TRC_EXIT_EXITED = 3,    /* the target exited while attached */
 	TRC_EXIT_DENIED = 4,    /* permission denied */
+	TRC_EXIT_CANNOT_RUN = 126,      /* --exec: the command exists but could not be run */
+	TRC_EXIT_NOT_FOUND = 127,       /* --exec: no such command */
 };
 
 enum trc_mode {
@@ -56,6 +58,8 @@ struct trc_job {
 		struct trc_top *table;          /* where every target's TRC_MSG_TOP rows go */
 	} top;
 	bool label_pids;        /* several targets: "[PID] " before each of their lines */
+	bool exec;              /* --exec: tracer started the target, which connects itself,
+				 * maybe again after an exec; its classes are mostly not loaded yet */
 	bool stats;             /* --stats: event counts of both sides at detach */
 	double timeout;         /* seconds for the agent to answer the attach */
 	double duration;        /* seconds of tracing before detaching; 0: until stopped */
@@ -82,6 +86,11 @@ struct trc_session *trc_session_new(struct ev_loop *loop, const struct trc_job *
 				    void *ctx);
 /* Starts attaching; failures are reported through done (maybe before this returns). */
 void trc_session_start(struct trc_session *s);
+/*
+ * Starts from a connection the target made itself (--exec; fd non-blocking, the session owns
+ * it): no attach, the hello goes out now, and the timeout runs from here. Main thread.
+ */
+void trc_session_adopt(struct trc_session *s, int fd);
 /* Detaches cleanly: waits for the agent's DETACHED (at most 2 s) before done. */
 void trc_session_stop(struct trc_session *s, enum trc_stop_reason why);
 /* Drops the connection now, without waiting for the agent. */

@@ -80,7 +80,7 @@ class GcTest < Minitest::Test
   def test_gc_alone_is_a_usage_error
     out, err, status = tracer('-p', Process.pid, '-e', '1', '--gc')
     assert_equal 2, status.exitstatus
-    assert_equal "tracer: --gc goes with tracing (-m, -f, -s) or --top\nTry 'tracer --help' for more information.\n", err
+    assert_equal "tracer: --gc goes with tracing (-m, -c, -f, -s) or --top\nTry 'tracer --help' for more information.\n", err
     assert_empty out
   end
 end

@@ -157,9 +157,9 @@ module TracerTest
 
   # Runs the client to completion: [stdout, stderr, status]. prefix: a command to run it under.
   # A client still running after `within` is killed, and the test fails: it never outlives it.
-  def tracer(*args, within: WAIT, env: {}, prefix: [])
+  def tracer(*args, within: WAIT, env: {}, prefix: [], chdir: nil)
     client = Nobody.prefix?(prefix) ? Nobody.path(TRACER) : TRACER
-    Open3.popen3(env, *prefix, client, *args.map(&:to_s)) do |stdin, stdout, stderr, wait|
+    Open3.popen3(env, *prefix, client, *args.map(&:to_s), **(chdir ? { chdir: chdir } : {})) do |stdin, stdout, stderr, wait|
       stdin.close
       readers = [Thread.new { stdout.read }, Thread.new { stderr.read }]
       unless wait.join(within)
