@@ -1,0 +1,145 @@
+# tracers_test.rb: -c, tracer files: each bundled one on a real workload (the ActiveRecord
+# example over SQLite, the Sinatra example on Puma under Net::HTTP load), and files of one's own.
+require_relative 'helper'
+require 'net/http'
+require 'socket'
+
+class TracersTest < Minitest::Test
+  include TracerTest
+
+  SINATRA = File.join(ROOT, 'examples', 'sinatra')
+  AR_APP = File.join(ROOT, 'examples', 'activerecord', 'app.rb')
+  DURATION = /<\d+\.\d{6}>/
+
+  def setup
+    super
+    @dir = Dir.mktmpdir('tracer-tracers')
+  end
+
+  def teardown
+    super
+    FileUtils.rm_rf(@dir)
+    return unless @puma
+
+    Process.kill('-TERM', @puma) rescue nil # rubocop:disable Style/RescueModifier
+    Process.wait(@puma) rescue nil # rubocop:disable Style/RescueModifier
+  end
+
+  def exec_tracer(*args, **opts)
+    tracer(*args, env: { 'TRACER_AGENT_LIB' => File.expand_path(AGENT_LIB) }, **opts)
+  end
+
+  # The Sinatra example on a single Puma process, with the agent (its config.ru loads it).
+  def start_shop
+    @port = TCPServer.open('127.0.0.1', 0) { |s| s.addr[1] }
+    puma = ENV['TRACER_PUMA'] || Gem.bin_path('puma', 'puma')
+    @puma = Process.spawn(RUBY, puma, '-t', '2:2', '-b', "tcp://127.0.0.1:#{@port}", File.join(SINATRA, 'config.ru'),
+                          out: File::NULL, err: File::NULL, pgroup: true)
+    wait_until(message: 'puma up') do
+      Net::HTTP.get(URI("http://127.0.0.1:#{@port}/health")) == 'ok'
+    rescue SystemCallError, EOFError
+      false
+    end
+  rescue Gem::Exception => e
+    flunk "Puma is missing for #{RUBY} (#{e.message}): apt-get install puma, or make test-rubies"
+  end
+
+  # load.rb, the example's Net::HTTP client, started by tracer for secs over 2 connections.
+  def load_traced(*args, secs: '0.5')
+    exec_tracer(*args, '-x', RUBY, File.join(SINATRA, 'load.rb'), "http://127.0.0.1:#{@port}", secs, '2')
+  end
+
+  def test_activerecord_shows_every_statement_with_its_text_and_duration
+    out, err, status = exec_tracer('-c', 'activerecord', '-x', RUBY, AR_APP, '2')
+    assert status.success?, err
+    log = 'ActiveRecord::ConnectionAdapters::AbstractAdapter#log'
+    insert = /^#{log}\(sql="INSERT INTO \\"orders\\" \(\\"customer\\"\) VALUES \(\?\)", name="Order Create", type_casted_binds=\["customer(\d)"\]\) #{DURATION}$/
+    assert_equal %w[1 2], out.scan(insert).flatten, out
+    assert_match(/^#{log}\(sql="CREATE TABLE IF NOT EXISTS \\"products\\" .*\) #{DURATION}$/, out)
+    assert_match(/^#{log}\(sql="begin transaction", name="TRANSACTION", .*\) #{DURATION}$/, out)
+    # The N+1 of Order#total_cents: one product query per line item.
+    products = out.scan(/^#{log}\(sql="SELECT \\"products\\".\* FROM \\"products\\" WHERE \\"products\\".\\"id\\" = \? LIMIT \?", name="Product Load", type_casted_binds=\[\d, 1\]\) #{DURATION}$/)
+    assert_equal 4, products.size, out
+    assert_match(/^order 2: \d+ cents$/, out)
+    refute_match(/matched no method/, err)
+  end
+
+  def test_http_shows_each_request
+    start_shop
+    out, err, status = load_traced('-c', 'http')
+    assert status.success?, err
+    request = /^\[thread-\d+\] Net::HTTP#transport_request\(req.method="GET", address="127.0.0.1", port=#{@port}, req.path="(\/[a-z0-9\/]+)"\) #{DURATION}$/
+    paths = out.scan(request).flatten
+    assert_operator paths.size, :>=, 2, out
+    assert paths.all? { |p| p.start_with?('/price/item', '/report') }, paths.inspect
+  end
+
+  def test_io_shows_socket_reads_and_writes
+    start_shop
+    out, err, status = load_traced('-c', 'io')
+    assert status.success?, err
+    socket = /self=#<TCPSocket:fd \d+, AF_INET, 127.0.0.1, \d+>/
+    assert_match(/BasicSocket#write_nonblock\(#{socket}\) #{DURATION}$/, out)
+    assert_match(/BasicSocket#read_nonblock\(#{socket}\) #{DURATION}$/, out)
+  end
+
+  def test_threads_shows_joins
+    start_shop
+    out, err, status = load_traced('-c', 'threads')
+    assert status.success?, err
+    # Each connection's thread, joined by the main one, which waits the whole run for the first.
+    assert_match(%r{^Thread#value\(self=#<Thread:0x\h+ .*examples/sinatra/load\.rb:\d+ \w+>, __source__=".*examples/sinatra/load\.rb:\d+"\)}, out)
+    assert_match(/^(\[main\] )?Thread#value <0\.[4-9]\d+>$/, out)
+  end
+
+  # A running app, by pid: the lookups one item in ten makes sleep 30 ms.
+  def test_sleep_shows_where_and_how_long
+    start_shop
+    worker = @puma
+    Thread.new { 30.times { |i| Net::HTTP.get(URI("http://127.0.0.1:#{@port}/price/item#{i}")) rescue nil } } # rubocop:disable Style/RescueModifier
+    c = client('-c', 'sleep', '-p', worker)
+    c.wait_for(%r{^(\[[^\]]+\] )?Kernel#sleep\(args=\[0.03\], __source__=".*examples/sinatra/app\.rb:11"\) <0\.0[3-9]\d+>$}, stream: :out)
+    c.signal('INT')
+    assert c.finish.success?, c.err
+  end
+
+  def test_a_file_of_ones_own_with_m
+    path = File.join(@dir, 'mine.tracer')
+    File.write(path, "# my app\n\n  Object#price(item)  \n# Object#ignored\n")
+    s = File.join(@dir, 'app.rb')
+    File.write(s, "def price(item) = item.size\ndef total = price('fig')\ntotal\n")
+    out, err, status = exec_tracer('-c', path, '-m', 'Object#total', '-x', RUBY, s)
+    assert status.success?, err
+    assert_match(/\AObject#total\n  Object#price\(item="fig"\) #{DURATION}\nObject#total #{DURATION}\n\n\z/, out)
+  end
+
+  def test_bad_tracer_files_are_usage_errors
+    bad = File.join(@dir, 'bad.tracer')
+    File.write(bad, "# fine so far\nObject#price\n\nOrder#total(sql\n")
+    _, err, status = tracer('-c', bad, '-x', 'true')
+    assert_equal 2, status.exitstatus
+    assert_match(/\Atracer: #{Regexp.escape(bad)}:4: invalid method spec 'Order#total\(sql': unbalanced parentheses$/, err)
+    empty = File.join(@dir, 'empty.tracer')
+    File.write(empty, "# nothing\n\n")
+    _, err, status = tracer('-c', empty, '-p', 1)
+    assert_equal 2, status.exitstatus
+    assert_match(/tracer file '#{Regexp.escape(empty)}' lists no method/, err)
+    _, err, status = tracer('-c', 'no-such-tracer', '-p', 1)
+    assert_equal 2, status.exitstatus
+    assert_match(/no tracer file 'no-such-tracer', and no bundled tracer of that name \(bundled: activerecord, http, io, sleep, threads\)/, err)
+    _, err, status = tracer('-c', @dir, '-p', 1) # a directory
+    assert_equal 2, status.exitstatus
+    assert_match(/no tracer file/, err)
+  end
+
+  # Every bundled file parses, and says what it is for on its first line.
+  def test_bundled_files_are_well_formed
+    Dir[File.join(ROOT, 'share', 'tracer', 'tracers', '*.tracer')].each do |path|
+      name = File.basename(path, '.tracer')
+      assert_match(/\A# #{name}: /, File.read(path))
+      _, err, status = tracer('-c', name, '-x', 'true') # not Ruby: it never connects
+      assert_equal 1, status.exitstatus, err
+      assert_match(/never connected/, err)
+    end
+  end
+end
