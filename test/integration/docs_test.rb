@@ -128,6 +128,20 @@ class DocsTest < Minitest::Test
     assert_empty complete('tracer', '-e', '')
   end
 
+  def test_completion_of_tracers_and_commands
+    tracer = File.join(ROOT, 'client', 'tracer') # its bundled tracers are found beside it
+    assert_equal %w[activerecord], complete(tracer, '-c', 'act')
+    assert_includes complete(tracer, '-p', '1', '--config', ''), 'threads'
+    Dir.mktmpdir do |dir|
+      FileUtils.touch(File.join(dir, 'mine.tracer'))
+      assert_equal ["#{dir}/mine.tracer"], complete(tracer, '-c', "#{dir}/m")
+      # After -x: a command, then its arguments (files without bash-completion), never ours.
+      assert_includes complete('tracer', '-m', 'x', '-x', 'rub'), 'ruby'
+      assert_equal ["#{dir}/mine.tracer"], complete('tracer', '-x', 'ruby', "#{dir}/m")
+      refute_includes complete('tracer', '-x', 'ruby', '--'), '--pid'
+    end
+  end
+
   def test_make_install
     Dir.mktmpdir do |prefix|
       out, status = Open3.capture2e('make', '-s', '-C', File.join(ROOT, 'client'), 'install', "PREFIX=#{prefix}")
@@ -140,6 +154,13 @@ class DocsTest < Minitest::Test
       assert_equal File.read(COMPLETION), File.read(comp)
       assert_match(/\Atracer \d+\.\d+\.\d+/, `#{bin} --version`)
       assert_equal %w[chrome], complete('tracer', '--format', 'ch', script: comp)
+      # The bundled tracers, where the installed binary finds them.
+      bundled = Dir[File.join(ROOT, 'share', 'tracer', 'tracers', '*.tracer')].map { |f| File.basename(f) }.sort
+      assert_equal bundled, Dir.children(File.join(prefix, 'share', 'tracer', 'tracers')).sort
+      out, status = Open3.capture2e(bin, '-c', 'nope', '-p', '1')
+      assert_equal 2, status.exitstatus
+      assert_match(/\(bundled: #{bundled.map { |f| File.basename(f, '.tracer') }.join(', ')}\)/, out)
+      assert_equal %w[sleep], complete(bin, '-c', 'sl', script: comp)
     end
   end
 end
