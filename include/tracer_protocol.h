@@ -10,7 +10,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 5
+#define TRC_PROTOCOL_VERSION 6
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -69,10 +69,10 @@
  * client, TRC_MSG_WELCOME (or TRC_MSG_ERROR) from the agent. A peer that receives a type it
  * does not know, or an array of the wrong shape, reports a protocol error and closes.
  *
- * File descriptors: only a heap dump request (TRC_CMD_EVAL, TRC_EVAL_HEAPDUMP) carries one, the
- * file to write, passed with SCM_RIGHTS on the first byte of that message. The agent keeps at
- * most one received descriptor per session (it closes any other at once), hands it to the heap
- * dump, which closes it when done, and closes it when the session ends unused.
+ * File descriptors: only a dump request (TRC_CMD_EVAL, TRC_EVAL_HEAPDUMP or TRC_EVAL_SHAPESDUMP)
+ * carries one, the file to write, passed with SCM_RIGHTS on the first byte of that message. The
+ * agent keeps at most one received descriptor per session (it closes any other at once), hands
+ * it to the dump, which closes it when done, and closes it when the session ends unused.
  *
  * Timestamps are CLOCK_MONOTONIC nanoseconds of the target; TRC_MSG_WELCOME carries one
  * monotonic/realtime pair so the client can turn them into wall-clock times.
@@ -106,7 +106,7 @@ struct trc_hello {
 enum trc_cmd {
 	TRC_CMD_HELLO = 1,      /* [1, version, client_pid] */
 	TRC_CMD_TRACE = 2,      /* [2, flags, slow_ms, [spec...], scope]  spec: [class|nil, kind, method|nil, [expr...]] */
-	TRC_CMD_EVAL = 3,       /* [3, id, kind, text]  kind: enum trc_eval_kind */
+	TRC_CMD_EVAL = 3,       /* [3, id, kind, text]  kind: enum trc_eval_kind (below) */
 	TRC_CMD_DETACH = 4,     /* [4] */
 	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, flags, scope]  count in the agent; see below
 				 * flags: enum trc_top_flag */
@@ -173,13 +173,36 @@ enum trc_spec_kind {
 	TRC_SPEC_ANY = 2,       /* method: any receiver (class nil) */
 };
 
+/*
+ * What a TRC_CMD_EVAL asks. The agent answers each with one TRC_MSG_EVAL of the same id, and
+ * runs each but TRC_EVAL_INTERRUPT in a Ruby thread of its own (named tracer-eval), so several
+ * may run at once. A failure is the TRC_MSG_EVAL with ok false and "Class: message".
+ */
 enum trc_eval_kind {
-	TRC_EVAL_CODE = 0,      /* text: Ruby code; reply: inspect of the value */
+	TRC_EVAL_CODE = 0,      /* text: Ruby code, run at the top level; reply: inspect of the value */
 	TRC_EVAL_HEAPDUMP = 1,  /* text: the file's name, for messages only; the message carries the
 				 * open file (SCM_RIGHTS, above), which the agent writes and closes;
 				 * reply: its size in bytes */
-	TRC_EVAL_BACKTRACES = 2,/* text: ""; reply: every thread's name and backtrace */
+	TRC_EVAL_BACKTRACES = 2,/* text: "" or N; reply: every thread's name and backtrace, its N
+				 * innermost frames ("": all of them) */
+	TRC_EVAL_BACKTRACE = 3, /* text: N; reply: the main thread's N innermost frames, a line each */
+	TRC_EVAL_REPL = 4,      /* text: Ruby code, run in the session's own Binding: the locals it
+				 * makes last until the session ends; reply: inspect of the value */
+	TRC_EVAL_COMPLETE = 5,  /* text: Ruby code; reply: "incomplete" when it ends inside an
+				 * unfinished expression (a def without its end, an open string...),
+				 * else "complete" (a syntax error too: running it says which) */
+	TRC_EVAL_INTERRUPT = 6, /* text: ""; answered at once, without a thread: raises Interrupt in
+				 * the session's TRC_EVAL_REPL evals still running (theirs replies
+				 * then say so); reply: how many */
+	TRC_EVAL_FORK = 7,      /* text: ""; reply: the pid of a copy of the process (fork), stopped
+				 * (SIGSTOP) before it runs anything; it exits once continued, and
+				 * the process reaps it */
+	TRC_EVAL_SHAPESDUMP = 8,/* as TRC_EVAL_HEAPDUMP, with ObjectSpace.dump_shapes (Ruby 3.2+;
+				 * fails on a Ruby without it); reply: the file's size in bytes */
+	TRC_EVAL_MEMORY = 9,    /* text: ""; reply: a report of the process's memory (text), made in
+				 * a forked copy so that the process itself pauses only to fork */
 };
+#define TRC_EVAL_LAST TRC_EVAL_MEMORY
 
 /* top modes (TRC_CMD_TOP). */
 enum trc_top_mode {

@@ -93,7 +93,7 @@ check_trace(const msgpack_object *a)
 static int
 check_eval(const msgpack_object *a)
 {
-	return is_uint(&a[1], UINT64_MAX) && is_uint(&a[2], TRC_EVAL_BACKTRACES) && is_str(&a[3]);
+	return is_uint(&a[1], UINT64_MAX) && is_uint(&a[2], TRC_EVAL_LAST) && is_str(&a[3]);
 }
 
 static int

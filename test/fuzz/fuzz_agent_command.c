@@ -123,7 +123,7 @@ static void
 run_eval(const msgpack_object *a)
 {
 	need(a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER);
-	need(a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[2].via.u64 <= TRC_EVAL_BACKTRACES);
+	need(a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[2].via.u64 <= TRC_EVAL_LAST);
 	read_str(&a[3], 0);
 }
 

@@ -68,6 +68,13 @@ write(a, 'trace_specs', "\0".b + msgs(hello, [2, 6, 10, [['Foo::Bar', 0, 'baz', 
 write(a, 'eval', "\0".b + msgs(hello, [3, 1, 0, '6 * 7'], [4]))
 write(a, 'heapdump', "\0".b + msgs(hello, [3, 2, 1, '/tmp/heap.json'], [4]))
 write(a, 'backtraces', "\x07".b + msgs(hello, [3, 3, 2, ''], [4]))
+write(a, 'backtraces_n', "\0".b + msgs(hello, [3, 3, 2, '5'], [3, 4, 3, '10'], [4]))
+# -i: a line checked, run, interrupted; then --fork, --shapesdump (a file comes with it), --memory.
+write(a, 'interactive', "\x05".b + msgs(hello, [3, 1, 5, "def f\n"], [3, 2, 5, "def f\n1\nend\n"],
+                                         [3, 3, 4, "def f\n1\nend\n"], [3, 4, 4, 'sleep'], [3, 5, 6, ''],
+                                         [4]))
+write(a, 'fork_memory', "\0".b + msgs(hello, [3, 1, 7, ''], [3, 2, 8, '/tmp/shapes.json'], [3, 3, 9, ''],
+                                       [4]))
 write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, 1, [false, ['/app/', '/lib/'], ['^Rack']]], [4]))
 write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, 0, [true, [], []]]))
 write(a, 'detach', "\x01".b + msgs(hello, [4]))
@@ -85,6 +92,9 @@ write(c, 'welcome', "\x02\x00".b + msgs(welcome))
 write(c, 'error', "\x02\x00".b + msgs([65, 2, 'process 200 is already traced by pid 99']))
 write(c, 'eval', "\x02\x05".b + msgs(welcome, [68, 1, true, '42'], [68, 1, false, 'NameError: x'],
                                      [69, 0, 0]))
+write(c, 'interactive', "\x02\x03".b + msgs(welcome, [68, 1, true, 'incomplete'], [68, 2, true, 'complete'],
+                                             [68, 4, true, '1'], [68, 3, false, 'Interrupt: interrupted by tracer'],
+                                             [69, 0, 0]))
 write(c, 'top', "\x02\x00".b + msgs(welcome, [67],
                                     [70, 1_000_000_000, 1234, 5, 3, 1, 4_500_000,
                                      [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000],
