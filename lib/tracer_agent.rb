@@ -5,12 +5,16 @@
 require_relative 'tracer_agent/version'
 require_relative 'tracer_agent/tracer_agent'
 require_relative 'tracer_agent/wrap'
+require_relative 'tracer_agent/repl'
+require_relative 'tracer_agent/memory'
 
 module TracerAgent
-  AGENT_THREADS = %w[tracer-agent tracer-eval tracer-listener].freeze
+  # Threads of the agent's own, hidden from --backtraces; tracer-reaper waits for a --fork copy.
+  AGENT_THREADS = %w[tracer-agent tracer-eval tracer-listener tracer-reaper].freeze
 
   class << self
-    # Set to false to refuse -e, --heapdump and --backtraces (or TRACER_AGENT_EVAL=0).
+    # Set to false to refuse -e, -i, --heapdump, --backtraces and the other evals (or
+    # TRACER_AGENT_EVAL=0).
     attr_writer :allow_eval
 
     def eval_allowed?
@@ -40,39 +44,103 @@ module TracerAgent
       defined?(Ractor) && Ractor.respond_to?(:count) ? Ractor.count : 1
     end
 
-    # Called by the agent in a thread of its own; returns the String sent back to the client.
-    # fd: the heap dump's file, which the client made and passed over the socket (kind 1).
-    def __eval(kind, text, fd = nil)
+    # Called by the agent in a thread of its own, for each TRC_CMD_EVAL (its kinds are the
+    # EVAL_ constants, from tracer_protocol.h); returns the String sent back to the client.
+    # arg: the descriptor of the file a dump writes (the client made it and passed it over the
+    # socket), or the Binding of an -i session.
+    def __eval(kind, text, arg = nil)
       case kind
-      when 0 then TOPLEVEL_BINDING.eval(text, '(tracer -e)').inspect
-      when 1 then heapdump(fd)
-      when 2 then backtraces
+      when EVAL_CODE then TOPLEVEL_BINDING.eval(text, '(tracer -e)').inspect
+      when EVAL_REPL then arg.eval(text, '(tracer -i)').inspect
+      when EVAL_COMPLETE then Repl.complete?(text) ? 'complete' : 'incomplete'
+      when EVAL_HEAPDUMP then heapdump(arg)
+      when EVAL_SHAPESDUMP then shapesdump(arg)
+      when EVAL_BACKTRACES then backtraces(frames(text))
+      when EVAL_BACKTRACE then backtrace(frames(text))
+      when EVAL_FORK then fork_stopped.to_s
+      when EVAL_MEMORY then Memory.report
+      else raise ArgumentError, "unknown eval kind #{kind}"
       end
+    end
+
+    # An -i session's Binding: the top level's self and locals, and locals of its own, which
+    # neither the app's top level nor another session sees.
+    def __binding = TOPLEVEL_BINDING.eval('binding')
+
+    # fork, without the hooks apps put on Process._fork (Rails' and others' after-fork
+    # callbacks, which reconnect, start threads...): the copies made here run none of the app's
+    # code. Returns the child's pid in the parent, 0 in the child.
+    def __fork
+      return Process.fork || 0 unless Process.respond_to?(:_fork)
+
+      m = Process.method(:_fork)
+      m = m.super_method while m.owner != Process.singleton_class && m.super_method
+      m.call
     end
 
     private
 
-    # Writes into the file the client made (it belongs to whoever asked, and it may live where
-    # this process cannot even see: another user's directory, another mount namespace). The
-    # agent owns fd and closes it after this returns, whatever happens here: autoclose off.
+    def frames(text) = text.empty? ? nil : Integer(text, 10)
+
+    # The file the client made (it belongs to whoever asked, and it may live where this process
+    # cannot even see: another user's directory, another mount namespace), as an IO. The agent
+    # owns fd and closes it after the dump returns, whatever happens there: autoclose off.
     # sync: nothing stays buffered in the IO, which its finalizer could otherwise flush later
     # into whatever reuses the descriptor's number after a failed write.
-    def heapdump(fd)
+    def dump_file(fd)
       io = IO.for_fd(fd, 'w', autoclose: false)
       io.binmode
       io.sync = true
+      io
+    end
+
+    def heapdump(fd)
+      io = dump_file(fd)
       require 'objspace'
       GC.start
       ObjectSpace.dump_all(output: io)
       io.stat.size.to_s
     end
 
-    def backtraces
+    def shapesdump(fd)
+      require 'objspace'
+      unless ObjectSpace.respond_to?(:dump_shapes)
+        raise NotImplementedError, "this Ruby (#{RUBY_VERSION}) has no ObjectSpace.dump_shapes: " \
+                                   'object shapes came with Ruby 3.2'
+      end
+
+      io = dump_file(fd)
+      ObjectSpace.dump_shapes(output: io)
+      io.stat.size.to_s
+    end
+
+    # frames: how many of each thread's innermost frames; nil for all.
+    def backtraces(frames)
       Thread.list.reject { |t| AGENT_THREADS.include?(t.name) }.map do |t|
         name = t.name || (t == Thread.main ? 'main' : t.inspect)
-        lines = (t.backtrace || []).map { |l| "  #{l}" }
+        lines = ((frames ? t.backtrace(0, frames) : t.backtrace) || []).map { |l| "  #{l}" }
         ["#{name} (#{t.status || 'dead'})", *lines].join("\n")
       end.join("\n\n")
+    end
+
+    # Where the main thread is now: its stack, not this thread's (`caller` here would be ours).
+    def backtrace(frames)
+      lines = Thread.main.backtrace(0, frames) || []
+      lines.empty? ? '(the main thread has no Ruby frames)' : lines.join("\n")
+    end
+
+    # A copy of the process for gdb, stopped before it runs anything; it exits once continued
+    # (kill -CONT, or gdb's detach). The stop is waited for, so the pid the client prints is
+    # a stopped process already; a reaper thread then waits for its end.
+    def fork_stopped
+      pid = __fork
+      if pid.zero?
+        Process.kill(:STOP, Process.pid)
+        exit!(0)
+      end
+      Process.wait(pid, Process::WUNTRACED)
+      Process.detach(pid).name = 'tracer-reaper'
+      pid
     end
   end
 

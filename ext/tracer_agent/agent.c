@@ -8,6 +8,7 @@
 #include "names.h"
 #include "session.h"
 #include "top.h"
+#include "tracer_protocol.h"
 #include "wrap.h"
 
 /* Everything the agent keeps in C that the GC must not collect: classes, threads, TracePoints. */
@@ -100,6 +101,36 @@ stats(VALUE self)
 	return h;
 }
 
+/* --memory, in the forked copy that walks the heap: where obj lives, for the page it is on. */
+static VALUE
+address(VALUE self, VALUE obj)
+{
+	return ULL2NUM((unsigned long long)obj);
+}
+
+/* --memory: obj's class, whatever obj is (a BasicObject has no #class, a proxy forwards it). */
+static VALUE
+class_of(VALUE self, VALUE obj)
+{
+	return rb_obj_class(obj);
+}
+
+/* The kinds of TRC_CMD_EVAL (tracer_protocol.h), for TracerAgent.__eval: one list, the header's. */
+static void
+define_eval_kinds(VALUE mod)
+{
+	static const struct { const char *name; int kind; } kinds[] = {
+		{ "EVAL_CODE", TRC_EVAL_CODE }, { "EVAL_HEAPDUMP", TRC_EVAL_HEAPDUMP },
+		{ "EVAL_BACKTRACES", TRC_EVAL_BACKTRACES }, { "EVAL_BACKTRACE", TRC_EVAL_BACKTRACE },
+		{ "EVAL_REPL", TRC_EVAL_REPL }, { "EVAL_COMPLETE", TRC_EVAL_COMPLETE },
+		{ "EVAL_INTERRUPT", TRC_EVAL_INTERRUPT }, { "EVAL_FORK", TRC_EVAL_FORK },
+		{ "EVAL_SHAPESDUMP", TRC_EVAL_SHAPESDUMP }, { "EVAL_MEMORY", TRC_EVAL_MEMORY },
+	};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		rb_define_const(mod, kinds[i].name, INT2FIX(kinds[i].kind));
+}
+
 RUBY_FUNC_EXPORTED void
 Init_tracer_agent(void)
 {
@@ -113,6 +144,9 @@ Init_tracer_agent(void)
 	rb_define_singleton_method(mod, "ignored_messages", ignored_messages, 0);
 	rb_define_singleton_method(mod, "attached?", attached_p, 0);
 	rb_define_singleton_method(mod, "stats", stats, 0);
+	rb_define_singleton_method(mod, "__address", address, 1);
+	rb_define_singleton_method(mod, "__class_of", class_of, 1);
+	define_eval_kinds(mod);
 	trc_wrap_init(mod);
 	trc_clock_init();
 	trc_gc_init();

@@ -203,26 +203,37 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 	return 0;
 }
 
-/* ---- eval, heap dump, backtraces: in a Ruby thread of their own ---- */
+/* ---- evals (-e, -i, dumps, backtraces, --fork, --memory): in a Ruby thread of their own ---- */
 
 struct eval_job {
 	uint64_t session;
 	uint64_t id;
 	int kind;
-	VALUE text;
-	int fd;                 /* the heap dump's file (the client passed it), or -1; ours to close */
+	VALUE ref;              /* [text, arg] in `pending`: what __eval gets, kept from the GC */
+	int fd;                 /* a dump's file (the client passed it), or -1; ours to close */
+	VALUE thread;           /* the thread running it, once it runs (on the thread's own stack) */
+	struct eval_job *next;  /* in `running` */
 };
 
-static VALUE pending;   /* the texts of running evals, kept from the GC */
+static VALUE pending;                   /* the refs of the jobs not ended */
+static struct eval_job *running;        /* the jobs whose thread runs; GVL held for any access */
+static VALUE repl_binding = Qnil;       /* -i: the Binding of session repl_session's lines */
+static uint64_t repl_session;
+
+static VALUE
+agent_module(void)
+{
+	return rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+}
 
 static VALUE
 eval_call(VALUE arg)
 {
 	struct eval_job *job = (struct eval_job *)arg;
-	VALUE mod = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	VALUE fd = job->fd >= 0 ? INT2FIX(job->fd) : Qnil;
+	VALUE extra = job->fd >= 0 ? INT2FIX(job->fd) : rb_ary_entry(job->ref, 1);
 
-	return rb_funcall(mod, rb_intern("__eval"), 3, INT2FIX(job->kind), job->text, fd);
+	return rb_funcall(agent_module(), rb_intern("__eval"), 3, INT2FIX(job->kind),
+			  rb_ary_entry(job->ref, 0), extra);
 }
 
 static VALUE
@@ -252,6 +263,30 @@ reply_eval(uint64_t session, uint64_t id, int ok, VALUE text)
 	trc_reply_end(s);
 }
 
+/* Drops ref from `pending`: by identity, as two jobs may hold equal texts. */
+static void
+forget_ref(VALUE ref)
+{
+	for (long i = RARRAY_LEN(pending) - 1; i >= 0; i--) {
+		if (RARRAY_AREF(pending, i) == ref) {
+			rb_ary_delete_at(pending, i);
+			return;
+		}
+	}
+}
+
+static void
+unlink_job(struct eval_job *job)
+{
+	struct eval_job **p = &running;
+
+	/* Not there in a forked child whose copy of the list lost it: nothing to do then. */
+	while (*p != NULL && *p != job)
+		p = &(*p)->next;
+	if (*p != NULL)
+		*p = job->next;
+}
+
 static VALUE
 eval_main(void *arg)
 {
@@ -261,7 +296,11 @@ eval_main(void *arg)
 
 	trc_thread_ignore(self, 1);
 	rb_funcall(self, rb_intern("name="), 1, rb_str_new_cstr("tracer-eval"));
+	job->thread = self;
+	job->next = running;
+	running = job;
 	result = rb_protect(eval_call, (VALUE)job, &state);
+	unlink_job(job);
 	/* Whatever Ruby did, the file is complete (it flushed) or abandoned: closed before the
 	 * client hears, which then renames it into place. */
 	if (job->fd >= 0)
@@ -278,7 +317,7 @@ eval_main(void *arg)
 	} else {
 		reply_eval(job->session, job->id, 1, StringValue(result));
 	}
-	rb_ary_delete(pending, job->text);
+	forget_ref(job->ref);
 	trc_thread_ignore(self, 0);
 	free(job);
 	return Qnil;
@@ -287,11 +326,76 @@ eval_main(void *arg)
 static VALUE
 eval_allowed(VALUE unused)
 {
-	VALUE mod = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	return rb_funcall(mod, rb_intern("eval_allowed?"), 0);
+	return rb_funcall(agent_module(), rb_intern("eval_allowed?"), 0);
 }
 
-/* Refuses an eval with an error reply; closes the heap dump's file, which nothing will write. */
+static VALUE
+new_binding(VALUE unused)
+{
+	return rb_funcall(agent_module(), rb_intern("__binding"), 0);
+}
+
+/* -i: the session's Binding, made at its first line; Qnil if Ruby failed to make one. */
+static VALUE
+session_binding(uint64_t session)
+{
+	int state = 0;
+	VALUE b;
+
+	if (repl_session == session && !NIL_P(repl_binding))
+		return repl_binding;
+	b = rb_protect(new_binding, Qnil, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return Qnil;
+	}
+	repl_binding = b;
+	repl_session = session;
+	return b;
+}
+
+static VALUE
+raise_interrupt(VALUE th)
+{
+	VALUE exc = rb_exc_new_cstr(rb_eInterrupt, "interrupted by tracer");
+
+	return rb_funcall(th, rb_intern("raise"), 1, exc);
+}
+
+/*
+ * Raises Interrupt in the session's -i lines still running; returns how many. The threads are
+ * gathered first: Thread#raise does not switch threads, but a job may end while Ruby runs.
+ */
+static int
+interrupt_lines(uint64_t session)
+{
+	VALUE threads = rb_ary_new();
+	int n = 0;
+
+	for (struct eval_job *j = running; j != NULL; j = j->next)
+		if (j->session == session && j->kind == TRC_EVAL_REPL)
+			rb_ary_push(threads, j->thread);
+	for (long i = 0; i < RARRAY_LEN(threads); i++) {
+		int state = 0;
+
+		rb_protect(raise_interrupt, RARRAY_AREF(threads, i), &state);
+		if (state)
+			rb_set_errinfo(Qnil);
+		else
+			n++;
+	}
+	return n;
+}
+
+void
+trc_command_session_end(uint64_t session)
+{
+	interrupt_lines(session);
+	if (repl_session == session)
+		repl_binding = Qnil;
+}
+
+/* Refuses an eval with an error reply; closes the dump's file, which nothing will write. */
 static int
 refuse_eval(struct trc_session *s, int fd, int code, const char *why)
 {
@@ -302,12 +406,36 @@ refuse_eval(struct trc_session *s, int fd, int code, const char *why)
 }
 
 static int
+takes_file(int kind)
+{
+	return kind == TRC_EVAL_HEAPDUMP || kind == TRC_EVAL_SHAPESDUMP;
+}
+
+static struct eval_job *
+new_job(struct trc_session *s, const msgpack_object *argv, int fd, VALUE arg)
+{
+	struct eval_job *job = malloc(sizeof(*job));
+
+	if (job == NULL)
+		return NULL;
+	job->session = s->id;
+	job->id = argv[1].via.u64;
+	job->kind = (int)argv[2].via.u64;
+	job->fd = fd;
+	job->thread = Qnil;
+	job->next = NULL;
+	job->ref = rb_ary_new_from_args(2, str_value(&argv[3]), arg);
+	rb_ary_push(pending, job->ref);
+	return job;
+}
+
+static int
 cmd_eval(struct trc_session *s, const msgpack_object *argv)
 {
-	VALUE text = str_value(&argv[3]), allowed, th;
 	int kind = (int)argv[2].via.u64;
 	/* Taken first, so that every way out below closes it. */
-	int fd = kind == TRC_EVAL_HEAPDUMP ? trc_session_take_fd(s) : -1;
+	int fd = takes_file(kind) ? trc_session_take_fd(s) : -1;
+	VALUE allowed, th, arg = Qnil;
 	char why[64];
 	struct eval_job *job;
 	int state = 0;
@@ -319,16 +447,17 @@ cmd_eval(struct trc_session *s, const msgpack_object *argv)
 		snprintf(why, sizeof(why), "eval is disabled in process %d", (int)getpid());
 		return refuse_eval(s, fd, TRC_ERR_EVAL_DISABLED, why);
 	}
-	if (kind == TRC_EVAL_HEAPDUMP && fd < 0)
-		return refuse_eval(s, fd, TRC_ERR_PROTOCOL, "heap dump request without a file descriptor");
-	if ((job = malloc(sizeof(*job))) == NULL)
+	if (takes_file(kind) && fd < 0)
+		return refuse_eval(s, fd, TRC_ERR_PROTOCOL, "dump request without a file descriptor");
+	/* Nothing to run: it stops the session's lines, which may be stuck, from here. */
+	if (kind == TRC_EVAL_INTERRUPT) {
+		reply_eval(s->id, argv[1].via.u64, 1, rb_sprintf("%d", interrupt_lines(s->id)));
+		return 0;
+	}
+	if (kind == TRC_EVAL_REPL && NIL_P(arg = session_binding(s->id)))
+		return refuse_eval(s, fd, TRC_ERR_INTERNAL, "cannot make a Binding for -i");
+	if ((job = new_job(s, argv, fd, arg)) == NULL)
 		return refuse_eval(s, fd, TRC_ERR_INTERNAL, "out of memory");
-	job->session = s->id;
-	job->id = argv[1].via.u64;
-	job->kind = kind;
-	job->fd = fd;
-	job->text = text;
-	rb_ary_push(pending, text);
 	th = rb_thread_create(eval_main, job);
 	/* Ignored before it can run: it needs the GVL, which this thread holds until it waits. */
 	trc_thread_ignore(th, 1);
@@ -383,6 +512,7 @@ trc_command_run(struct trc_session *s, const msgpack_object *msg)
 	if (pending == 0) {
 		pending = rb_ary_new();
 		rb_gc_register_address(&pending);
+		rb_gc_register_address(&repl_binding);
 	}
 	for (size_t i = 0; type >= 0 && i < sizeof(commands) / sizeof(commands[0]); i++) {
 		const struct trc_command *c = &commands[i];

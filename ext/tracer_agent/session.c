@@ -487,6 +487,7 @@ end(struct trc_session *s)
 	last.lost += trc_encode_lost();
 	trc_encode_reset();
 	trc_names_reset();
+	trc_command_session_end(s->id);
 	current = NULL;
 	session_free(s);
 	last.hooks_left = trc_hook_installed() + trc_top_installed();

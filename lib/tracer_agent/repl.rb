@@ -1,0 +1,38 @@
+# frozen_string_literal: true
+
+require 'ripper'
+
+module TracerAgent
+  # -i: whether the lines typed so far are a whole piece of Ruby, or the client should ask for
+  # more lines (a def without its end, an open string or bracket, a heredoc not closed yet).
+  module Repl
+    # How Ripper says that the text stopped too early. Ripper is the parse.y parser on Ruby 3.1
+    # to 3.4 (Prism, which compiles the code on 3.4, words its errors differently), and these
+    # words are the same on all of them.
+    UNFINISHED = /unexpected end-of-input|meets end of file|anywhere before EOF/
+
+    # Keeps the first error: what the parser says after recovering from it proves nothing.
+    class Check < Ripper
+      attr_reader :error
+
+      def on_parse_error(message)
+        @error ||= message
+      end
+
+      def compile_error(message)
+        @error ||= message
+      end
+    end
+
+    module_function
+
+    # A text with another kind of syntax error is complete: running it says what is wrong.
+    def complete?(text)
+      return false if text.match?(/\\\n?\z/) # the last line goes on with the next one
+
+      check = Check.new(text, '(tracer -i)')
+      check.parse
+      !UNFINISHED.match?(check.error.to_s)
+    end
+  end
+end
