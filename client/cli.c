@@ -24,6 +24,7 @@
 #include "proc.h"
 #include "live.h"
 #include "ps.h"
+#include "repl.h"
 #include "session.h"
 #include "spec.h"
 #include "top.h"
@@ -57,12 +58,16 @@ struct opts {
 	const char **specs;     /* -m's, and each line of the -c files */
 	char **spec_origins;    /* per spec: NULL for -m, "FILE:LINE" (owned, as is its text) for -c */
 	size_t nspecs;
-	bool firehose, slow, start_time, no_duration, append, heapdump, backtraces, stats;
+	bool firehose, slow, start_time, no_duration, append, stats;
 	bool help, version, yes, gc;
 	bool slowcpu, slowwall;         /* --slowcpu, -s given */
 	uint32_t slow_ms;
 	unsigned prefix;
-	const char *output, *eval, *heapdump_path;
+	const char *output, *eval;
+	/* looking inside: -i, --heapdump, --shapesdump, --memory, --backtraces, --backtrace, --fork */
+	bool interactive, heapdump, shapesdump, memory, backtraces, backtrace, fork;
+	const char *heapdump_path, *shapesdump_path;    /* NULL: the default name */
+	unsigned frames;        /* --backtraces N, --backtrace N; 0: all */
 	double duration, timeout;
 	/* --top and --ps */
 	bool top, all, json;
@@ -398,10 +403,45 @@ set_heapdump(struct opts *o, const char *v)
 }
 
 static void
-set_backtraces(struct opts *o, const char *v)
+set_interactive(struct opts *o, const char *v)
 {
 	(void)v;
+	o->interactive = true;
+}
+
+static void
+set_shapesdump(struct opts *o, const char *v)
+{
+	o->shapesdump = true;
+	o->shapesdump_path = v;
+}
+
+static void
+set_memory(struct opts *o, const char *v)
+{
+	(void)v;
+	o->memory = true;
+}
+
+static void
+set_backtraces(struct opts *o, const char *v)
+{
 	o->backtraces = true;
+	o->frames = v ? (unsigned)parse_uint("--backtraces frames", v, 1, 1000000) : 0;
+}
+
+static void
+set_backtrace(struct opts *o, const char *v)
+{
+	o->backtrace = true;
+	o->frames = (unsigned)parse_uint("--backtrace frames", v, 1, 1000000);
+}
+
+static void
+set_fork(struct opts *o, const char *v)
+{
+	(void)v;
+	o->fork = true;
 }
 
 static void
@@ -600,9 +640,20 @@ static const struct option_def options[] = {
 	  set_format },
 	{ "eval", 'e', ARG_REQUIRED, "CODE", "evaluate Ruby CODE in the process, print the result",
 	  set_eval },
+	{ "interactive", 'i', ARG_NONE, NULL, "a Ruby prompt whose lines run in the process (below)",
+	  set_interactive },
 	{ "heapdump", 0, ARG_OPTIONAL, "[FILE]",
 	  "dump the heap to FILE ($TMPDIR/tracer-heap-PID-DATE-TIME.json)", set_heapdump },
-	{ "backtraces", 0, ARG_NONE, NULL, "print the backtrace of every thread", set_backtraces },
+	{ "shapesdump", 0, ARG_OPTIONAL, "[FILE]", "dump the object shapes to FILE (Ruby 3.2+)",
+	  set_shapesdump },
+	{ "memory", 0, ARG_NONE, NULL, "report RSS, mappings, GC, objects by type and class",
+	  set_memory },
+	{ "backtraces", 0, ARG_OPTIONAL, "[N]", "print every thread's backtrace (N frames of each)",
+	  set_backtraces },
+	{ "backtrace", 0, ARG_REQUIRED, "N", "print the main thread's N innermost frames",
+	  set_backtrace },
+	{ "fork", 0, ARG_NONE, NULL, "make a stopped copy of the process, for gdb (below)",
+	  set_fork },
 	{ "top", 0, ARG_REQUIRED, "MODE", "live table of calls, time, allocations... (below)",
 	  set_top },
 	{ "rows", 0, ARG_REQUIRED, "N", "--top: show the N first rows (25)", set_rows },
@@ -629,8 +680,9 @@ static const struct option_def options[] = {
 
 static const char usage_text[] =
 	"Usage: tracer (-p PID [-p PID...] | --ps REGEX) (-m SPEC... | -c NAME... | -f |\n"
-	"              -s [MS] | -e CODE | --heapdump [FILE] | --backtraces | --top MODE)\n"
-	"              [options]\n"
+	"              -s [MS] | --top MODE | -e CODE | -i | --heapdump [FILE] |\n"
+	"              --memory | --shapesdump [FILE] | --backtraces [N] |\n"
+	"              --backtrace N | --fork) [options]\n"
 	"       tracer (-m SPEC... | -c NAME... | -f | -s [MS] | --top MODE) [options]\n"
 	"              -x CMD [ARG...]\n"
 	"\n"
@@ -708,6 +760,16 @@ static const char spec_text[] =
 	"'.'). A table with no row says why. On a terminal the table fills the screen\n"
 	"and q quits; otherwise a table is printed every --interval, or only once, at\n"
 	"the end, with --duration (which also turns the default --reset off).\n"
+	"\n"
+	"Looking inside (-e, -i, --heapdump, --shapesdump, --memory, --backtraces,\n"
+	"--backtrace, --fork) runs Ruby in the process, in a thread of its own.\n"
+	"-i reads lines at a prompt (libedit; history in ~/.tracer_history) or from a\n"
+	"pipe, and runs each in the process, attached once; the locals a line makes\n"
+	"last until exit or Ctrl+D, which detach. A line left unfinished (a def, an\n"
+	"open bracket) asks for the next one; Ctrl+C drops the line being typed, or\n"
+	"interrupts the one running. --memory forks the process: the copy walks the\n"
+	"heap, so the process stops only for the fork. --fork's copy stays stopped,\n"
+	"for gdb -p, until kill -CONT, when it exits.\n"
 	"\n"
 	"--ps REGEX attaches to every process of your user, tracer itself aside, whose\n"
 	"command line matches the extended REGEX and that loaded tracer_agent. Tracing\n"
@@ -847,12 +909,33 @@ check_format(const struct opts *o, bool tracing)
 		    "--format %s makes one document per file", trc_format_name(o->format));
 }
 
+/* Which of the ways of looking inside was asked for (check_mode made sure one was). */
+static enum trc_mode
+looking_mode(const struct opts *o)
+{
+	const struct {
+		bool on;
+		enum trc_mode mode;
+	} looks[] = {
+		{ o->interactive, TRC_MODE_INTERACTIVE }, { o->heapdump, TRC_MODE_HEAPDUMP },
+		{ o->shapesdump, TRC_MODE_SHAPESDUMP }, { o->memory, TRC_MODE_MEMORY },
+		{ o->backtraces, TRC_MODE_BACKTRACES }, { o->backtrace, TRC_MODE_BACKTRACE },
+		{ o->fork, TRC_MODE_FORK },
+	};
+
+	for (size_t i = 0; i < sizeof(looks) / sizeof(looks[0]); i++)
+		if (looks[i].on)
+			return looks[i].mode;
+	return TRC_MODE_EVAL;
+}
+
 /* Exactly one thing to do, and no option that cannot apply to it. */
 static enum trc_mode
 check_mode(const struct opts *o)
 {
 	bool tracing = o->nspecs > 0 || o->firehose || o->slow;
-	int modes = tracing + (o->eval != NULL) + o->heapdump + o->backtraces + o->top;
+	int modes = tracing + o->top + (o->eval != NULL) + o->interactive + o->heapdump +
+		    o->shapesdump + o->memory + o->backtraces + o->backtrace + o->fork;
 
 	if (o->nexec > 0 && (o->npids > 0 || o->ps != NULL))
 		die(TRC_EXIT_USAGE, "--exec traces the program it starts: it excludes -p and --ps");
@@ -861,16 +944,19 @@ check_mode(const struct opts *o)
 	if (o->wait > 0 && o->nexec == 0)
 		die(TRC_EXIT_USAGE, "--wait goes with --exec");
 	if (modes == 0)
-		die(TRC_EXIT_USAGE, "nothing to do: give -m, -c, -f, -s, -e, --heapdump, --backtraces "
-		    "or --top");
+		die(TRC_EXIT_USAGE, "nothing to do: give -m, -c, -f, -s, --top, -e, -i, --heapdump, "
+		    "--shapesdump, --memory, --backtraces, --backtrace or --fork");
 	if (modes > 1)
-		die(TRC_EXIT_USAGE, "tracing (-m, -c, -f, -s), -e, --heapdump, --backtraces and --top "
-		    "exclude each other");
+		die(TRC_EXIT_USAGE, "tracing (-m, -c, -f, -s), --top, -e, -i, --heapdump, "
+		    "--shapesdump, --memory, --backtraces, --backtrace and --fork exclude each other");
 	if (o->slowcpu && o->slowwall)
 		die(TRC_EXIT_USAGE, "-s measures wall-clock time, --slowcpu CPU time: give one");
 	if (o->nexec > 0 && !tracing && !o->top)
-		die(TRC_EXIT_USAGE, "--exec traces (-m, -c, -f, -s) or counts (--top): -e, --heapdump "
-		    "and --backtraces go with -p or --ps");
+		die(TRC_EXIT_USAGE, "--exec traces (-m, -c, -f, -s) or counts (--top): -e, -i, "
+		    "--heapdump, --shapesdump, --memory, --backtraces, --backtrace and --fork go with "
+		    "-p or --ps");
+	if (o->interactive && o->output != NULL)
+		die(TRC_EXIT_USAGE, "-i answers on the terminal: it excludes --output");
 	if (o->firehose && (o->nspecs > 0 || o->slow))
 		die(TRC_EXIT_USAGE, "--firehose traces every call: it excludes -m, -c and -s");
 	if (o->append && o->output == NULL)
@@ -888,7 +974,7 @@ check_mode(const struct opts *o)
 		return TRC_MODE_TOP;
 	if (tracing)
 		return TRC_MODE_TRACE;
-	return o->eval ? TRC_MODE_EVAL : o->heapdump ? TRC_MODE_HEAPDUMP : TRC_MODE_BACKTRACES;
+	return looking_mode(o);
 }
 
 /* Whether the job hooks every call in the VM: --all with -f, -s alone, --top calls or time. */
@@ -1002,6 +1088,13 @@ check_targets(const struct opts *o)
 {
 	if (o->heapdump_path != NULL && o->npids > 1)
 		die(TRC_EXIT_USAGE, "--heapdump FILE takes one pid; leave FILE out for several");
+	if (o->shapesdump_path != NULL && o->npids > 1)
+		die(TRC_EXIT_USAGE, "--shapesdump FILE takes one pid; leave FILE out for several");
+	/* One prompt, one stopped copy: which process would be meant is not for tracer to guess. */
+	if ((o->interactive || o->fork) && o->npids > 1)
+		die(TRC_EXIT_USAGE, o->ps != NULL ? "%s takes one process, and %zu are given or match"
+						  : "%s takes one process, and you gave %zu",
+		    o->interactive ? "-i" : "--fork", o->npids);
 	for (size_t i = 0; i < o->npids_given; i++) {
 		switch (trc_proc_check(o->pids[i])) {
 		case TRC_PROC_GONE:
@@ -1023,25 +1116,45 @@ tmpdir(void)
 }
 
 /*
- * The client makes the file itself (heapfile.c), here: an absolute path only says where, in
- * the messages, whatever directory the target runs in.
+ * A dump's file, FILE or $TMPDIR/tracer-WHAT-PID-DATE-TIME.json. The client makes the file
+ * itself (heapfile.c), here: an absolute path only says where, in the messages, whatever
+ * directory the target runs in.
  */
 static char *
-heapdump_path(const struct opts *o, pid_t pid)
+dump_path(const char *file, const char *what, pid_t pid)
 {
 	char cwd[PATH_MAX], stamp[32];
 	time_t now = time(NULL);
 	struct tm tm;
 
-	if (o->heapdump_path == NULL) {
+	if (file == NULL) {
 		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
-		return xasprintf("%s/tracer-heap-%d-%s.json", tmpdir(), (int)pid, stamp);
+		return xasprintf("%s/tracer-%s-%d-%s.json", tmpdir(), what, (int)pid, stamp);
 	}
-	if (o->heapdump_path[0] == '/')
-		return xstrdup(o->heapdump_path);
+	if (file[0] == '/')
+		return xstrdup(file);
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
 		die(TRC_EXIT_ERROR, "cannot find the current directory: %s", strerror(errno));
-	return xasprintf("%s/%s", cwd, o->heapdump_path);
+	return xasprintf("%s/%s", cwd, file);
+}
+
+/* What a session's eval sends: the code, a dump's path, the frames asked for, or "". */
+static char *
+eval_text(const struct opts *o, enum trc_mode mode, pid_t pid)
+{
+	switch (mode) {
+	case TRC_MODE_EVAL:
+		return xstrdup(o->eval);
+	case TRC_MODE_HEAPDUMP:
+		return dump_path(o->heapdump_path, "heap", pid);
+	case TRC_MODE_SHAPESDUMP:
+		return dump_path(o->shapesdump_path, "shapes", pid);
+	case TRC_MODE_BACKTRACES:
+	case TRC_MODE_BACKTRACE:
+		return o->frames > 0 ? xasprintf("%u", o->frames) : xstrdup("");
+	default:
+		return xstrdup("");
+	}
 }
 
 static int
@@ -1101,6 +1214,7 @@ struct cli {
 	bool execing;
 	struct trc_exec exec;
 	ev_timer wait_w, grace_w;
+	struct trc_repl *repl;          /* -i */
 };
 
 /*
@@ -1301,7 +1415,7 @@ on_exec_signal(struct cli *c, int sig)
 		abort_all(c);
 }
 
-/* First signal: detach cleanly. Second: leave now. */
+/* First signal: detach cleanly. Second: leave now. With -i, Ctrl+C is the prompt's first. */
 static void
 on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
@@ -1312,6 +1426,8 @@ on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 		on_exec_signal(c, w->signum);
 		return;
 	}
+	if (c->repl != NULL && w->signum == SIGINT && trc_repl_interrupt(c->repl))
+		return;
 	if (++c->interrupts == 1) {
 		stop_all(c, TRC_STOP_SIGNAL);
 		return;
@@ -1393,9 +1509,7 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 static struct trc_session *
 add_session(struct cli *c, pid_t pid, bool found)
 {
-	const struct opts *o = c->o;
-	char *text = c->job.mode == TRC_MODE_HEAPDUMP ? heapdump_path(o, pid)
-						      : xstrdup(o->eval ? o->eval : "");
+	char *text = eval_text(c->o, c->job.mode, pid);
 	struct trc_session *s = trc_session_new(c->loop, &c->job, pid, text, &c->cbs, c);
 
 	free(text);
@@ -1414,12 +1528,32 @@ add_session(struct cli *c, pid_t pid, bool found)
 	return s;
 }
 
+/* -i: attached; the prompt's turn. */
+static void
+on_session_ready(struct trc_session *s, void *ctx)
+{
+	struct cli *c = ctx;
+
+	c->worked = true;
+	trc_repl_start(c->repl, s);
+}
+
+static void
+on_session_answer(struct trc_session *s, void *ctx, bool ok, const char *text, size_t len)
+{
+	struct cli *c = ctx;
+
+	(void)s;
+	trc_repl_answer(c->repl, ok, text, len);
+}
+
 static void
 start_sessions(struct cli *c)
 {
 	const struct opts *o = c->o;
 
-	c->cbs = (struct trc_session_cbs){ on_session_started, on_session_done };
+	c->cbs = (struct trc_session_cbs){ on_session_started, on_session_done, on_session_ready,
+					   on_session_answer };
 	for (size_t i = 0; i < o->npids; i++)
 		add_session(c, o->pids[i], i >= o->npids_given);
 	for (size_t i = 0; i < o->npids; i++)
@@ -1639,7 +1773,7 @@ new_export(struct trc_output *out, const struct opts *o, const struct trc_spec *
 
 /*
  * Tracing and --top with --ps go on while workers come and go; the one-shot modes (-e,
- * --heapdump, --backtraces) ask the processes there at the start.
+ * --heapdump, --backtraces...) ask the processes there at the start.
  */
 static struct trc_ps *
 watched(enum trc_mode mode, struct trc_ps *ps, const struct opts *o)
@@ -1682,6 +1816,8 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, stru
 	c.loop = ev_default_loop(0);
 	if (c.loop == NULL)
 		die(TRC_EXIT_ERROR, "cannot start the event loop");
+	if (mode == TRC_MODE_INTERACTIVE)
+		c.repl = trc_repl_new(c.loop, &c.out, o->pids[0]);
 	watch_signals(&c);
 	if (o->nexec > 0)
 		start_exec(&c, o);
@@ -1694,6 +1830,9 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, stru
 		ev_run(c.loop, 0);
 	if (c.live != NULL)
 		trc_live_stop(c.live);
+	/* The terminal as it was, before anything more is said. */
+	if (c.repl != NULL)
+		trc_repl_free(c.repl);
 	if (c.execing)
 		exec_report(&c);
 	/* Every session has ended its part: the file can be completed. */

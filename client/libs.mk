@@ -9,3 +9,8 @@ LIBEV_LIBS := $(or $(shell pkg-config --libs libev 2>/dev/null),-lev)
 # zlib and libzstd: -o FILE.gz and FILE.zst (compress.c).
 COMPRESS_CFLAGS := $(shell pkg-config --cflags zlib libzstd 2>/dev/null)
 COMPRESS_LIBS := $(or $(shell pkg-config --libs zlib libzstd 2>/dev/null),-lz -lzstd)
+# libedit: -i's line editing and history (repl.c), through its readline interface. Debian's
+# libedit.pc puts editline/ on the include path; repl.c includes <editline/readline.h>, found
+# through /usr/include as well.
+LIBEDIT_CFLAGS := $(shell pkg-config --cflags libedit 2>/dev/null)
+LIBEDIT_LIBS := $(or $(shell pkg-config --libs libedit 2>/dev/null),-ledit)

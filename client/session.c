@@ -29,6 +29,7 @@ enum state {
 	S_STARTING,             /* TRACE or TOP sent: SPEC replies, then STARTED */
 	S_TRACING,
 	S_EVALING,              /* EVAL sent */
+	S_INTERACTIVE,          /* -i: the owner asks (trc_session_ask) */
 	S_DETACHING,            /* DETACH sent */
 	S_CLOSED,               /* connection lost: did the process exit? */
 	S_DONE,
@@ -36,7 +37,7 @@ enum state {
 
 #define IN(st) (1u << (st))
 #define CONNECTED (IN(S_WELCOMING) | IN(S_STARTING) | IN(S_TRACING) | IN(S_EVALING) | \
-		   IN(S_DETACHING))
+		   IN(S_INTERACTIVE) | IN(S_DETACHING))
 #define WELCOMED (CONNECTED & ~IN(S_WELCOMING))
 #define TRACE_STATES (IN(S_STARTING) | IN(S_TRACING) | IN(S_DETACHING))
 
@@ -49,7 +50,7 @@ struct trc_session {
 	struct trc_attach attach;
 	struct trc_conn conn;
 	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
-	struct trc_heapfile heap;       /* --heapdump only: the file the agent writes into */
+	struct trc_heapfile heap;       /* --heapdump, --shapesdump: the file the agent writes */
 	char *cwd;                      /* from WELCOME, or NULL */
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
 	int gone_checks;
@@ -59,6 +60,9 @@ struct trc_session {
 	bool traced;                    /* STARTED came */
 	bool busy;                      /* the agent said another client traces it */
 	bool *matched;                  /* per job spec: its SPEC reply found methods */
+	uint32_t next_id;               /* -i: the id of the last question */
+	uint32_t asking;                /* -i: the id of the question out, or 0 */
+	uint32_t interrupting;          /* -i: the id of the interrupt out, or 0 */
 	enum trc_exit code;
 	char *error;
 	const struct trc_session_cbs *cbs;
@@ -180,29 +184,63 @@ print_value(struct trc_session *s, struct trc_str text)
 	put_line(s, "=> ", text, "\n");
 }
 
+/* What a dump mode calls its file, in messages. */
+static const char *
+dump_name(const struct trc_session *s)
+{
+	return s->job->mode == TRC_MODE_SHAPESDUMP ? "shapes dump" : "heap dump";
+}
+
 /* The agent has written and closed the file and answers its size: now it gets its name. */
 static void
-print_heapdump(struct trc_session *s, struct trc_str size)
+print_dump(struct trc_session *s, struct trc_str size)
 {
 	struct trc_str path = { s->heap.path, (uint32_t)strlen(s->heap.path) };
-	char tail[64];
+	char head[32], tail[64];
 
 	if (trc_heapfile_commit(&s->heap) < 0) {
-		remember(s, TRC_EXIT_ERROR, "heap dump failed: cannot rename '%s' to '%s': %s",
+		remember(s, TRC_EXIT_ERROR, "%s failed: cannot rename '%s' to '%s': %s", dump_name(s),
 			 s->heap.tmp, s->heap.path, strerror(errno));
 		return;
 	}
+	snprintf(head, sizeof(head), "%s written to ", dump_name(s));
 	snprintf(tail, sizeof(tail), " (%.*s bytes)\n", (int)(size.len < 30 ? size.len : 30),
 		 size.ptr);
-	put_line(s, "heap dump written to ", path, tail);
+	put_line(s, head, path, tail);
 }
 
+/* Text of several lines: with several targets, each line says whose it is. */
 static void
 print_text(struct trc_session *s, struct trc_str text)
 {
-	bool nl = text.len > 0 && text.ptr[text.len - 1] == '\n';
+	const char *p = text.ptr, *end = text.ptr + text.len;
 
-	put_line(s, "", text, nl ? "" : "\n");
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		struct trc_str line = { p, (uint32_t)((nl ? nl : end) - p) };
+
+		put_line(s, "", line, "\n");
+		p += line.len + (nl != NULL);
+	}
+}
+
+/* The copy's pid, and how to use it: it stays stopped until someone continues it. */
+static void
+print_fork(struct trc_session *s, struct trc_str pid)
+{
+	char gdb[32], cont[32];
+	int n = (int)(pid.len < 12 ? pid.len : 12), w;
+	struct trc_buf b;
+
+	snprintf(gdb, sizeof(gdb), "gdb -p %.*s", n, pid.ptr);
+	w = snprintf(cont, sizeof(cont), "kill -CONT %.*s", n, pid.ptr) + 4;
+	trc_buf_init(&b);
+	trc_buf_addf(&b, "process %.*s is a copy of process %d, stopped before it ran anything\n"
+		     "  %-*slook inside it (only the thread that forked is in it)\n"
+		     "  %-*slet it go: it exits at once, and process %d reaps it",
+		     n, pid.ptr, (int)s->pid, w, gdb, w, cont, (int)s->pid);
+	print_text(s, (struct trc_str){ b.data, (uint32_t)b.len });
+	trc_buf_release(&b);
 }
 
 /* How each eval-like mode asks, prints its answer and words its failure. */
@@ -212,9 +250,20 @@ static const struct eval_mode {
 	const char *failure;
 } eval_modes[] = {
 	[TRC_MODE_EVAL] = { TRC_EVAL_CODE, print_value, "eval raised" },
-	[TRC_MODE_HEAPDUMP] = { TRC_EVAL_HEAPDUMP, print_heapdump, "heap dump failed:" },
+	[TRC_MODE_HEAPDUMP] = { TRC_EVAL_HEAPDUMP, print_dump, "heap dump failed:" },
+	[TRC_MODE_SHAPESDUMP] = { TRC_EVAL_SHAPESDUMP, print_dump, "shapes dump failed:" },
 	[TRC_MODE_BACKTRACES] = { TRC_EVAL_BACKTRACES, print_text, "backtraces failed:" },
+	[TRC_MODE_BACKTRACE] = { TRC_EVAL_BACKTRACE, print_text, "backtrace failed:" },
+	[TRC_MODE_FORK] = { TRC_EVAL_FORK, print_fork, "fork failed:" },
+	[TRC_MODE_MEMORY] = { TRC_EVAL_MEMORY, print_text, "memory report failed:" },
 };
+
+/* Whether the mode's eval carries a file for the agent to write (tracer_protocol.h). */
+static bool
+passes_file(const struct trc_session *s)
+{
+	return s->job->mode == TRC_MODE_HEAPDUMP || s->job->mode == TRC_MODE_SHAPESDUMP;
+}
 
 /* What to send after the WELCOME, per mode. */
 static void
@@ -245,6 +294,21 @@ ask_eval(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
 	start_duration(s);
 }
 
+/* -i: no command; the owner asks its questions from now on, as long as it likes. */
+static void
+start_interactive(struct trc_session *s, const struct trc_message *m)
+{
+	const struct trc_str *v = &m->welcome.ruby_version;
+
+	ev_timer_stop(s->loop, &s->timeout_w);
+	s->state = S_INTERACTIVE;
+	trc_output_note(s->job->out, "attached to process %d (Ruby %.*s); exit or Ctrl+D detaches",
+			(int)s->pid, (int)v->len, v->ptr);
+	start_duration(s);
+	ev_timer_start(s->loop, &s->alive_w);
+	s->cbs->ready(s, s->ctx);
+}
+
 static void
 on_welcome(struct trc_session *s, const struct trc_message *m)
 {
@@ -258,9 +322,13 @@ on_welcome(struct trc_session *s, const struct trc_message *m)
 	}
 	free(s->cwd);
 	s->cwd = xstrndup(m->welcome.cwd.ptr, m->welcome.cwd.len);
-	if (m->welcome.ractors > 1 && s->job->mode != TRC_MODE_EVAL)
+	if (m->welcome.ractors > 1 && (s->job->mode == TRC_MODE_TRACE || s->job->mode == TRC_MODE_TOP))
 		trc_output_note(s->job->out, "%sprocess %d runs %" PRIu32 " Ractors: only the main "
 				"one is traced", s->tag, (int)s->pid, m->welcome.ractors);
+	if (s->job->mode == TRC_MODE_INTERACTIVE) {
+		start_interactive(s, m);
+		return;
+	}
 	trc_buf_init(&b);
 	if (s->job->mode == TRC_MODE_TRACE)
 		ask_trace(s, m, &b);
@@ -268,8 +336,8 @@ on_welcome(struct trc_session *s, const struct trc_message *m)
 		ask_top(s, m, &b);
 	else
 		ask_eval(s, m, &b);
-	/* A heap dump request carries its file: the agent writes there, whoever and wherever it is. */
-	send_buf_fd(s, &b, s->job->mode == TRC_MODE_HEAPDUMP ? s->heap.fd : -1);
+	/* A dump request carries its file: the agent writes there, whoever and wherever it is. */
+	send_buf_fd(s, &b, passes_file(s) ? s->heap.fd : -1);
 }
 
 static void
@@ -327,6 +395,25 @@ on_started(struct trc_session *s, const struct trc_message *m)
 		s->cbs->started(s, s->ctx);
 }
 
+/* -i: the answer to the question out, or to its interrupt (which says nothing worth showing). */
+static void
+on_answer(struct trc_session *s, const struct trc_message *m)
+{
+	uint32_t id = m->eval.id;
+
+	if (id != 0 && id == s->interrupting) {
+		s->interrupting = 0;
+		return;
+	}
+	if (id == 0 || id != s->asking) {
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: EVAL reply to id %" PRIu32,
+		       (int)s->pid, id);
+		return;
+	}
+	s->asking = 0;
+	s->cbs->answer(s, s->ctx, m->eval.ok, m->eval.text.ptr, m->eval.text.len);
+}
+
 static void
 on_eval(struct trc_session *s, const struct trc_message *m)
 {
@@ -335,6 +422,10 @@ on_eval(struct trc_session *s, const struct trc_message *m)
 
 	if (s->state == S_DETACHING)    /* answered after we gave up on it */
 		return;
+	if (s->state == S_INTERACTIVE) {
+		on_answer(s, m);
+		return;
+	}
 	if (m->eval.id != EVAL_ID) {
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: EVAL reply to id %" PRIu32,
 		       (int)s->pid, m->eval.id);
@@ -368,7 +459,7 @@ on_detached(struct trc_session *s, const struct trc_message *m)
 			    " received, %" PRIu64 " lost", s->tag, (int)s->pid, m->detached.events,
 			    s->received, lost);
 		trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
-	} else if (s->job->mode == TRC_MODE_TOP) {
+	} else if (s->job->mode == TRC_MODE_TOP || s->job->mode == TRC_MODE_INTERACTIVE) {
 		trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
 	}
 	finish(s, TRC_EXIT_OK, NULL);
@@ -408,7 +499,7 @@ static const struct msg_handler {
 	{ TRC_MSG_ERROR, CONNECTED, on_error },
 	{ TRC_MSG_SPEC, IN(S_STARTING), on_spec },
 	{ TRC_MSG_STARTED, IN(S_STARTING), on_started },
-	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_DETACHING), on_eval },
+	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_INTERACTIVE) | IN(S_DETACHING), on_eval },
 	{ TRC_MSG_DETACHED, WELCOMED, on_detached },
 	{ TRC_MSG_TOP, TRACE_STATES, on_top },
 	{ TRC_EV_METHOD, TRACE_STATES, on_event },
@@ -526,7 +617,8 @@ on_duration(struct ev_loop *loop, ev_timer *w, int revents)
 	if (s->state == S_EVALING)
 		remember(s, TRC_EXIT_ERROR, "process %d did not answer within %g s", (int)s->pid,
 			 s->job->duration);
-	if (s->state == S_EVALING || s->state == S_STARTING || s->state == S_TRACING)
+	if (s->state == S_EVALING || s->state == S_STARTING || s->state == S_TRACING ||
+	    s->state == S_INTERACTIVE)
 		detach(s);
 }
 
@@ -601,9 +693,9 @@ void
 trc_session_start(struct trc_session *s)
 {
 	/* Made before attaching: a file that cannot be made is not worth the target's time. */
-	if (s->job->mode == TRC_MODE_HEAPDUMP && trc_heapfile_open(&s->heap, s->text) < 0) {
-		finish(s, TRC_EXIT_ERROR, "cannot create the heap dump file beside '%s': %s", s->text,
-		       strerror(errno));
+	if (passes_file(s) && trc_heapfile_open(&s->heap, s->text) < 0) {
+		finish(s, TRC_EXIT_ERROR, "cannot create the %s file beside '%s': %s", dump_name(s),
+		       s->text, strerror(errno));
 		return;
 	}
 	s->state = S_ATTACHING;
@@ -641,6 +733,11 @@ trc_session_stop(struct trc_session *s, enum trc_stop_reason why)
 		remember(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
 		detach(s);
 		break;
+	case S_INTERACTIVE:
+		if (s->asking != 0)
+			remember(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
+		detach(s);
+		break;
 	case S_STARTING:
 	case S_TRACING:
 		detach(s);
@@ -650,6 +747,35 @@ trc_session_stop(struct trc_session *s, enum trc_stop_reason why)
 	case S_DONE:
 		break;
 	}
+}
+
+static void
+ask(struct trc_session *s, uint32_t id, enum trc_eval_kind kind, const char *text)
+{
+	struct trc_buf b;
+
+	trc_buf_init(&b);
+	trc_encode_eval(&b, id, kind, text);
+	send_buf(s, &b);
+}
+
+int
+trc_session_ask(struct trc_session *s, enum trc_eval_kind kind, const char *text)
+{
+	if (s->state != S_INTERACTIVE || s->asking != 0)
+		return -1;
+	s->asking = ++s->next_id;
+	ask(s, s->asking, kind, text);
+	return 0;
+}
+
+void
+trc_session_interrupt(struct trc_session *s)
+{
+	if (s->state != S_INTERACTIVE || s->asking == 0 || s->interrupting != 0)
+		return;
+	s->interrupting = ++s->next_id;
+	ask(s, s->interrupting, TRC_EVAL_INTERRUPT, "");
 }
 
 void

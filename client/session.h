@@ -31,6 +31,11 @@ enum trc_mode {
 	TRC_MODE_HEAPDUMP = 2,  /* --heapdump */
 	TRC_MODE_BACKTRACES = 3,/* --backtraces */
 	TRC_MODE_TOP = 4,       /* --top */
+	TRC_MODE_INTERACTIVE = 5,/* -i: questions asked by the owner (trc_session_ask) */
+	TRC_MODE_BACKTRACE = 6, /* --backtrace */
+	TRC_MODE_FORK = 7,      /* --fork */
+	TRC_MODE_SHAPESDUMP = 8,/* --shapesdump */
+	TRC_MODE_MEMORY = 9,    /* --memory */
 };
 
 enum trc_stop_reason {
@@ -77,10 +82,15 @@ struct trc_session_cbs {
 	trc_session_fn *started;
 	/* Once, when the session is over (see trc_session_status/error). */
 	trc_session_fn *done;
+	/* -i: attached, and ready for trc_session_ask. */
+	trc_session_fn *ready;
+	/* -i: the agent's answer to trc_session_ask (ok false: text is "Class: message"); text
+	 * lasts until the callback returns. */
+	void (*answer)(struct trc_session *s, void *ctx, bool ok, const char *text, size_t len);
 };
 
-/* A session for pid; text is the eval code, heap dump path or "" (copied); cbs must outlive
- * it. Main thread. */
+/* A session for pid; text is what its eval sends: the code, the dump's path, the number of
+ * frames, or "" (copied); cbs must outlive it. Main thread. */
 struct trc_session *trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid,
 				    const char *text, const struct trc_session_cbs *cbs,
 				    void *ctx);
@@ -93,6 +103,15 @@ void trc_session_start(struct trc_session *s);
 void trc_session_adopt(struct trc_session *s, int fd);
 /* Detaches cleanly: waits for the agent's DETACHED (at most 2 s) before done. */
 void trc_session_stop(struct trc_session *s, enum trc_stop_reason why);
+/*
+ * -i, once ready: asks the agent a TRC_CMD_EVAL of kind with text (copied); the answer comes
+ * through cbs->answer. One question at a time: returns 0, or -1 if one is out already or the
+ * session is not ready (or over). Main thread.
+ */
+int trc_session_ask(struct trc_session *s, enum trc_eval_kind kind, const char *text);
+/* -i: asks the agent to interrupt the question out (TRC_EVAL_INTERRUPT), which is answered
+ * then, by the exception if it was running Ruby. Nothing happens when no question is out. */
+void trc_session_interrupt(struct trc_session *s);
 /* Drops the connection now, without waiting for the agent. */
 void trc_session_abort(struct trc_session *s);
 void trc_session_free(struct trc_session *s);

@@ -81,7 +81,8 @@ class ExecTest < Minitest::Test
      [%w[-m x --exec], /option '--exec' needs a command/],
      [%w[-m x --wait 1 -p 1], /--wait goes with --exec/],
      [%w[-m x -p 1 -x true], /--exec traces the program it starts: it excludes -p and --ps/],
-     [%w[-e 1 -x true], /--exec traces .* -e, --heapdump and --backtraces go with -p or --ps/],
+     [%w[-e 1 -x true], /--exec traces .* -e, -i, --heapdump, .* and --fork go with -p or --ps/],
+     [%w[--memory -x true], /--exec traces .* go with -p or --ps/],
      [%w[-x true], /nothing to do/]].each do |args, message|
       _, err, status = exec_tracer(*args)
       assert_equal 2, status.exitstatus, "#{args.join(' ')}: #{err}"
