@@ -96,7 +96,8 @@ class DocsTest < Minitest::Test
   def test_completion_offers_every_option_of_the_help
     expected = help_options.flat_map { |long, short| [long, short].compact }.sort
     assert_equal expected, complete('tracer', '-').sort
-    assert_equal ['--format'], complete('tracer', '--fo')
+    assert_equal ['--format'], complete('tracer', '--form')
+    assert_equal %w[--format --fork], complete('tracer', '--fo')
   end
 
   def test_completion_of_top_modes_and_formats
@@ -124,8 +125,12 @@ class DocsTest < Minitest::Test
       FileUtils.touch(File.join(dir, 'heap.json'))
       assert_equal ["#{dir}/heap.json", "#{dir}/trace one.json"], complete('tracer', '-o', "#{dir}/").sort
       assert_equal ["#{dir}/heap.json"], complete('tracer', '--heapdump', "#{dir}/h")
+      assert_equal ["#{dir}/heap.json"], complete('tracer', '--shapesdump', "#{dir}/h")
     end
     assert_empty complete('tracer', '-e', '')
+    assert_empty complete('tracer', '--backtrace', '')
+    # The dumps' FILE may be left out: an option can follow.
+    assert_includes complete('tracer', '--shapesdump', '--ti'), '--timeout'
   end
 
   def test_completion_of_tracers_and_commands
