@@ -44,6 +44,32 @@ when 'cfunc'
   big = Array.new(3_000_000) { |i| (i * 7919) % 3_000_017 }
   ready
   loop { big.sort }
+when 'nested'
+  # The main thread asleep three calls deep: --backtrace N shows its frames, innermost first.
+  def outer_call = middle_call
+  def middle_call = inner_call
+  def inner_call = (ready; sleep)
+  outer_call
+when 'memory'
+  # What --memory must find: PROBES objects of a class of ours, a 5 MiB string, an array of
+  # 100 000 elements, a hash of 50 000 pairs, all kept alive.
+  class MemoryProbe
+    def initialize(i)
+      @a = i
+      @b = i + 1
+      @c = i + 2
+      @d = i + 3
+      @e = i + 4
+      @f = i + 5
+    end
+  end
+  probes = Array.new(Integer(ENV.fetch('PROBES'))) { |i| MemoryProbe.new(i) }
+  big = 'a' * (5 << 20)
+  long = Array.new(100_000) { |i| i }
+  wide = (1..50_000).to_h { |i| [i, i.to_s] }
+  $kept = [probes, big, long, wide]
+  ready
+  sleep
 when 'join'
   t = Thread.new { sleep }
   ready

@@ -1,4 +1,4 @@
-# eval_test.rb: -e, heap dumps and backtraces.
+# eval_test.rb: -e, heap and shapes dumps, backtraces, --fork.
 require_relative 'helper'
 require_relative 'fake_client'
 
@@ -121,6 +121,77 @@ class EvalTest < Minitest::Test
     label = RUBY_VERSION >= '3.4' ? "'Kernel#sleep'" : "`sleep'"
     assert_match(/target\.rb:\d+:in #{Regexp.escape(label)}$/, out)
     refute_match(/tracer-agent|tracer-eval/, out)
+  end
+
+  def test_backtraces_of_n_frames
+    t = target('threads')
+    out, err, status = tracer('-p', t.pid, '--backtraces', '2')
+    assert status.success?, err
+    blocks = out.split("\n\n")
+    assert_equal %w[main worker-0 worker-1 worker-2], blocks.map { |b| b[/\A\S+/] }.sort
+    blocks.each { |b| assert_includes 1..2, b.lines.size - 1, b }
+    assert_match(/^  .*target\.rb:\d+:in /, out)
+    _, err, status = tracer('-p', t.pid, '--backtraces', '0')
+    assert_equal 2, status.exitstatus
+    assert_match(/invalid --backtraces frames '0'/, err)
+  end
+
+  # The main thread's stack where it sleeps, not the eval thread's (where rbtrace's `caller` looks).
+  def test_backtrace_is_the_main_threads
+    t = target('nested')
+    out, err, status = tracer('-p', t.pid, '--backtrace', '3')
+    assert status.success?, err
+    lines = out.lines(chomp: true)
+    assert_equal 3, lines.size, out
+    # `sleep' up to Ruby 3.3, 'Kernel#sleep' from 3.4
+    assert_match(/target\.rb:\d+:in [`'](Kernel#)?sleep'\z/, lines[0])
+    assert_match(/target\.rb:\d+:in [`'](Object#)?inner_call'\z/, lines[1])
+    assert_match(/target\.rb:\d+:in [`'](Object#)?middle_call'\z/, lines[2])
+    refute_match(/tracer_agent|tracer -e/, out)
+    assert_equal 5, tracer('-p', t.pid, '--backtrace', '100').first.lines.size
+  end
+
+  # A stopped copy, the target's child; it exits once continued, and the target reaps it.
+  def test_fork_makes_a_stopped_copy_that_is_reaped
+    t = target('sleep')
+    out, err, status = tracer('-p', t.pid, '--fork')
+    assert status.success?, err
+    copy = Integer(out[/\Aprocess (\d+) is a copy of process #{t.pid}, stopped/, 1] || flunk(out))
+    assert_match(/^  gdb -p #{copy} +look inside it/, out)
+    assert_match(/^  kill -CONT #{copy} +let it go: it exits at once, and process #{t.pid} reaps it$/, out)
+    stat = File.read("/proc/#{copy}/stat").sub(/\A.*\) /, '').split
+    assert_equal ['T', t.pid.to_s], stat[0, 2], 'stopped, and a child of the target'
+    # The thread that waits for it is the agent's: not among the app's threads.
+    refute_match(/tracer-reaper/, tracer('-p', t.pid, '--backtraces').first)
+    Process.kill('CONT', copy)
+    wait_until(message: "copy #{copy} gone, reaped") { !File.exist?("/proc/#{copy}") }
+    assert t.alive?
+    assert_equal "=> []\n", tracer('-p', t.pid, '-e', 'Dir.children("/proc/self/task").map { |i| File.read("/proc/self/task/#{i}/children") }.join.split').first
+  end
+
+  # Ruby 3.2 and later dump their shapes; on an earlier Ruby tracer says why not, and leaves no
+  # file behind. Which of the two is decided by the target itself.
+  def test_shapesdump_or_why_not
+    t = target('sleep')
+    has = tracer('-p', t.pid, '-e', 'require "objspace"; ObjectSpace.respond_to?(:dump_shapes)').first
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, 'shapes.json')
+      out, err, status = tracer('-p', t.pid, '--shapesdump', path)
+      if has == "=> true\n"
+        assert status.success?, err
+        assert_equal "shapes dump written to #{path} (#{File.size(path)} bytes)\n", out
+        lines = File.readlines(path)
+        refute_empty lines
+        lines.each { |l| assert_kind_of Hash, JSON.parse(l) }
+        assert_equal 0o600, File.stat(path).mode & 0o777
+      else
+        assert_equal "=> false\n", has
+        assert_equal 1, status.exitstatus
+        assert_empty out
+        assert_match(/\Atracer: shapes dump failed: NotImplementedError: this Ruby \(#{Regexp.escape(RUBY_VERSION)}\) has no ObjectSpace\.dump_shapes/, err)
+      end
+      assert_empty Dir.glob("#{path}*.tmp")
+    end
   end
 
   def test_eval_can_be_disabled
