@@ -218,22 +218,6 @@ struct trc_thread *trc_names_last_entry;
 #define MAX_IGNORED 64
 static VALUE ignored[MAX_IGNORED];
 
-void
-trc_thread_ignore(VALUE th, int on)
-{
-	for (int i = 0; i < MAX_IGNORED; i++) {
-		if (on ? ignored[i] == 0 : ignored[i] == th) {
-			ignored[i] = on ? th : 0;
-			break;
-		}
-	}
-	uint32_t idx = index_find(&threads, th, 0);
-	if (idx != UINT32_MAX)
-		trc_thread_at(idx)->ignored = (uint8_t)on;
-	trc_names_last_thread = Qnil;
-	agent_th = Qnil;
-}
-
 static int
 is_ignored(VALUE th)
 {
@@ -241,6 +225,35 @@ is_ignored(VALUE th)
 		if (ignored[i] == th)
 			return 1;
 	return 0;
+}
+
+/*
+ * A thread takes one slot however often it is ignored: an eval thread is ignored by the
+ * command that makes it and again by itself, and the one call that ends it frees its slot
+ * (a second slot held the dead thread from the GC, and the table filled after 64 evals).
+ */
+static void
+remember_ignored(VALUE th, int on)
+{
+	if (on && is_ignored(th))
+		return;
+	for (int i = 0; i < MAX_IGNORED; i++) {
+		if (on ? ignored[i] == 0 : ignored[i] == th) {
+			ignored[i] = on ? th : 0;
+			return;
+		}
+	}
+}
+
+void
+trc_thread_ignore(VALUE th, int on)
+{
+	remember_ignored(th, on);
+	uint32_t idx = index_find(&threads, th, 0);
+	if (idx != UINT32_MAX)
+		trc_thread_at(idx)->ignored = (uint8_t)on;
+	trc_names_last_thread = Qnil;
+	agent_th = Qnil;
 }
 
 int

@@ -194,6 +194,16 @@ class EvalTest < Minitest::Test
     end
   end
 
+  # Each eval's thread is the agent's while it runs, then garbage like any thread that ended:
+  # 100 of them (50 lines of -i, each checked, then run) leave none behind.
+  def test_eval_threads_are_not_kept
+    t = target('sleep')
+    lines = "1\n" * 50 + "GC.start; ObjectSpace.each_object(Thread).count { |th| !th.alive? }\n"
+    out, err, status = Open3.capture3(TRACER, '-p', t.pid.to_s, '-i', stdin_data: lines)
+    assert status.success?, err
+    assert_operator Integer(out.lines.last[/\d+/]), :<, 10, out.lines.last
+  end
+
   def test_eval_can_be_disabled
     t = target('sleep', env: { 'TRACER_AGENT_EVAL' => '0' })
     _, err, status = tracer('-p', t.pid, '-e', '1')
