@@ -989,23 +989,34 @@ hooks_every_call(const struct opts *o)
 }
 
 /*
- * Before attaching: --all leaves the VM's call hooks' instrumentation in the process for good.
- * Says so, and goes on only with --yes or a "y" typed at the terminal.
+ * Before attaching: --all leaves the VM's call hooks' instrumentation in the process for good,
+ * and wrapping a basic operation (Integer#+) its slow path. Says so, and goes on only with
+ * --yes or a "y" typed at the terminal.
  */
 static void
-confirm_lasting_cost(const struct opts *o)
+confirm_lasting_cost(const struct opts *o, const struct trc_spec *specs)
 {
 	char answer[16] = "";
 	FILE *tty;
+	const struct trc_spec *op = NULL;
 
-	if (!hooks_every_call(o))
+	for (size_t i = 0; i < o->nspecs && op == NULL; i++)
+		if (trc_spec_basic_op(&specs[i]))
+			op = &specs[i];
+	if (!hooks_every_call(o) && op == NULL)
 		return;
-	fprintf(stderr, "tracer: --all hooks every method call in the VM. Ruby keeps part of those "
-		"hooks after tracer detaches: the process%s then stay%s slower until %s restart%s "
-		"(measured on small method calls: " TRC_RESIDUE_TEXT "). Without --all only the "
-		"app's own methods are traced, and nothing is left behind.\n",
-		o->npids > 1 ? "es" : "", o->npids > 1 ? "" : "s", o->npids > 1 ? "they" : "it",
-		o->npids > 1 ? "" : "s");
+	if (hooks_every_call(o))
+		fprintf(stderr, "tracer: --all hooks every method call in the VM. Ruby keeps part of those "
+			"hooks after tracer detaches: the process%s then stay%s slower until %s restart%s "
+			"(measured on small method calls: " TRC_RESIDUE_TEXT "). Without --all only the "
+			"app's own methods are traced, and nothing is left behind.\n",
+			o->npids > 1 ? "es" : "", o->npids > 1 ? "" : "s", o->npids > 1 ? "they" : "it",
+			o->npids > 1 ? "" : "s");
+	if (op != NULL)
+		fprintf(stderr, "tracer: '%s' names an operation Ruby's VM runs without a method call "
+			"(Integer#+, Array#[], Hash#[]= and the like). Wrapping it makes the VM take the slow "
+			"path for it until the process restarts, after tracer detaches too (about 2x on a "
+			"loop of Integer#+).\n", op->text);
 	if (o->yes)
 		return;
 	if (!isatty(STDIN_FILENO) || (tty = fopen("/dev/tty", "r+")) == NULL)
@@ -1875,7 +1886,7 @@ main(int argc, char **argv)
 	specs = parse_specs(&o);
 	find_ps(&o, &ps);
 	check_targets(&o);
-	confirm_lasting_cost(&o);
+	confirm_lasting_cost(&o, specs);
 	code = run(&o, mode, specs, &ps);
 	if (o.ps != NULL)
 		trc_ps_release(&ps);

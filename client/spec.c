@@ -316,3 +316,47 @@ trc_spec_next_line(const char *text, size_t len, size_t *pos, unsigned *line,
 	}
 	return false;
 }
+
+/* The VM's basic operations by class (vm.c, vm_init_redefined_flag). */
+static const struct {
+	const char *cls;
+	const char *ops;        /* space-separated, with a space at each end */
+} basic_ops[] = {
+	{ "Integer", " + - * / % == === < <= > >= [] succ & | <=> " },
+	{ "Float", " + - * / % == === < <= > >= <=> " },
+	{ "String", " + == === << length size empty? succ =~ freeze -@ <=> " },
+	{ "Array", " + << [] []= length size empty? freeze max min hash include? pack " },
+	{ "Hash", " [] []= length size empty? freeze default " },
+	{ "Symbol", " == === " },
+	{ "NilClass", " === nil? " },
+	{ "TrueClass", " === " },
+	{ "FalseClass", " === " },
+	{ "Regexp", " =~ " },
+	{ "Proc", " call " },
+	{ "BasicObject", " ! != " },
+};
+
+static bool
+has_op(const char *ops, const char *method)
+{
+	size_t n = strlen(method);
+
+	for (const char *p = ops; (p = strstr(p, method)) != NULL; p++)
+		if (p[-1] == ' ' && p[n] == ' ')
+			return true;
+	return false;
+}
+
+bool
+trc_spec_basic_op(const struct trc_spec *sp)
+{
+	if (sp->kind == TRC_SPEC_SINGLETON || (sp->method != NULL && strchr(sp->method, ' ') != NULL))
+		return false;
+	for (size_t i = 0; i < sizeof(basic_ops) / sizeof(basic_ops[0]); i++) {
+		if (sp->cls != NULL && strcmp(sp->cls, basic_ops[i].cls) != 0)
+			continue;
+		if (sp->method == NULL || has_op(basic_ops[i].ops, sp->method))
+			return true;
+	}
+	return false;
+}

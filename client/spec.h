@@ -36,4 +36,11 @@ void trc_spec_release(struct trc_spec *s);
 bool trc_spec_next_line(const char *text, size_t len, size_t *pos, unsigned *line,
 			const char **start, size_t *n);
 
+/*
+ * Whether the spec names an operation Ruby's VM runs without a method call while nobody has
+ * redefined it (Integer#+, Array#[], Hash#[]=...): wrapping one makes the VM take the slow
+ * path for it for the life of the process. A bare name or Class# counts if it covers one.
+ */
+bool trc_spec_basic_op(const struct trc_spec *sp);
+
 #endif

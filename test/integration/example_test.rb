@@ -74,13 +74,14 @@ class ExampleTest < Minitest::Test
     assert_equal 2, find['pids']
     assert_match(%r{examples/sinatra/app\.rb\z}, find['file'])
     # A route, which only an UnboundMethod holds, is counted where a TracePoint on it leaves
-    # nothing behind after detach: Ruby 3.3 and later (wrap.rb, TRACE_DETACHED).
+    # nothing behind after detach: Ruby 3.3 and later (wrap.rb, TRACE_DETACHED). (On 3.1 a
+    # worker still loading the app when tracer attached has its routes wrapped as Sinatra
+    # defines them, so they may show there too.)
     route = table['rows'].find { |r| r['method'] == 'Shop#GET /price/:name' }
     if RUBY_VERSION >= '3.3'
       assert route, "no route row in #{table['rows'].map { |r| r['method'] }}"
       assert_equal 24, route['line']
-    else
-      assert_nil route
+      assert_equal 2, route['pids']
     end
   end
 

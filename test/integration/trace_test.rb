@@ -234,6 +234,22 @@ class TraceTest < Minitest::Test
     assert_equal "=> 1\n", out, 'nothing attached before'
   end
 
+  # Integer#+ is one of the VM's basic operations: wrapping it leaves its slow path for good,
+  # so tracer asks first; with --yes it traces it like any method (Worker#work's `+ 1`).
+  def test_basic_operation_is_asked_for_then_traced
+    t = target('busy')
+    out, err, status = tracer('-p', t.pid, '-m', 'Integer#+')
+    assert_equal 2, status.exitstatus, err
+    assert_match(/'Integer#\+' names an operation Ruby's VM runs without a method call/, err)
+    assert_match(/not attached: add --yes/, err)
+    assert_empty out
+    out = trace(t, '-m', 'Worker#work', 'Integer#+', '--yes', until_re: /^Worker#work\n  Integer#\+ <[\d.]+>\nWorker#work <[\d.]+>\n/)
+    assert_match(/^Worker#work\n  Integer#\+ <[\d.]+>\nWorker#work <[\d.]+>$/, out)
+    out, err, status = tracer('-p', t.pid, '-e', '[1 + 1, TracerAgent.stats[:sessions]]')
+    assert status.success?, err
+    assert_equal "=> [2, 2]\n", out, "the refused client never attached (a trace and this eval only); Integer#+ works after detach"
+  end
+
   def test_slow_calls_only
     t = target('work')
     out = trace(t, '-s', '1', '-m', 'Worker#outer', 'Worker#inner', 'Kernel#sleep',

@@ -239,9 +239,39 @@ test_tracer_file_edges(void)
 		  n == 1 && *p == 'a' && !trc_spec_next_line("a\nb", 1, &pos, &line, &p, &n));
 }
 
+/* The specs whose wrapping leaves a basic operation's slow path behind. */
+static void
+test_basic_ops(void)
+{
+	static const struct {
+		const char *text;
+		bool op;
+	} cases[] = {
+		{ "Integer#+", true }, { "String#-@", true }, { "Hash#[]=", true }, { "Array#[]", true },
+		{ "String#==", true }, { "Integer#", true }, { "+", true }, { "nil?", true },
+		{ "Integer.sqrt", false }, { "Hash#key?", false }, { "Foo#+", false },
+		{ "Proc#call", true }, { "Object#f", false }, { "Shop#GET /price/:name", false },
+	};
+	char label[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct trc_spec sp;
+		const char *why = NULL;
+
+		snprintf(label, sizeof(label), "basic op: %s", cases[i].text);
+		if (trc_spec_parse(&sp, cases[i].text, &why) != 0) {
+			test_cond(label, false);
+			continue;
+		}
+		test_cond(label, trc_spec_basic_op(&sp) == cases[i].op);
+		trc_spec_release(&sp);
+	}
+}
+
 void
 test_spec(void)
 {
+	test_basic_ops();
 	test_goods();
 	test_bads();
 	test_deep_nesting();
