@@ -59,8 +59,7 @@ install(VALUE arg)
 static VALUE
 describe(VALUE exc)
 {
-	return rb_sprintf("cannot wrap it: %"PRIsVALUE": %"PRIsVALUE, rb_obj_class(exc),
-	    rb_funcall(exc, rb_intern("message"), 0));
+	return rb_sprintf("%"PRIsVALUE": %"PRIsVALUE, rb_obj_class(exc), rb_funcall(exc, rb_intern("message"), 0));
 }
 
 static int
@@ -100,43 +99,54 @@ replaced(const struct wrap *w)
 	return !FIXNUM_P(index);
 }
 
-int
-trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
+/*
+ * Registers owner's mid, then puts it in place with put(arg) (a wrapper, a TracePoint), whose
+ * answer is the handle Wrap.uninstall takes. Registered first: what is put may run at once.
+ * what names the action for *why ("wrap", "trace").
+ */
+static int
+put_in_place(VALUE owner, ID mid, VALUE (*put)(VALUE), VALUE arg, const char *what, VALUE *why)
 {
-	struct install_args a = { owner, mid, ULL2NUM(trc_hook_token(gen, m)), INT2FIX(nwraps + 1), exprs };
 	struct wrap *w;
 	int state = 0;
 	VALUE handle;
 
-	/* Wrapped already, unless the app has put a new definition in the wrapper's place since. */
-	for (int i = nwraps - 1; i >= 0; i--)
-		if (wraps[i].owner == owner && wraps[i].mid == mid && !replaced(&wraps[i]))
-			return 0;
 	if (grow() < 0) {
-		*why = rb_str_new_cstr("cannot wrap it: out of memory");
+		*why = rb_sprintf("cannot %s it: out of memory", what);
 		return -1;
 	}
-	/* Registered first: the wrapper may run as soon as it is defined. */
 	w = &wraps[nwraps++];
 	w->owner = owner;
 	w->mid = mid;
 	w->handle = Qnil;
 	installing++;
-	handle = rb_protect(install, (VALUE)&a, &state);
+	handle = rb_protect(put, arg, &state);
 	installing--;
 	if (state) {
-		VALUE exc = rb_errinfo();
+		VALUE exc = rb_errinfo(), desc;
+
 		rb_set_errinfo(Qnil);
-		*why = rb_protect(describe, exc, &state);
-		if (state) {
+		desc = rb_protect(describe, exc, &state);
+		if (state)
 			rb_set_errinfo(Qnil);
-			*why = rb_str_new_cstr("cannot wrap it");
-		}
+		*why = state ? rb_sprintf("cannot %s it", what) : rb_sprintf("cannot %s it: %"PRIsVALUE, what, desc);
 		nwraps--;
 		return -1;
 	}
 	w->handle = handle;
 	return 0;
+}
+
+int
+trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
+{
+	struct install_args a = { owner, mid, ULL2NUM(trc_hook_token(gen, m)), INT2FIX(nwraps + 1), exprs };
+
+	/* Wrapped already, unless the app has put a new definition in the wrapper's place since. */
+	for (int i = nwraps - 1; i >= 0; i--)
+		if (wraps[i].owner == owner && wraps[i].mid == mid && !replaced(&wraps[i]))
+			return 0;
+	return put_in_place(owner, mid, install, (VALUE)&a, "wrap", why);
 }
 
 static VALUE
@@ -229,29 +239,8 @@ int
 trc_wrap_detached(VALUE um, VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE *why)
 {
 	struct detached_args a = { um, ULL2NUM(trc_hook_token(gen, m)) };
-	struct wrap *w;
-	int state = 0;
-	VALUE handle;
 
-	if (grow() < 0) {
-		*why = rb_str_new_cstr("cannot trace it: out of memory");
-		return -1;
-	}
-	w = &wraps[nwraps++];
-	w->owner = owner;
-	w->mid = mid;
-	w->handle = Qnil;
-	installing++;
-	handle = rb_protect(trace_detached, (VALUE)&a, &state);
-	installing--;
-	if (state) {
-		rb_set_errinfo(Qnil);
-		*why = rb_str_new_cstr("cannot trace it: TracePoint#enable(target:) failed");
-		nwraps--;
-		return -1;
-	}
-	w->handle = handle;
-	return 0;
+	return put_in_place(owner, mid, trace_detached, (VALUE)&a, "trace", why);
 }
 
 static VALUE
