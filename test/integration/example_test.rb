@@ -29,16 +29,17 @@ class ExampleTest < Minitest::Test
     Process.wait(@load) rescue nil
   end
 
+  # Each trace runs until what it looks for shows up: the load, a Ruby process started in
+  # setup, may take seconds to reach a worker on a loaded machine, which a fixed --duration missed.
   def test_method_trace_shows_sinatra_and_app_methods
     args = @workers.flat_map { |w| ['-p', w] }
-    out, err, status = tracer(*args, '-m', 'Inventory.find(name)', 'Sinatra::Base#call', '--duration', '1.5')
-    assert status.success?, err
-    assert_match(/Sinatra::Base#call\n.*Inventory\.find\(name="item\d+"\) <[\d.]+>/m, out)
-    @workers.each { |w| assert_match(/detached from process #{w}/, err) }
+    c = client(*args, '-m', 'Inventory.find(name)', 'Sinatra::Base#call')
+    c.wait_for(/Sinatra::Base#call\n.*Inventory\.find\(name="item\d+"\) <[\d.]+>/m, stream: :out)
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    @workers.each { |w| assert_match(/detached from process #{w}/, c.err) }
   end
 
-  # Traced until a slow call shows up: the load, a Ruby process started in setup, may take
-  # seconds to send its first request on a loaded machine, which a fixed --duration missed.
   def test_slow_requests_are_found
     c = client('-p', @workers.first, '-s', '20')
     c.wait_for(/Inventory\.find <0\.0[3-9]\d+>/, stream: :out)
@@ -54,35 +55,43 @@ class ExampleTest < Minitest::Test
   # A Sinatra route is a method Sinatra defines, takes as an UnboundMethod and removes: no
   # wrapper can take its place, a TracePoint on it alone sees it, named as the issue spells it.
   def test_a_route_by_its_name_with_spaces
-    out, err, status = tracer('-p', @workers.first, '-m', 'Shop#GET /price/:name', 'Inventory.find(name)',
-                              'GET /report', '--duration', '1.5')
-    assert status.success?, err
+    c = client('-p', @workers.first, '-m', 'Shop#GET /price/:name', 'Inventory.find(name)', 'GET /report')
     # A call in full, on one thread (its lines carry the thread's name when several trace).
-    call = %r{^(\[[^\]]+\] |)Shop#GET /price/:name\n\1  Inventory\.find\(name="item\d+"\) <[\d.]+>\n\1Shop#GET /price/:name <[\d.]+>$}
-    assert call.match?(out), "no route call with its Inventory.find in:\n#{out[0, 2000]}"
-    assert_match(%r{^(\[[^\]]+\] |)Shop#GET /report <[\d.]+>$}, out[0, 200_000])
+    c.wait_for(%r{^(\[[^\]]+\] |)Shop#GET /price/:name\n\1  Inventory\.find\(name="item\d+"\) <[\d.]+>\n\1Shop#GET /price/:name <[\d.]+>$},
+               stream: :out)
+    c.wait_for(%r{^(\[[^\]]+\] |)Shop#GET /report <[\d.]+>$}, stream: :out)
+    c.signal('INT')
+    assert c.finish.success?, c.err
     assert_equal 'ok', get('/health') # and the app serves on after detach
   end
 
+  # Tables until one counts Inventory.find in both workers: the load, started in setup, may
+  # take seconds to reach the second worker on a loaded machine, which a fixed --duration missed.
   def test_top_calls_across_the_cluster
     args = @workers.flat_map { |w| ['-p', w] }
-    out, err, status = tracer(*args, '--top', 'calls', '--duration', '1.5', '--json')
-    assert status.success?, err
-    table = JSON.parse(out.lines.last)
-    find = table['rows'].find { |r| r['method'] == 'Inventory.find' }
-    assert find, "no Inventory.find row in #{table['rows'].map { |r| r['method'] }}"
-    assert_equal 2, find['pids']
-    assert_match(%r{examples/sinatra/app\.rb\z}, find['file'])
+    c = client(*args, '--top', 'calls', '--interval', '0.3', '--json')
+    both = lambda do |table, name|
+      row = table['rows'].find { |r| r['method'] == name }
+      row if row && row['pids'] == 2
+    end
     # A route, which only an UnboundMethod holds, is counted where a TracePoint on it leaves
     # nothing behind after detach: Ruby 3.3 and later (wrap.rb, TRACE_DETACHED). (On 3.1 a
     # worker still loading the app when tracer attached has its routes wrapped as Sinatra
     # defines them, so they may show there too.)
-    route = table['rows'].find { |r| r['method'] == 'Shop#GET /price/:name' }
-    if RUBY_VERSION >= '3.3'
-      assert route, "no route row in #{table['rows'].map { |r| r['method'] }}"
-      assert_equal 24, route['line']
-      assert_equal 2, route['pids']
+    table = begin
+      wait_until(message: 'Inventory.find counted in both workers') do
+        c.out.lines.reverse_each.lazy.map { |l| parse(l) }.find do |t|
+          t && both.(t, 'Inventory.find') && (RUBY_VERSION < '3.3' || both.(t, 'Shop#GET /price/:name'))
+        end
+      end
+    rescue RuntimeError => e
+      flunk "#{e.message}; the last table: #{c.out.lines.last}#{c.err}"
     end
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    assert_match(%r{examples/sinatra/app\.rb\z}, both.(table, 'Inventory.find')['file'])
+    assert_equal 24, both.(table, 'Shop#GET /price/:name')['line'] if RUBY_VERSION >= '3.3'
+    @workers.each { |w| assert_match(/detached from process #{w}/, c.err) }
   end
 
   private
@@ -95,6 +104,12 @@ class ExampleTest < Minitest::Test
     nio ? cmd : cmd + ['-C', File.join(ROOT, 'test', 'apps', 'puma_no_reactor.rb')]
   rescue Gem::Exception => e
     flunk "Puma is missing for #{RUBY} (#{e.message}): apt-get install puma, or make test-rubies"
+  end
+
+  def parse(line)
+    JSON.parse(line)
+  rescue JSON::ParserError
+    nil
   end
 
   def get(path)
