@@ -27,6 +27,7 @@
 #include "repl.h"
 #include "session.h"
 #include "spec.h"
+#include "spool.h"
 #include "top.h"
 #include "trace.h"
 #include "tracer_protocol.h"
@@ -1226,6 +1227,7 @@ struct cli {
 	struct trc_exec exec;
 	ev_timer wait_w, grace_w;
 	struct trc_repl *repl;          /* -i */
+	char *spool_dir;                /* tracing to a file: where its scratch files go (spool.h) */
 };
 
 /*
@@ -1514,6 +1516,7 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	/* with --ps or --exec: on_end, for every process and every exec */
 	j->duration = c->ps != NULL || j->exec ? 0 : o->duration;
 	j->out = &c->out;
+	j->spool_dir = c->spool_dir;
 }
 
 /* A session for pid, counted as running: the caller starts it. */
@@ -1798,6 +1801,7 @@ free_run(struct cli *c)
 	for (size_t i = 0; i < c->nsessions; i++)
 		trc_session_free(c->sessions[i]);
 	free(c->sessions);
+	free(c->spool_dir);
 	free(c->found);
 	if (c->export != NULL)
 		trc_export_free(c->export);
@@ -1806,6 +1810,32 @@ free_run(struct cli *c)
 	trc_output_release(&c->out);
 	if (c->top != NULL)
 		trc_top_free(c->top);
+}
+
+/*
+ * A trace going to a regular file goes through a spool (spool.h), whose scratch files go
+ * beside it, on its file system: nobody watches a file line by line as it grows, and the
+ * spool keeps every event of a flood. To a terminal or a pipe, a trace is formatted as it
+ * comes.
+ */
+static char *
+spool_dir(int fd, enum trc_mode mode)
+{
+	struct stat st;
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (mode != TRC_MODE_TRACE || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return NULL;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	slash[slash == path ? 1 : 0] = '\0';
+	return xstrdup(path);
 }
 
 static int
@@ -1819,6 +1849,7 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, stru
 		c.top = new_top(o);
 	trc_output_init(&c.out, fd, STDERR_FILENO);
 	compress_output(&c.out, o);
+	c.spool_dir = spool_dir(fd, mode);
 	if (mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
 		c.export = new_export(&c.out, o, specs, c.ps != NULL || o->nexec > 0);
 	make_job(&c, o, mode, specs);

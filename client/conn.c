@@ -81,6 +81,8 @@ on_readable(struct ev_loop *loop, ev_io *w, int revents)
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			c->on_end(c->ctx, TRC_CONN_IO_ERROR, strerror(errno));
 	} else {
+		if (c->tap != NULL)
+			c->tap(c->tap_ctx, c->rbuf + c->rend, (size_t)n);
 		c->rend += (size_t)n;
 		dispatch(c);
 	}
@@ -176,6 +178,13 @@ trc_conn_init(struct trc_conn *c, struct ev_loop *loop, int fd, trc_conn_msg_fn 
 	c->read_w.data = c;
 	c->write_w.data = c;
 	ev_io_start(loop, &c->read_w);
+}
+
+void
+trc_conn_tap(struct trc_conn *c, trc_conn_tap_fn *tap, void *ctx)
+{
+	c->tap = tap;
+	c->tap_ctx = ctx;
 }
 
 void

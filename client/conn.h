@@ -24,6 +24,8 @@ struct trc_conn;
 typedef int trc_conn_msg_fn(void *ctx, const struct trc_message *m);
 /* The connection cannot go on; the callee should trc_conn_close() it. */
 typedef void trc_conn_end_fn(void *ctx, enum trc_conn_end why, const char *detail);
+/* Sees every byte received, as read, before it is decoded. */
+typedef void trc_conn_tap_fn(void *ctx, const void *p, size_t n);
 
 /* Caller-allocated; fields are private to conn.c. */
 struct trc_conn {
@@ -39,12 +41,15 @@ struct trc_conn {
 	struct trc_decoder dec;
 	trc_conn_msg_fn *on_msg;
 	trc_conn_end_fn *on_end;
-	void *ctx;
+	trc_conn_tap_fn *tap;   /* NULL: none */
+	void *ctx, *tap_ctx;
 };
 
 /* Takes ownership of the non-blocking fd and starts reading it in loop. Main thread. */
 void trc_conn_init(struct trc_conn *c, struct ev_loop *loop, int fd, trc_conn_msg_fn *on_msg,
 		   trc_conn_end_fn *on_end, void *ctx);
+/* Shows tap every byte received from now on (a spool keeps them: spool.h). */
+void trc_conn_tap(struct trc_conn *c, trc_conn_tap_fn *tap, void *ctx);
 /* Queues the bytes of msg (copied) for sending. Ignored once closed. */
 void trc_conn_send(struct trc_conn *c, const struct trc_buf *msg);
 /*

@@ -477,6 +477,54 @@ finish(struct trc_decoder *d, struct rd *r, const struct msg_type *t, size_t *us
 	return r->status;
 }
 
+/* An unsigned msgpack integer of at most 32 bits at *p, below end; false if it is not one. */
+static inline bool
+quick_u32(const uint8_t **p, const uint8_t *end, uint32_t *v)
+{
+	const uint8_t *q = *p;
+	unsigned w;
+
+	if (q >= end)
+		return false;
+	if (q[0] < 0x80) {
+		*v = q[0];
+		*p = q + 1;
+		return true;
+	}
+	if (q[0] < 0xcc || q[0] > 0xce)
+		return false;
+	w = 1u << (q[0] - 0xcc);
+	if ((size_t)(end - q) < 1 + w)
+		return false;
+	*v = (uint32_t)rd_be(q + 1, w);
+	*p = q + 1 + w;
+	return true;
+}
+
+/*
+ * Calls and returns are nearly every message of a trace: [130 or 131, thread, method, ts] with
+ * unsigned integers, read here without the general reader. Anything else, or a message cut
+ * short, is left to it (false).
+ */
+static inline bool
+quick_call(const uint8_t *b, size_t len, struct trc_message *m, size_t *used)
+{
+	const uint8_t *p = b + 3, *end = b + len;
+	uint32_t thread, method;
+
+	if (len < 3 + 1 + 1 + 9 || b[0] != 0x94 || b[1] != 0xcc ||
+	    (b[2] != TRC_EV_CALL && b[2] != TRC_EV_RETURN))
+		return false;
+	if (!quick_u32(&p, end, &thread) || !quick_u32(&p, end, &method) || end - p < 9 || p[0] != 0xcf)
+		return false;
+	m->type = b[2];
+	m->call.thread = thread;
+	m->call.method = method;
+	m->call.ts = rd_be(p + 1, 8);
+	*used = (size_t)(p + 9 - b);
+	return true;
+}
+
 enum trc_decode_status
 trc_decode(struct trc_decoder *d, const void *buf, size_t len, struct trc_message *m, size_t *used)
 {
@@ -484,6 +532,8 @@ trc_decode(struct trc_decoder *d, const void *buf, size_t len, struct trc_messag
 	const struct msg_type *t;
 	uint32_t n, type;
 
+	if (quick_call(buf, len, m, used))
+		return TRC_DECODE_OK;
 	n = rd_array(&r);
 	if (r.status == TRC_DECODE_OK && n == 0)
 		rd_fail(&r, "empty array");

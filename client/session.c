@@ -14,6 +14,7 @@
 #include "encode.h"
 #include "heapfile.h"
 #include "proc.h"
+#include "spool.h"
 #include "xmalloc.h"
 
 #define DETACH_WAIT 2.0         /* seconds for the agent to confirm a detach */
@@ -49,6 +50,11 @@ struct trc_session {
 	enum state state;
 	struct trc_attach attach;
 	struct trc_conn conn;
+	struct trc_spool *spool;        /* tracing to a file: where its bytes go first (the sink's) */
+	ev_idle pump_w;                 /* feeds the spool's events on when the loop is idle */
+	ev_timer rate_w;                /* measures the stream, to pump only outside a flood */
+	uint64_t recent;                /* bytes received since rate_w last ran */
+	bool flood;
 	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
 	struct trc_heapfile heap;       /* --heapdump, --shapesdump: the file the agent writes */
 	char *cwd;                      /* from WELCOME, or NULL */
@@ -68,6 +74,16 @@ struct trc_session {
 	const struct trc_session_cbs *cbs;
 	void *ctx;
 };
+
+/* The end of the trace: what a spool still holds goes to the printer or exporter first. */
+static void
+close_sink(struct trc_session *s)
+{
+	ev_idle_stop(s->loop, &s->pump_w);
+	ev_timer_stop(s->loop, &s->rate_w);
+	trc_sink_close(&s->sink);
+	s->spool = NULL;
+}
 
 static void
 stop_timers(struct trc_session *s)
@@ -123,7 +139,7 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	s->state = S_DONE;
 	stop_timers(s);
 	trc_conn_close(&s->conn);
-	trc_sink_close(&s->sink);
+	close_sink(s);
 	/* A dump that did not complete leaves nothing behind. */
 	trc_heapfile_release(&s->heap);
 	s->cbs->done(s, s->ctx);
@@ -450,7 +466,7 @@ on_detached(struct trc_session *s, const struct trc_message *m)
 	if (trc_sink_active(&s->sink)) {
 		uint64_t reported = trc_sink_lost(&s->sink);
 
-		trc_sink_close(&s->sink);       /* ends its open line before the notes */
+		close_sink(s);       /* ends its open line before the notes */
 		if (lost > reported)
 			trc_output_note(s->job->out, "%s%" PRIu64 " events lost", s->tag, lost - reported);
 		/* sent + lost is what the agent saw; sent must equal received on a working link. */
@@ -495,6 +511,9 @@ static const struct msg_handler {
 	unsigned states;
 	void (*fn)(struct trc_session *, const struct trc_message *);
 } msg_handlers[] = {
+	/* Nearly every message: first. */
+	{ TRC_EV_CALL, TRACE_STATES, on_event },
+	{ TRC_EV_RETURN, TRACE_STATES, on_event },
 	{ TRC_MSG_WELCOME, IN(S_WELCOMING), on_welcome },
 	{ TRC_MSG_ERROR, CONNECTED, on_error },
 	{ TRC_MSG_SPEC, IN(S_STARTING), on_spec },
@@ -504,8 +523,6 @@ static const struct msg_handler {
 	{ TRC_MSG_TOP, TRACE_STATES, on_top },
 	{ TRC_EV_METHOD, TRACE_STATES, on_event },
 	{ TRC_EV_THREAD, TRACE_STATES, on_event },
-	{ TRC_EV_CALL, TRACE_STATES, on_event },
-	{ TRC_EV_RETURN, TRACE_STATES, on_event },
 	{ TRC_EV_RAISE, TRACE_STATES, on_event },
 	{ TRC_EV_EXPR, TRACE_STATES, on_event },
 	{ TRC_EV_SLOW, TRACE_STATES, on_event },
@@ -552,7 +569,7 @@ on_end(void *ctx, enum trc_conn_end why, const char *detail)
 	 * way this part of the trace is complete, and tracer, its parent, learns which by itself.
 	 */
 	if (s->job->exec) {
-		trc_sink_close(&s->sink);
+		close_sink(s);
 		finish(s, TRC_EXIT_OK, NULL);
 		return;
 	}
@@ -571,7 +588,7 @@ on_gone_check(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop, (void)revents;
 	if (trc_proc_check(s->pid) == TRC_PROC_GONE) {
-		trc_sink_close(&s->sink);
+		close_sink(s);
 		trc_output_note(s->job->out, "process %d exited", (int)s->pid);
 		finish(s, TRC_EXIT_EXITED, NULL);
 	} else if (--s->gone_checks <= 0 && s->truncated) {
@@ -632,6 +649,62 @@ on_detach_wait(struct ev_loop *loop, ev_timer *w, int revents)
 	       DETACH_WAIT);
 }
 
+/*
+ * The spool keeps the bytes; its events are formatted when the loop has nothing else to do,
+ * unless they come as a flood: formatting a flood as it comes takes CPU time the app and the
+ * agent need (on two cores, the agent then drops events), so then they wait in the spool until
+ * the flood ends or tracing does.
+ */
+#define PUMP_SLICE 4096                 /* messages formatted at a time, a millisecond or so */
+#define RATE_EVERY 0.1                  /* seconds */
+#define FLOOD_BYTES (400u << 10)        /* a flood: more than this in RATE_EVERY (4 MB/s,
+					 * some 400 000 events a second) */
+
+static void
+spool_tap(void *ctx, const void *p, size_t n)
+{
+	struct trc_session *s = ctx;
+
+	if (s->spool == NULL)   /* tracing is over */
+		return;
+	trc_spool_put(s->spool, p, n);
+	s->recent += n;
+	if (s->recent > FLOOD_BYTES) {
+		s->flood = true;
+		ev_idle_stop(s->loop, &s->pump_w);
+	} else if (!s->flood) {
+		ev_idle_start(s->loop, &s->pump_w);
+	}
+	if (!ev_is_active(&s->rate_w))
+		ev_timer_again(s->loop, &s->rate_w);
+}
+
+static void
+on_pump(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)revents;
+	if (s->spool == NULL || trc_spool_pump(s->spool, PUMP_SLICE) < 0 || !trc_spool_behind(s->spool))
+		ev_idle_stop(loop, w);
+}
+
+static void
+on_rate(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)revents;
+	s->flood = s->recent > FLOOD_BYTES;
+	if (s->flood)
+		ev_idle_stop(loop, &s->pump_w);
+	else if (s->spool != NULL && trc_spool_behind(s->spool))
+		ev_idle_start(loop, &s->pump_w);
+	else if (s->recent == 0)
+		ev_timer_stop(loop, w);
+	s->recent = 0;
+}
+
 static void
 on_attached(struct trc_attach *a, int fd, void *ctx)
 {
@@ -645,6 +718,8 @@ on_attached(struct trc_attach *a, int fd, void *ctx)
 	}
 	s->state = S_WELCOMING;
 	trc_conn_init(&s->conn, s->loop, fd, on_msg, on_end, s);
+	if (s->spool != NULL)
+		trc_conn_tap(&s->conn, spool_tap, s);
 	trc_buf_init(&b);
 	trc_encode_hello(&b, (int32_t)getpid());
 	send_buf(s, &b);
@@ -685,6 +760,18 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	} else if (job->mode == TRC_MODE_TRACE) {
 		topts.pid = job->label_pids ? (int)pid : 0;
 		s->sink = trc_trace_sink(trc_trace_new(job->out, &topts, job->specs, job->nspecs));
+	}
+	ev_idle_init(&s->pump_w, on_pump);
+	s->pump_w.data = s;
+	init_timer(s, &s->rate_w, on_rate, 0, RATE_EVERY);
+	s->flood = true;        /* until the first RATE_EVERY says otherwise */
+	if (trc_sink_active(&s->sink) && job->spool_dir != NULL) {
+		s->spool = trc_spool_new(job->spool_dir, s->sink, job->out);
+		if (s->spool != NULL)
+			s->sink = trc_spool_sink(s->spool);
+		else
+			trc_output_note(job->out, "%sno scratch file beside the output (%s): events are "
+					"formatted as they come", s->tag, strerror(errno));
 	}
 	return s;
 }
@@ -791,7 +878,7 @@ trc_session_free(struct trc_session *s)
 		trc_attach_stop(&s->attach);
 	trc_conn_close(&s->conn);
 	stop_timers(s);
-	trc_sink_close(&s->sink);
+	close_sink(s);
 	trc_heapfile_release(&s->heap);
 	free(s->text);
 	free(s->cwd);

@@ -69,6 +69,9 @@ struct trc_job {
 	double timeout;         /* seconds for the agent to answer the attach */
 	double duration;        /* seconds of tracing before detaching; 0: until stopped */
 	struct trc_output *out;
+	/* Tracing to a file: the directory of each target's spool (spool.h); NULL: its events
+	 * are formatted as they come. */
+	const char *spool_dir;
 };
 
 struct trc_session;

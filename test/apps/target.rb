@@ -25,6 +25,14 @@ when 'busy'
   ready
   w = Worker.new(1)
   loop { w.work(1) }
+when 'bursts'
+  # Bursts of 2000 calls of work and helper every 10 ms: a flood of events while they last.
+  ready
+  w = Worker.new(1)
+  loop do
+    2000.times { w.work(1) }
+    sleep 0.01
+  end
 when 'sleep'
   ready
   sleep

@@ -295,6 +295,29 @@ class TraceTest < Minitest::Test
     end
   end
 
+  # A trace to a file goes through a spool (client/spool.c), formatted as it comes or after a
+  # flood: either way the file holds every event tracer received, once and in order.
+  def test_output_file_has_every_event_received
+    t = target('bursts')
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, 'trace.txt')
+      _, err, status = tracer('-p', t.pid, '-n', '-m', 'Worker#work', 'Worker#helper', '--stats', '--duration', '0.5',
+                              '-o', path)
+      assert status.success?, err
+      counts = err.match(/(\d+) events sent, (\d+) received/) or flunk("no --stats line in #{err}")
+      sent, received = counts.captures.map(&:to_i)
+      assert_equal sent, received, err
+      assert_operator received, :>, 1000, err
+      text = File.read(path)
+      assert_empty Dir.children(dir) - ['trace.txt'], 'no scratch file left'
+      # One call tree per work call, four events each; --duration may cut the last one short,
+      # and the first may be a return whose call came before tracing started.
+      trees = text.scan(/^Worker#work\n  Worker#helper\nWorker#work\n\n/).size
+      assert_in_delta received, 4 * trees, 6, "#{received} events received, #{trees} call trees in the file"
+      assert_match(/\A(Worker#work\n|  Worker#helper\n|\n)+\z/, text)
+    end
+  end
+
   # -o FILE.gz and FILE.zst: the same text as a plain file, compressed as it is written; with
   # --append, one more gzip member or zstd frame, which the tools read on as one text.
   def test_compressed_output

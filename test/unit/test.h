@@ -41,6 +41,7 @@ void test_export(void);
 void test_replay(void);
 void test_ring(void);
 void test_spec(void);
+void test_spool(void);
 void test_top(void);
 void test_trace(void);
 

@@ -545,6 +545,28 @@ test_integer_widths(void)
 		trc_buf_release(&b);
 	}
 	test_cond("integers at every width boundary", ok);
+	/* Calls and returns have a quick reader: thread and method at every width, both types. */
+	ok = 1;
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]) && values[i] <= UINT32_MAX; i++) {
+		for (uint32_t type = TRC_EV_CALL; type <= TRC_EV_RETURN; type++) {
+			struct trc_buf b;
+			struct trc_message m;
+			size_t used = 0;
+
+			trc_buf_init(&b);
+			trc_pack_array(&b, 4);
+			trc_pack_uint(&b, type);
+			trc_pack_uint(&b, values[i]);
+			trc_pack_uint(&b, values[(i + 3) % 9]);
+			trc_pack_uint(&b, 1ull << 40);
+			trc_buf_add(&b, "\x90", 1);     /* the next message's first byte */
+			ok &= trc_decode(&d, b.data, b.len, &m, &used) == TRC_DECODE_OK && used == b.len - 1 &&
+			      m.type == type && m.call.thread == values[i] &&
+			      m.call.method == values[(i + 3) % 9] && m.call.ts == 1ull << 40;
+			trc_buf_release(&b);
+		}
+	}
+	test_cond("calls and returns: thread and method at every width", ok);
 	trc_decoder_release(&d);
 }
 

@@ -16,6 +16,7 @@ static const struct suite {
 	{ "replay", test_replay },
 	{ "ring", test_ring },
 	{ "spec", test_spec },
+	{ "spool", test_spool },
 	{ "top", test_top },
 	{ "trace", test_trace },
 };
