@@ -187,6 +187,13 @@ trc_method_intern(VALUE klass, ID mid, VALUE path, int line, int spec)
 	m.line = line;
 	m.spec = (int8_t)(spec >= 0 ? spec : -1);
 	m.selected = spec != -1;
+	/* Naming the class may have run Ruby, and another thread interned the method meanwhile. */
+	if ((idx = index_find(&methods, klass, mid)) != UINT32_MAX) {
+		free(m.klass_name);
+		free(m.name);
+		free(m.path);
+		return idx;
+	}
 	if (m.klass_name == NULL || m.name == NULL || m.path == NULL ||
 	    (idx = table_add(&methods, &m, klass, mid)) == UINT32_MAX) {
 		free(m.klass_name);
@@ -266,11 +273,11 @@ trc_thread_is_agent(VALUE th)
 	return agent_is;
 }
 
+/* The thread's name, "main", or NULL for an unnamed one. Runs Ruby (Thread#name). */
 static char *
-thread_name(VALUE th, uint32_t idx)
+thread_name(VALUE th)
 {
 	static ID id_name;
-	char buf[32];
 	VALUE name;
 
 	if (!id_name)
@@ -278,10 +285,7 @@ thread_name(VALUE th, uint32_t idx)
 	name = rb_funcall(th, id_name, 0);
 	if (RB_TYPE_P(name, T_STRING))
 		return strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
-	if (th == rb_thread_main())
-		return strdup("main");
-	snprintf(buf, sizeof(buf), "thread-%u", idx);
-	return strdup(buf);
+	return strdup(th == rb_thread_main() ? "main" : "");
 }
 
 struct trc_thread *
@@ -291,19 +295,34 @@ trc_thread_find(VALUE th)
 	return idx == UINT32_MAX ? NULL : trc_thread_at(idx);
 }
 
+/*
+ * Thread#name runs Ruby, and another thread may run meanwhile and take the next slot: the
+ * index is looked for again and taken only after it (two threads with one index had each
+ * other's calls).
+ */
 struct trc_thread *
 trc_thread_get(VALUE th)
 {
 	struct trc_thread t;
 	uint32_t idx = index_find(&threads, th, 0);
+	char buf[32];
 
 	if (idx != UINT32_MAX)
 		return trc_thread_at(idx);
 	memset(&t, 0, sizeof(t));
 	t.thread = th;
-	t.idx = threads.count;
 	t.ignored = (uint8_t)is_ignored(th);
-	t.name = t.ignored ? strdup("tracer-agent") : thread_name(th, t.idx);
+	t.name = t.ignored ? strdup("tracer-agent") : thread_name(th);
+	if ((idx = index_find(&threads, th, 0)) != UINT32_MAX) {
+		free(t.name);
+		return trc_thread_at(idx);
+	}
+	t.idx = threads.count;
+	if (t.name != NULL && t.name[0] == '\0') {
+		free(t.name);
+		snprintf(buf, sizeof(buf), "thread-%u", t.idx);
+		t.name = strdup(buf);
+	}
 	if (t.name == NULL || (idx = table_add(&threads, &t, th, 0)) == UINT32_MAX) {
 		free(t.name);
 		return NULL;
@@ -311,7 +330,6 @@ trc_thread_get(VALUE th)
 	/* Not a leak: table_add() copied t, name included, into the table, which owns it. */
 	return trc_thread_at(idx);  /* NOLINT(clang-analyzer-unix.Malloc) */
 }
-
 
 struct trc_thread *
 trc_thread_current(void)

@@ -210,6 +210,22 @@ when 'many_threads'
   end
   ready
   threads.each(&:join)
+when 'slow_names'
+  # Threads whose #name lets other threads run (as any Ruby method may): the agent names a
+  # thread when it first sees it, and the others come in meanwhile.
+  class SlowName < Thread
+    def name = (sleep(0.001)
+                super)
+  end
+  threads = 20.times.map do |i|
+    SlowName.new do
+      Thread.current.name = "t#{i}"
+      w = Worker.new(i)
+      loop { w.work(i); Thread.pass }
+    end
+  end
+  ready
+  threads.each(&:join)
 when 'daemon'
   # Process.daemon forks; the daemon (a new pid) says who it is in a file and keeps working.
   Process.daemon(true, true)

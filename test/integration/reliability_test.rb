@@ -99,8 +99,14 @@ class ReliabilityTest < Minitest::Test
     assert_equal 0, stats(t.pid)[:last_session][:hooks_left]
   end
 
-  def test_fifty_threads_each_event_on_its_own_thread
-    t = target('many_threads')
+  def test_fifty_threads_each_event_on_its_own_thread = threads_each_on_its_own('many_threads', 10)
+
+  # Naming a thread runs Ruby (Thread#name), and other threads come in meanwhile: each still
+  # gets an index of its own.
+  def test_threads_named_slowly_each_event_on_its_own_thread = threads_each_on_its_own('slow_names', 5)
+
+  def threads_each_on_its_own(mode, threads)
+    t = target(mode)
     c = client('-p', t.pid, '-m', 'Worker#work(Thread.current.name)', 'Worker#helper')
     wait_until(message: '500 calls') { c.out.scan(/Worker#work <[\d.]+>$/).size >= 500 }
     c.signal('INT')
@@ -114,7 +120,7 @@ class ReliabilityTest < Minitest::Test
       seen[thread] << [indent, body]
       assert_equal "Worker#work(Thread.current.name=\"#{thread}\")", body[/\AWorker#work\(.*?\)/] if body.start_with?('Worker#work(')
     end
-    assert_operator seen.size, :>=, 10, 'many threads were traced'
+    assert_operator seen.size, :>=, threads, 'many threads were traced'
     seen.each do |thread, lines|
       # Each thread's own lines nest: work at 0, helper at 2, work's close at 0.
       lines.each do |indent, body|
