@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #define SPOOL_WRITE_AT (256u << 10)     /* kept bytes written out in pieces this big */
 #define SPOOL_READ (1u << 20)           /* and read back in pieces this big */
+#define SPOOL_SAY_AT (64u << 20)        /* kept bytes left at the end worth a note */
 
 struct trc_spool {
 	int fd;
@@ -246,7 +248,12 @@ static void
 live_close(void *impl)
 {
 	struct trc_spool *sp = impl;
+	uint64_t left = sp->size - sp->decoded;
 
+	/* Seconds of work after a long flood: say what the wait is for. */
+	if (left >= SPOOL_SAY_AT && sp->out != NULL && sp->error[0] == '\0')
+		trc_output_note(sp->out, "formatting the %" PRIu64 " MB kept while events came faster "
+				"than they could be written", left >> 20);
 	while (trc_spool_pump(sp, SIZE_MAX) > 0)
 		;
 	if (sp->error[0] != '\0' && sp->out != NULL)
