@@ -36,9 +36,8 @@ trc_output_set_codec(struct trc_output *o, struct trc_codec codec)
 	o->codec = codec;
 }
 
-/* write() all of p; waits when fd is non-blocking (a terminal shared with a non-blocking app). */
-static int
-write_all(int fd, const char *p, size_t n)
+int
+trc_write_all(int fd, const char *p, size_t n)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 	ssize_t w;
@@ -67,7 +66,7 @@ write_coded(struct trc_output *o, bool end)
 	trc_buf_init(&coded);
 	rc = o->codec.ops->put(o->codec.impl, o->out.data, o->out.len, end, &coded);
 	if (rc == 0)
-		rc = write_all(o->fd, coded.data, coded.len);
+		rc = trc_write_all(o->fd, coded.data, coded.len);
 	trc_buf_release(&coded);
 	return rc;
 }
@@ -81,7 +80,7 @@ write_out(struct trc_output *o, bool end)
 	if (o->error == 0 && !o->ended && o->codec.ops != NULL)
 		rc = write_coded(o, end);
 	else if (o->error == 0 && !o->ended && o->out.len > 0)
-		rc = write_all(o->fd, o->out.data, o->out.len);
+		rc = trc_write_all(o->fd, o->out.data, o->out.len);
 	if (rc < 0)
 		o->error = errno;
 	o->out.len = 0;
@@ -144,6 +143,6 @@ trc_output_note(struct trc_output *o, const char *fmt, ...)
 	va_end(ap);
 	trc_buf_addc(line, '\n');
 	if (o->err_fd >= 0)
-		write_all(o->err_fd, tmp.data, tmp.len);
+		trc_write_all(o->err_fd, tmp.data, tmp.len);
 	trc_buf_release(&tmp);
 }

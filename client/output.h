@@ -46,6 +46,10 @@ struct trc_output {
 	void (*line_close)(void *owner);
 };
 
+/* write() all of p; waits when fd is non-blocking (a terminal shared with a non-blocking app).
+ * Returns 0, or -1 with errno. */
+int trc_write_all(int fd, const char *p, size_t n);
+
 /* fd receives the trace, err_fd the notes; -1 keeps them in memory. The caller owns the fds. */
 void trc_output_init(struct trc_output *o, int fd, int err_fd);
 void trc_output_release(struct trc_output *o);

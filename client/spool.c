@@ -41,28 +41,12 @@ fail(struct trc_spool *sp, const char *fmt, const char *detail)
 		snprintf(sp->error, sizeof(sp->error), fmt, detail);
 }
 
-static int
-write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void
 write_pending(struct trc_spool *sp)
 {
 	if (sp->pending.len == 0)
 		return;
-	if (sp->error[0] == '\0' && write_all(sp->fd, sp->pending.data, sp->pending.len) < 0)
+	if (sp->error[0] == '\0' && trc_write_all(sp->fd, sp->pending.data, sp->pending.len) < 0)
 		fail(sp, "cannot write its scratch file: %s", strerror(errno));
 	sp->pending.len = 0;
 }

@@ -18,6 +18,19 @@ end
 
 def ready = puts("ready #{Process.pid}")
 
+# n threads of klass, named t0, t1..., each calling Worker#work in a loop; then ready, forever.
+def threads_calling_work(n, klass)
+  threads = n.times.map do |i|
+    klass.new do
+      Thread.current.name = "t#{i}"
+      w = Worker.new(i)
+      loop { w.work(i); Thread.pass }
+    end
+  end
+  ready
+  threads.each(&:join)
+end
+
 mode = ARGV.fetch(0)
 ready if mode == 'daemon' # before it detaches from us
 case mode
@@ -201,15 +214,7 @@ when 'blockread'
 when 'many_threads'
   # 50 named threads, each calling the same methods; -m 'Worker#work(Thread.current.name)' shows
   # which thread really made each call.
-  threads = 50.times.map do |i|
-    Thread.new do
-      Thread.current.name = "t#{i}"
-      w = Worker.new(i)
-      loop { w.work(i); Thread.pass }
-    end
-  end
-  ready
-  threads.each(&:join)
+  threads_calling_work(50, Thread)
 when 'slow_names'
   # Threads whose #name lets other threads run (as any Ruby method may): the agent names a
   # thread when it first sees it, and the others come in meanwhile.
@@ -217,15 +222,7 @@ when 'slow_names'
     def name = (sleep(0.001)
                 super)
   end
-  threads = 20.times.map do |i|
-    SlowName.new do
-      Thread.current.name = "t#{i}"
-      w = Worker.new(i)
-      loop { w.work(i); Thread.pass }
-    end
-  end
-  ready
-  threads.each(&:join)
+  threads_calling_work(20, SlowName)
 when 'daemon'
   # Process.daemon forks; the daemon (a new pid) says who it is in a file and keeps working.
   Process.daemon(true, true)
