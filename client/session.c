@@ -658,7 +658,7 @@ on_detach_wait(struct ev_loop *loop, ev_timer *w, int revents)
 #define PUMP_SLICE 4096                 /* messages formatted at a time, a millisecond or so */
 #define RATE_EVERY 0.1                  /* seconds */
 #define FLOOD_BYTES (400u << 10)        /* a flood: more than this in RATE_EVERY (4 MB/s,
-					 * some 400 000 events a second) */
+					 * some 300 000 events a second) */
 
 static void
 spool_tap(void *ctx, const void *p, size_t n)
