@@ -36,10 +36,18 @@ struct trc_rec {
 
 #define TRC_REC_MAX 4096        /* largest record, strings included */
 
+/*
+ * The producer's fields and the consumer's sit on different cache lines, and the producer
+ * reads the consumer's tail only when its last look says the ring may be full: a traced call
+ * then touches no line that the draining thread writes, and takes no cache miss for it.
+ */
+#define TRC_RING_LINE 64
 struct trc_ring {
 	unsigned char *buf;
 	size_t mask;
 	uint64_t head;          /* written by the producer (release) */
+	uint64_t tail_seen;     /* the producer's last look at tail */
+	char apart[TRC_RING_LINE];
 	uint64_t tail;          /* written by the consumer (release) */
 };
 
@@ -58,12 +66,14 @@ static inline struct trc_rec *
 trc_ring_reserve(struct trc_ring *r, size_t n)
 {
 	size_t cap = r->mask + 1;
-	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 	size_t off = r->head & r->mask;
 	size_t gap = off + n > cap ? cap - off : 0;
 
-	if ((r->head - tail) + gap + n > cap)
-		return NULL;
+	if ((r->head - r->tail_seen) + gap + n > cap) {
+		r->tail_seen = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+		if ((r->head - r->tail_seen) + gap + n > cap)
+			return NULL;
+	}
 	if (gap != 0)
 		trc_ring_pad(r, gap);
 	return (struct trc_rec *)(r->buf + (r->head & r->mask));
