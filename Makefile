@@ -5,7 +5,7 @@ EXT = ext/tracer_agent
 AGENT = lib/tracer_agent/tracer_agent.so
 AGENT_SRC = $(wildcard $(EXT)/*.c $(EXT)/*.h) $(EXT)/extconf.rb include/tracer_protocol.h
 
-.PHONY: all deps test-deps agent client test test-unit test-integration test-rubies demo bench bench-ruby \
+.PHONY: all deps test-deps agent client test test-unit test-integration test-rubies demo bench bench-ruby bench-floor \
 	soak install clean fuzz fuzz-ci lint check-memory
 
 all: agent client
@@ -61,6 +61,13 @@ bench:
 	$(MAKE) -s -C client bench | sed -n 's/^decode + format/client decode + format/p'; \
 	echo "bench: $(or $(RUBIES),$(BENCH_RUBIES)) in $$(($$(date +%s) - start)) s, with any wait for script/rubies' lock"; \
 	exit $$rc
+
+# What the VM's NEWOBJ hook and the CPU's clock cost without tracer, on each Ruby: the floor
+# under --top objects and under a traced call (test/bench/floor.rb).
+bench-floor:
+	@for r in $(or $(RUBIES),$(BENCH_RUBIES)); do \
+		script/rubies --run $$r -- sh -c '"$$RUBY" test/bench/floor.rb' || exit 1; \
+	done
 
 # The benchmark on $(RUBY) alone, here. rbtrace and hyperfine come from Debian, whose
 # ruby-rbtrace loads only in the release's default Ruby: elsewhere the table says so.
