@@ -30,6 +30,44 @@ trc_pack_cstr(msgpack_packer *pk, const char *s)
 static int write_failed;
 static uint64_t dropped;
 
+/*
+ * Which definitions the client has: this thread's own flags, one byte per thread and method
+ * index, kept apart from the name tables. A traced thread writes its thread's entry (depth) on
+ * every call and reads the method's on every event; a flag in those entries, read and written
+ * here for every record, made the two threads take the same cache lines from each other tens
+ * of millions of times a second: most of this thread's time on a firehose (perf).
+ */
+struct sent {
+	uint8_t *on;
+	uint32_t cap;
+};
+static struct sent threads_sent, methods_sent;
+
+static inline int
+is_sent(const struct sent *s, uint32_t idx)
+{
+	return idx < s->cap && s->on[idx];
+}
+
+/* Without memory to note it, a definition is simply sent again with the next record. */
+static void
+mark(struct sent *s, uint32_t idx)
+{
+	if (idx >= s->cap) {
+		uint32_t cap = s->cap ? s->cap : 1024;
+		uint8_t *on;
+
+		while (cap <= idx)
+			cap *= 2;
+		if ((on = realloc(s->on, cap)) == NULL)
+			return;
+		memset(on + s->cap, 0, cap - s->cap);
+		s->on = on;
+		s->cap = cap;
+	}
+	s->on[idx] = 1;
+}
+
 int
 trc_encode_write(void *data, const char *buf, size_t len)
 {
@@ -48,7 +86,17 @@ trc_encode_lost(void)
 void
 trc_encode_reset(void)
 {
+	free(threads_sent.on);
+	free(methods_sent.on);
+	trc_encode_forget();
+}
+
+void
+trc_encode_forget(void)
+{
 	dropped = 0;
+	threads_sent = (struct sent){ 0 };
+	methods_sent = (struct sent){ 0 };
 }
 
 /* Definitions are marked sent only once the record that needed them is out whole. */
@@ -71,7 +119,7 @@ define_method_now(msgpack_packer *pk, uint32_t idx)
 static inline void
 define_method(msgpack_packer *pk, uint32_t idx)
 {
-	if (!trc_method_at(idx)->sent)
+	if (!is_sent(&methods_sent, idx))
 		define_method_now(pk, idx);
 }
 
@@ -89,7 +137,7 @@ define_thread_now(msgpack_packer *pk, uint32_t idx)
 static inline void
 define_thread(msgpack_packer *pk, uint32_t idx)
 {
-	if (!trc_thread_at(idx)->sent)
+	if (!is_sent(&threads_sent, idx))
 		define_thread_now(pk, idx);
 }
 
@@ -259,14 +307,16 @@ mark_sent(const struct trc_rec *r)
 	case TRC_REC_CALL:
 	case TRC_REC_RETURN:
 	case TRC_REC_SLOW:
-		trc_method_at(r->method)->sent = 1;
+		if (!is_sent(&methods_sent, r->method))
+			mark(&methods_sent, r->method);
 		/* fall through */
 	case TRC_REC_RAISE:
-		trc_thread_at(r->thread)->sent = 1;
+		if (!is_sent(&threads_sent, r->thread))
+			mark(&threads_sent, r->thread);
 		break;
 	case TRC_REC_GC:
-		if (r->thread != TRC_GC_NO_THREAD)
-			trc_thread_at(r->thread)->sent = 1;
+		if (r->thread != TRC_GC_NO_THREAD && !is_sent(&threads_sent, r->thread))
+			mark(&threads_sent, r->thread);
 		break;
 	default:
 		break;

@@ -18,7 +18,12 @@ size_t trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n);
  */
 int trc_encode_write(void *data, const char *buf, size_t len);
 uint64_t trc_encode_lost(void);
+/*
+ * Forgets the session: what was lost, which definitions were sent. Reset frees; forget, in a
+ * fork's child, whose parent's I/O thread may have been inside a realloc, only lets go.
+ */
 void trc_encode_reset(void);
+void trc_encode_forget(void);
 
 /* Helpers for the replies. */
 void trc_pack_str(msgpack_packer *pk, const char *s, size_t len);

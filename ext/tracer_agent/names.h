@@ -21,14 +21,12 @@ struct trc_method {
 	char sep;               /* '#', '.' or 0 (no class) */
 	int8_t spec;            /* -m spec that selected it, or -1 */
 	uint8_t selected;       /* traced under the current filter */
-	uint8_t sent;           /* definition sent to the client (agent thread only) */
 };
 
 struct trc_thread {
 	VALUE thread;           /* key, kept alive by trc_names_mark */
 	uint32_t idx;
 	uint8_t ignored;        /* one of the agent's own threads */
-	uint8_t sent;           /* I/O thread only */
 	uint8_t quiet;          /* evaluating -m expressions: its calls are not traced */
 	char *name;
 	uint32_t depth;         /* open traced calls */

@@ -714,6 +714,7 @@ trc_session_forget(void)
 	if (load(&s->counting))
 		trc_top_stop();
 	trc_names_reset();
+	trc_encode_forget();
 	/*
 	 * The parent's I/O thread may have been inside the lock or a buffer's realloc at fork
 	 * time: what it touched (lock, out, ctl, inbox) is left alone, a small leak once per fork.
