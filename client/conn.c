@@ -38,6 +38,12 @@ dispatch(struct trc_conn *c)
 	size_t used;
 
 	while (c->rend - c->rstart >= c->need) {
+		if (c->skipped != NULL) {
+			c->rstart += trc_decode_skip_calls(c->rbuf + c->rstart, c->rend - c->rstart,
+							   c->skipped);
+			if (c->rstart == c->rend)
+				break;
+		}
 		switch (trc_decode(&c->dec, c->rbuf + c->rstart, c->rend - c->rstart, &m, &used)) {
 		case TRC_DECODE_OK:
 			c->rstart += used;
@@ -185,6 +191,12 @@ trc_conn_tap(struct trc_conn *c, trc_conn_tap_fn *tap, void *ctx)
 {
 	c->tap = tap;
 	c->tap_ctx = ctx;
+}
+
+void
+trc_conn_skip_calls(struct trc_conn *c, uint64_t *count)
+{
+	c->skipped = count;
 }
 
 void

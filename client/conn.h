@@ -42,6 +42,7 @@ struct trc_conn {
 	trc_conn_msg_fn *on_msg;
 	trc_conn_end_fn *on_end;
 	trc_conn_tap_fn *tap;   /* NULL: none */
+	uint64_t *skipped;      /* calls and returns are counted here, not decoded; NULL: decoded */
 	void *ctx, *tap_ctx;
 };
 
@@ -50,6 +51,11 @@ void trc_conn_init(struct trc_conn *c, struct ev_loop *loop, int fd, trc_conn_ms
 		   trc_conn_end_fn *on_end, void *ctx);
 /* Shows tap every byte received from now on (a spool keeps them: spool.h). */
 void trc_conn_tap(struct trc_conn *c, trc_conn_tap_fn *tap, void *ctx);
+/*
+ * From now on, calls and returns are not decoded nor handed to on_msg: they are only counted
+ * in *count (a tap has their bytes). Everything else still is. NULL: decoded again.
+ */
+void trc_conn_skip_calls(struct trc_conn *c, uint64_t *count);
 /* Queues the bytes of msg (copied) for sending. Ignored once closed. */
 void trc_conn_send(struct trc_conn *c, const struct trc_buf *msg);
 /*

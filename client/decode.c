@@ -525,6 +525,40 @@ quick_call(const uint8_t *b, size_t len, struct trc_message *m, size_t *used)
 	return true;
 }
 
+/* The size of the msgpack unsigned integer that starts with b, if it fits max bytes; else 0. */
+static inline unsigned
+uint_size(uint8_t b, unsigned max)
+{
+	unsigned w = b < 0x80 ? 1 : b >= 0xcc && b <= 0xcf ? 1 + (1u << (b - 0xcc)) : 0;
+
+	return w <= max ? w : 0;
+}
+
+size_t
+trc_decode_skip_calls(const void *buf, size_t len, uint64_t *count)
+{
+	const uint8_t *b = buf, *p = b, *end = b + len;
+	uint64_t n = 0;
+
+	while (end - p >= 6 && p[0] == 0x94 && p[1] == 0xcc &&
+	       (p[2] == TRC_EV_CALL || p[2] == TRC_EV_RETURN)) {
+		const uint8_t *q = p + 3;
+		unsigned w;
+
+		/* thread and method (uint32), then ts (uint64); q never passes end unread */
+		for (int i = 0; i < 3; i++) {
+			if (q >= end || (w = uint_size(*q, i < 2 ? 5 : 9)) == 0 || (size_t)(end - q) < w)
+				goto out;
+			q += w;
+		}
+		p = q;
+		n++;
+	}
+out:
+	*count += n;
+	return (size_t)(p - b);
+}
+
 enum trc_decode_status
 trc_decode(struct trc_decoder *d, const void *buf, size_t len, struct trc_message *m, size_t *used)
 {

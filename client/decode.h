@@ -130,6 +130,14 @@ void trc_decoder_release(struct trc_decoder *d);
 enum trc_decode_status trc_decode(struct trc_decoder *d, const void *buf, size_t len,
 				  struct trc_message *m, size_t *used);
 
+/*
+ * Skips the whole calls and returns at the start of buf[0..len) without decoding them (for a
+ * reader that keeps the bytes and reads them later, spool.h), and adds their number to *count.
+ * Stops at anything else, or at a message cut short, which trc_decode then reads. Returns the
+ * bytes skipped. Pure.
+ */
+size_t trc_decode_skip_calls(const void *buf, size_t len, uint64_t *count);
+
 /* The protocol name of a message type ("CALL", "WELCOME"...), or NULL if unknown. */
 const char *trc_msg_name(uint32_t type);
 

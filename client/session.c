@@ -404,6 +404,12 @@ on_started(struct trc_session *s, const struct trc_message *m)
 	ev_timer_stop(s->loop, &s->timeout_w);
 	s->state = S_TRACING;
 	s->traced = true;
+	/*
+	 * A spool keeps the bytes and reads them later: decoding a flood's calls as they come
+	 * would only count them, and took the core that the agent's thread needs to send them.
+	 */
+	if (s->spool != NULL)
+		trc_conn_skip_calls(&s->conn, &s->received);
 	trc_output_note(s->job->out, "attached to process %d", (int)s->pid);
 	start_duration(s);
 	ev_timer_start(s->loop, &s->alive_w);

@@ -570,6 +570,83 @@ test_integer_widths(void)
 	trc_decoder_release(&d);
 }
 
+/*
+ * A spooling reader skips calls and returns without decoding them: it must find the same ends
+ * as the decoder, and leave anything else, or anything cut short, to it.
+ */
+static void
+test_skip_calls(void)
+{
+	static const uint64_t values[] = { 0, 1, 127, 128, 255, 256, 65535, 65536, 0xffffffffull,
+					   0x100000000ull, UINT64_MAX };
+	struct trc_decoder d;
+	struct trc_buf b, one;
+	struct trc_message m;
+	size_t off = 0, used, skipped;
+	uint64_t count = 7, calls = 0;
+	int ok = 1;
+
+	trc_decoder_init(&d);
+	trc_buf_init(&b);
+	for (size_t i = 0; i < 9; i++)
+		for (size_t j = 0; j < 9; j++)
+			for (size_t k = 0; k < 11; k += 2, calls++) {
+				trc_pack_array(&b, 4);
+				trc_pack_uint(&b, calls % 2 ? TRC_EV_RETURN : TRC_EV_CALL);
+				trc_pack_uint(&b, values[i]);
+				trc_pack_uint(&b, values[j]);
+				trc_pack_uint(&b, values[k]);
+			}
+	trc_buf_init(&one);
+	trc_pack_array(&one, 2);
+	trc_pack_uint(&one, TRC_EV_LOST);
+	trc_pack_uint(&one, 5);
+	trc_buf_add(&b, one.data, one.len);
+	skipped = trc_decode_skip_calls(b.data, b.len, &count);
+	while (off < b.len && trc_decode(&d, b.data + off, b.len - off, &m, &used) == TRC_DECODE_OK &&
+	       (m.type == TRC_EV_CALL || m.type == TRC_EV_RETURN))
+		off += used;
+	test_cond("skipping calls: the decoder's ends, at every width, up to the next message",
+		  skipped == off && skipped == b.len - one.len && count == 7 + calls);
+
+	/* The first call alone, cut at every length: nothing skipped, nothing counted. */
+	trc_buf_release(&one);
+	trc_buf_init(&one);
+	trc_pack_array(&one, 4);
+	trc_pack_uint(&one, TRC_EV_CALL);
+	trc_pack_uint(&one, 70000);
+	trc_pack_uint(&one, 300);
+	trc_pack_uint(&one, UINT64_MAX);
+	for (size_t cut = 0; cut < one.len; cut++) {
+		uint8_t *p = malloc(cut ? cut : 1);
+
+		memcpy(p, one.data, cut);
+		count = 0;
+		ok &= trc_decode_skip_calls(p, cut, &count) == 0 && count == 0;
+		free(p);
+	}
+	test_cond("skipping calls: a call cut short is left whole", ok);
+
+	/* A thread or method wider than 32 bits is the decoder's to refuse. */
+	ok = 1;
+	for (int which = 0; which < 2; which++) {
+		trc_buf_release(&one);
+		trc_buf_init(&one);
+		trc_pack_array(&one, 4);
+		trc_pack_uint(&one, TRC_EV_RETURN);
+		trc_pack_uint(&one, which == 0 ? 0x100000000ull : 1);
+		trc_pack_uint(&one, which == 1 ? 0x100000000ull : 1);
+		trc_pack_uint(&one, 1);
+		count = 0;
+		ok &= trc_decode_skip_calls(one.data, one.len, &count) == 0 && count == 0 &&
+		      trc_decode(&d, one.data, one.len, &m, &used) == TRC_DECODE_ERROR;
+	}
+	test_cond("skipping calls: a thread or method over 32 bits is not skipped", ok);
+	trc_buf_release(&one);
+	trc_buf_release(&b);
+	trc_decoder_release(&d);
+}
+
 /* Strings of every header size, as str and bin. */
 static void
 test_string_widths(void)
@@ -776,6 +853,7 @@ test_decode(void)
 	test_truncation();
 	test_integer_encodings();
 	test_integer_widths();
+	test_skip_calls();
 	test_string_widths();
 	test_wrong_shapes();
 	test_huge_lengths();
