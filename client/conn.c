@@ -74,7 +74,7 @@ on_readable(struct ev_loop *loop, ev_io *w, int revents)
 	struct trc_conn *c = w->data;
 	ssize_t n;
 
-	(void)loop, (void)revents;
+	(void)revents;
 	make_room(c);
 	n = read(c->fd, c->rbuf + c->rend, c->rcap - c->rend);
 	/* ECONNRESET: the agent closed before reading all we sent; an end like EOF all the same. */
@@ -87,6 +87,7 @@ on_readable(struct ev_loop *loop, ev_io *w, int revents)
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			c->on_end(c->ctx, TRC_CONN_IO_ERROR, strerror(errno));
 	} else {
+		c->last_read = ev_now(loop);
 		if (c->tap != NULL)
 			c->tap(c->tap_ctx, c->rbuf + c->rend, (size_t)n);
 		c->rend += (size_t)n;

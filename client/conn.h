@@ -43,6 +43,7 @@ struct trc_conn {
 	trc_conn_end_fn *on_end;
 	trc_conn_tap_fn *tap;   /* NULL: none */
 	uint64_t *skipped;      /* calls and returns are counted here, not decoded; NULL: decoded */
+	ev_tstamp last_read;    /* the loop's time when bytes last came */
 	void *ctx, *tap_ctx;
 };
 

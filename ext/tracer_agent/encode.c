@@ -367,3 +367,17 @@ trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n)
 	}
 	return off;
 }
+
+size_t
+trc_encode_drop(const unsigned char *p, size_t n)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		const struct trc_rec *r = (const struct trc_rec *)(p + off);
+
+		dropped += r->type == TRC_REC_LOST ? r->ts : r->type != TRC_REC_PAD;
+		off += r->size;
+	}
+	return off;
+}

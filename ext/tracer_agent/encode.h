@@ -11,6 +11,8 @@
  * Returns how many bytes of records it consumed (whole records only).
  */
 size_t trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n);
+/* The same records counted as lost instead (trc_encode_lost), for a session out of time. */
+size_t trc_encode_drop(const unsigned char *p, size_t n);
 /*
  * The packer's write callback for trc_encode_records (its data: a msgpack_sbuffer). A record
  * that does not fit in memory is taken back whole and counted: trc_encode_lost() tells how

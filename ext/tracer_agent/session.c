@@ -28,7 +28,9 @@
 #define POLL_MS 10              /* how long events may wait in the ring */
 #define OUT_HIGH (1u << 20)     /* encode no further ahead of the socket than this */
 #define IN_MAX (64u << 20)      /* largest command a client may send */
-#define GOODBYE_MS 2000         /* how long a closing session tries to deliver the rest */
+#define GOODBYE_MS 2000         /* how long an exiting process waits for the rest to go out */
+#define GOODBYE_EVENTS_MS 10000 /* how long a detach delivers events; then they count as lost */
+#define GOODBYE_STALL_MS 5000   /* how long a detach waits on a client that reads nothing */
 #define READ_CHUNK 65536
 #define IO_STACK (256u << 10)
 #define PASS_MAX 4              /* descriptors one read takes in (all but one are closed) */
@@ -154,9 +156,12 @@ trc_session_count_every(struct trc_session *s, uint64_t ms)
 
 /* ---- the I/O thread: no GVL, no Ruby ---- */
 
-/* Moves replies, then events, into the output buffer. Returns 1 if events remain. */
+/*
+ * Moves replies, then events, into the output buffer; with drop, the events are counted as lost
+ * instead. Returns 1 if events remain.
+ */
 static int
-fill(struct trc_session *s)
+fill(struct trc_session *s, int drop)
 {
 	msgpack_packer pk;
 	const unsigned char *p;
@@ -174,24 +179,30 @@ fill(struct trc_session *s)
 	if (!tracing)
 		return 0;
 	msgpack_packer_init(&pk, &s->out, trc_encode_write);
-	while (s->out.size < OUT_HIGH && (n = trc_ring_peek(&s->ring, &p)) != 0)
-		trc_ring_consume(&s->ring, trc_encode_records(&pk, p, n));
+	while ((drop || s->out.size < OUT_HIGH) && (n = trc_ring_peek(&s->ring, &p)) != 0)
+		trc_ring_consume(&s->ring, drop ? trc_encode_drop(p, n) : trc_encode_records(&pk, p, n));
 	return trc_ring_used(&s->ring) != 0;
 }
 
-/* Writes what it can; -1 when the client is gone. */
-static int
+/* Writes what it can; -1 when the client is gone, else the number of bytes written. */
+static ssize_t
 flush(struct trc_session *s)
 {
+	size_t from = s->out_off;
+
 	while (s->out_off < s->out.size) {
 		ssize_t n = send(s->fd, s->out.data + s->out_off, s->out.size - s->out_off, MSG_NOSIGNAL);
-		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return (ssize_t)(s->out_off - from);
+			return -1;
+		}
 		s->out_off += (size_t)n;
 	}
+	from = s->out_off - from;
 	s->out.size = 0;
 	s->out_off = 0;
-	return 0;
+	return (ssize_t)from;
 }
 
 /* Keeps fd as the session's passed descriptor if it has none yet; closes it otherwise. */
@@ -289,16 +300,27 @@ top_tick(struct trc_session *s)
 	return s->top_next_ms - now < POLL_MS ? (int)(s->top_next_ms - now) : POLL_MS;
 }
 
-/* Delivers everything left, then the goodbye for a detach; for at most GOODBYE_MS. */
+/*
+ * Delivers everything left, then the goodbye for a detach. The client gets it all as long as
+ * it reads: the ring is bounded, and delivery stops only when nothing could be written for
+ * GOODBYE_STALL_MS (a client that stopped reading, even in the middle of a message). Events
+ * still waiting after GOODBYE_EVENTS_MS are counted as lost instead, so that what remains is
+ * the messages already encoded, and the goodbye with the count. As the process exits, whose
+ * main thread waits GOODBYE_MS for this thread, both limits are shorter.
+ */
 static void
 goodbye(struct trc_session *s)
 {
-	uint64_t deadline = ms_now() + GOODBYE_MS;
+	int exiting = load(&s->closing) == TRC_CLOSE_EXIT;
+	uint64_t now = ms_now(), moved = now;
+	uint64_t drop_at = now + (exiting ? GOODBYE_MS / 2 : GOODBYE_EVENTS_MS);
+	uint64_t stall = exiting ? GOODBYE_MS / 2 : GOODBYE_STALL_MS;
 	int said = load(&s->closing) != TRC_CLOSE_DETACH;
 
 	for (;;) {
-		int more = fill(s);
+		int more = fill(s, now >= drop_at);
 		struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+		ssize_t sent;
 
 		if (!more && !said) {
 			uint64_t events = 0, lost = 0;
@@ -314,10 +336,15 @@ goodbye(struct trc_session *s)
 			msgpack_pack_uint64(&pk, lost);
 			said = 1;
 		}
-		if (flush(s) < 0 || (!more && said && s->out.size == 0) || ms_now() >= deadline)
+		if ((sent = flush(s)) < 0 || (!more && said && s->out.size == 0))
+			break;
+		now = ms_now();
+		if (sent > 0)
+			moved = now;
+		if (now - moved >= stall)
 			break;
 		if (s->out.size != 0)
-			poll(&pfd, 1, (int)(deadline - ms_now()));
+			poll(&pfd, 1, (int)(moved + stall - now));
 	}
 }
 
@@ -328,7 +355,7 @@ io_main(void *arg)
 	int gone = 0;
 
 	while (!load(&s->ending)) {
-		int more = fill(s), wait;
+		int more = fill(s, 0), wait;
 		struct pollfd fds[2] = {
 			{ .fd = s->wake_fd, .events = POLLIN },
 			{ .fd = s->fd, .events = POLLIN },

@@ -47,6 +47,7 @@ module MiniPack
     case v
     when Integer then v < 128 ? [v].pack('C') : "\xcf".b + [v].pack('Q>')
     when String then [0xdb, v.bytesize].pack('CN') + v.b
+    when nil then "\xc0".b
     when false then "\xc2".b
     when true then "\xc3".b
     when Array then [0x90 | v.size].pack('C') + v.map { |e| pack(e) }.join.b

@@ -1,8 +1,10 @@
 # reliability_test.rb: faults the agent must survive without hurting the app it lives in.
 require_relative 'helper'
+require_relative 'fake_client'
 
 class ReliabilityTest < Minitest::Test
   include TracerTest
+  include FakeClient
 
   def stats(pid)
     out, err, status = tracer('-p', pid, '-e', 'TracerAgent.stats')
@@ -27,6 +29,28 @@ class ReliabilityTest < Minitest::Test
     assert_equal 0, s[:hooks]
     refute_equal c.pid, s[:client_pid]
     assert t.alive?
+  end
+
+  # A client that reads nothing for a while just after asking to detach (a tracer stopped with
+  # ^Z, or starved on a loaded machine) still gets the rest of the trace in whole messages, and
+  # the goodbye that counts what was lost: the agent used to give up after 2 s, in the middle of
+  # a message, which the client then reported as a protocol error.
+  def test_detach_delivers_to_a_client_that_reads_late
+    t = target('busy')
+    data = fake_client(t.pid) do |sock|
+      sock.write(MiniPack.pack([1, PROTOCOL_VERSION, Process.pid]))
+      sock.write(MiniPack.pack([2, 0, 0, [['Worker', 0, 'work', []]], [false, [], []]]))
+      got = +''.b
+      wait_until(message: 'a flood of events') { (got << sock.readpartial(65_536)).bytesize > (1 << 20) }
+      sock.write(MiniPack.pack([4]))
+      sleep 3 # the client under test reads nothing for 3 s: longer than the agent used to wait
+      got << read_all(sock)
+    end
+    # [69, events, lost], each count a msgpack unsigned integer, and nothing after it.
+    count = /(?:[\x00-\x7f]|\xcc.|\xcd..|\xce.{4}|\xcf.{8})/mn
+    assert_match(/\x93\x45#{count}#{count}\z/n, data[-40..] || data, "the stream ends with the goodbye, whole (#{data.bytesize} bytes)")
+    assert t.alive?
+    assert_equal "=> 1\n", tracer('-p', t.pid, '-e', '1').first
   end
 
   def test_target_sigkill_during_trace
