@@ -1,4 +1,4 @@
-/* conn.c: one agent connection: 64 KiB reads feeding the decoder, a write queue. */
+/* conn.c: one agent connection: reads of up to 1 MiB feeding the decoder, a write queue. */
 #include "conn.h"
 
 #include <errno.h>

@@ -8,7 +8,8 @@
 #include "buf.h"
 #include "decode.h"
 
-#define TRC_CONN_READ_CHUNK (64u << 10)
+/* Reads up to this much at once: a flood arrives in the agent's 4 MiB socket buffer. */
+#define TRC_CONN_READ_CHUNK (1024u << 10)
 
 enum trc_conn_end {
 	TRC_CONN_EOF = 0,       /* the agent closed the connection */
