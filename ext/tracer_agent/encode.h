@@ -8,7 +8,8 @@
 /*
  * Encodes the records in [p, p + n) into pk, each method and thread definition before its first
  * use. Runs on the agent thread without the GVL: it reads only published name-table entries.
- * Returns how many bytes of records it consumed (whole records only).
+ * Returns how many bytes of records it consumed: whole records, the last of them the one that
+ * begins before p + n, which may end after it (the ring's records are whole up to its head).
  */
 size_t trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n);
 /* The same records counted as lost instead (trc_encode_lost), for a session out of time. */

@@ -27,6 +27,7 @@
 
 #define POLL_MS 10              /* how long events may wait in the ring */
 #define OUT_HIGH (1u << 20)     /* encode no further ahead of the socket than this */
+#define ENCODE_SLICE (64u << 10) /* ring bytes encoded before they are handed back */
 #define IN_MAX (64u << 20)      /* largest command a client may send */
 #define GOODBYE_MS 2000         /* how long an exiting process waits for the rest to go out */
 #define GOODBYE_EVENTS_MS 10000 /* how long a detach delivers events; then they count as lost */
@@ -179,8 +180,16 @@ fill(struct trc_session *s, int drop)
 	if (!tracing)
 		return 0;
 	msgpack_packer_init(&pk, &s->out, trc_encode_write);
-	while ((drop || s->out.size < OUT_HIGH) && (n = trc_ring_peek(&s->ring, &p)) != 0)
+	/*
+	 * A slice at a time: the traced threads get the room back as it is encoded, not once the
+	 * whole backlog is (up to the ring's 16 MiB, tens of milliseconds during which a flood
+	 * found the ring full).
+	 */
+	while ((drop || s->out.size < OUT_HIGH) && (n = trc_ring_peek(&s->ring, &p)) != 0) {
+		if (n > ENCODE_SLICE)
+			n = ENCODE_SLICE;
 		trc_ring_consume(&s->ring, drop ? trc_encode_drop(p, n) : trc_encode_records(&pk, p, n));
+	}
 	return trc_ring_used(&s->ring) != 0;
 }
 
