@@ -218,10 +218,7 @@ dial(const char *s, size_t n)
 		close(fd);
 		return -1;
 	}
-	/*
-	 * Room for a flood in the socket: the I/O thread and the client then trade fewer, larger
-	 * pieces. The kernel caps it at net.core.wmem_max; failing is harmless.
-	 */
+	/* SEND_BUFFER, capped by the kernel at net.core.wmem_max; failing is harmless. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ SEND_BUFFER }, sizeof(int));
 	return fd;
 }

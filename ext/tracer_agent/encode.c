@@ -323,6 +323,13 @@ mark_sent(const struct trc_rec *r)
 	}
 }
 
+/* A record that will not reach the client: the events it stands for count as lost. */
+static void
+count_dropped(const struct trc_rec *r)
+{
+	dropped += r->type == TRC_REC_LOST ? r->ts : r->type != TRC_REC_PAD;
+}
+
 size_t
 trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n)
 {
@@ -359,7 +366,7 @@ trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n)
 		}
 		if (write_failed) {
 			sb->size = mark;
-			dropped += r->type == TRC_REC_LOST ? r->ts : r->type != TRC_REC_PAD;
+			count_dropped(r);
 		} else {
 			mark_sent(r);
 		}
@@ -376,7 +383,7 @@ trc_encode_drop(const unsigned char *p, size_t n)
 	while (off < n) {
 		const struct trc_rec *r = (const struct trc_rec *)(p + off);
 
-		dropped += r->type == TRC_REC_LOST ? r->ts : r->type != TRC_REC_PAD;
+		count_dropped(r);
 		off += r->size;
 	}
 	return off;

@@ -197,7 +197,7 @@ fill(struct trc_session *s, int drop)
 static ssize_t
 flush(struct trc_session *s)
 {
-	size_t from = s->out_off;
+	size_t from = s->out_off, sent;
 
 	while (s->out_off < s->out.size) {
 		ssize_t n = send(s->fd, s->out.data + s->out_off, s->out.size - s->out_off, MSG_NOSIGNAL);
@@ -208,10 +208,10 @@ flush(struct trc_session *s)
 		}
 		s->out_off += (size_t)n;
 	}
-	from = s->out_off - from;
+	sent = s->out_off - from;
 	s->out.size = 0;
 	s->out_off = 0;
-	return (ssize_t)from;
+	return (ssize_t)sent;
 }
 
 /* Keeps fd as the session's passed descriptor if it has none yet; closes it otherwise. */
