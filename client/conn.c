@@ -39,8 +39,15 @@ dispatch(struct trc_conn *c)
 
 	while (c->rend - c->rstart >= c->need) {
 		if (c->skipped != NULL) {
-			c->rstart += trc_decode_skip_calls(c->rbuf + c->rstart, c->rend - c->rstart,
-							   c->skipped);
+			size_t n = trc_decode_skip_calls(c->rbuf + c->rstart, c->rend - c->rstart,
+							 c->skipped);
+
+			/* What need waited for is behind: a short last message (the DETACHED that
+			 * ends a flood) must not wait for a call's worth of bytes that never come. */
+			if (n > 0) {
+				c->rstart += n;
+				c->need = 1;
+			}
 			if (c->rstart == c->rend)
 				break;
 		}

@@ -35,6 +35,7 @@ test_str_check(const char *descr, const char *got, const char *want, const char 
 
 /* The suites, one per test_*.c file. */
 void test_compress(void);
+void test_conn(void);
 void test_decode(void);
 void test_encode(void);
 void test_export(void);

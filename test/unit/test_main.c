@@ -10,6 +10,7 @@ static const struct suite {
 	void (*run)(void);
 } suites[] = {
 	{ "compress", test_compress },
+	{ "conn", test_conn },
 	{ "decode", test_decode },
 	{ "encode", test_encode },
 	{ "export", test_export },
