@@ -76,6 +76,7 @@ struct opts {
 	const char **filters, **ignores;        /* filters: absolute, owned */
 	size_t nfilters, nignores;
 	unsigned rows;
+	unsigned sample;                /* --sample; 1: every allocation */
 	double interval, reset;         /* reset 0: not given */
 	const char *ps;
 	const char *top_option;         /* the last option given that only --top takes, or NULL */
@@ -473,6 +474,13 @@ set_rows(struct opts *o, const char *v)
 	o->top_option = "--rows";
 }
 
+static void
+set_sample(struct opts *o, const char *v)
+{
+	o->sample = (unsigned)parse_uint("--sample", v, 1, TRC_TOP_MAX_SAMPLE);
+	o->top_option = "--sample";
+}
+
 static const char **
 push(const char **list, size_t *n, const char *v)
 {
@@ -658,6 +666,8 @@ static const struct option_def options[] = {
 	{ "top", 0, ARG_REQUIRED, "MODE", "live table of calls, time, allocations... (below)",
 	  set_top },
 	{ "rows", 0, ARG_REQUIRED, "N", "--top: show the N first rows (25)", set_rows },
+	{ "sample", 0, ARG_REQUIRED, "N", "--top of allocations: look up 1 in N, counted as N "
+	  "(below)", set_sample },
 	{ "filter", 0, ARG_REQUIRED, "PREFIX", "-f, -s, --top: the app is the files under PREFIX; "
 	  "repeatable", set_filter },
 	{ "all", 0, ARG_NONE, NULL, "-f, -s, --top: every call and file, not only the app's "
@@ -761,6 +771,10 @@ static const char spec_text[] =
 	"'.'). A table with no row says why. On a terminal the table fills the screen\n"
 	"and q quits; otherwise a table is printed every --interval, or only once, at\n"
 	"the end, with --duration (which also turns the default --reset off).\n"
+	"Allocation tables count every allocation, which makes a program that does\n"
+	"little else up to 2x slower; --sample N looks up about one in N, counted as\n"
+	"N, and says so in the header: its counts are estimates, at a fraction of the\n"
+	"cost.\n"
 	"\n"
 	"Looking inside (-e, -i, --heapdump, --shapesdump, --memory, --backtraces,\n"
 	"--backtrace, --fork) runs Ruby in the process, in a thread of its own.\n"
@@ -964,6 +978,10 @@ check_mode(const struct opts *o)
 		die(TRC_EXIT_USAGE, "--append needs --output FILE");
 	if (o->top_option != NULL && !o->top)
 		die(TRC_EXIT_USAGE, "%s goes with --top", o->top_option);
+	if (o->sample > 1 && (o->top_mode == TRC_TOP_CALLS || o->top_mode == TRC_TOP_TIME ||
+			      o->top_mode == TRC_TOP_EXCEPTIONS))
+		die(TRC_EXIT_USAGE, "--sample goes with --top objects, objects-total, arrays or "
+		    "strings: the other tables count every event");
 	if (o->scope_option != NULL && !o->top && !o->firehose && !(o->slow && o->nspecs == 0))
 		die(TRC_EXIT_USAGE, "%s goes with -f, -s (without -m) or --top", o->scope_option);
 	if (o->gc && !tracing && !o->top)
@@ -1504,6 +1522,7 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	j->top.mode = o->top_mode;
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
 	j->top.flags = o->gc ? TRC_TOP_GC : 0;
+	j->top.sample = o->sample;
 	j->scope.all = o->all;
 	j->scope.prefixes = o->filters;
 	j->scope.nprefixes = o->nfilters;
@@ -1767,6 +1786,7 @@ start_live(struct cli *c, const struct opts *o, bool full_screen)
 		.interval = o->interval, .final_only = o->duration > 0, .final = o->nexec > 0,
 		.reset = o->reset > 0 ? o->reset : o->duration > 0 ? 0 : DEFAULT_RESET,
 		.filters = o->filters, .nfilters = o->nfilters, .all = o->all, .gc = o->gc,
+		.sample = o->sample,
 	};
 
 	c->live = trc_live_start(c->loop, &c->out, c->top, c->sessions, c->nsessions, &lo,
@@ -1898,7 +1918,7 @@ main(int argc, char **argv)
 {
 	struct opts o = { .slow_ms = DEFAULT_SLOW_MS, .prefix = DEFAULT_PREFIX,
 			  .timeout = DEFAULT_TIMEOUT, .rows = DEFAULT_ROWS,
-			  .interval = DEFAULT_INTERVAL };
+			  .interval = DEFAULT_INTERVAL, .sample = 1 };
 	struct trc_spec *specs;
 	struct trc_ps ps = { .known = NULL };
 	enum trc_mode mode;

@@ -176,12 +176,13 @@ trc_encode_detach(struct trc_buf *b)
 
 void
 trc_encode_top(struct trc_buf *b, enum trc_top_mode mode, uint32_t interval_ms, uint32_t flags,
-	       const struct trc_scope *scope)
+	       uint32_t sample, const struct trc_scope *scope)
 {
-	trc_pack_array(b, 5);
+	trc_pack_array(b, 6);
 	trc_pack_uint(b, TRC_CMD_TOP);
 	trc_pack_uint(b, mode);
 	trc_pack_uint(b, interval_ms);
 	trc_pack_uint(b, flags);
 	encode_scope(b, scope);
+	trc_pack_uint(b, sample);
 }

@@ -22,6 +22,7 @@ struct trc_live_opts {
 	size_t nfilters;
 	bool all;
 	bool gc;                /* --gc: the garbage collections line */
+	unsigned sample;        /* --sample: 1 in sample allocations looked up (1: all) */
 };
 
 struct trc_live;

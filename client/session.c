@@ -295,7 +295,8 @@ static void
 ask_top(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
 {
 	(void)m;
-	trc_encode_top(b, s->job->top.mode, s->job->top.interval_ms, s->job->top.flags, &s->job->scope);
+	trc_encode_top(b, s->job->top.mode, s->job->top.interval_ms, s->job->top.flags,
+		       s->job->top.sample, &s->job->scope);
 	s->state = S_STARTING;
 }
 

@@ -60,6 +60,7 @@ struct trc_job {
 		enum trc_top_mode mode;
 		uint32_t interval_ms;
 		uint32_t flags;                 /* enum trc_top_flag */
+		uint32_t sample;                /* --sample: 1 counts every allocation */
 		struct trc_top *table;          /* where every target's TRC_MSG_TOP rows go */
 	} top;
 	bool label_pids;        /* several targets: "[PID] " before each of their lines */

@@ -847,6 +847,8 @@ put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_vi
 		trc_buf_adds(&h, "-");
 	trc_buf_addf(&h, "  elapsed: %.0fs  events/s: %.0f  lost: %" PRIu64 "  ", v->elapsed,
 		     v->events_per_sec, t->lost);
+	if (v->sample > 1)
+		trc_buf_addf(&h, "sampled: 1 in %u  ", v->sample);
 	add_filter(&h, v);
 	put_line(out, &h, v);
 	h.len = 0;
@@ -934,6 +936,8 @@ json_head(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view 
 		trc_json_str(b, v->filter[i], strlen(v->filter[i]));
 	}
 	trc_buf_addf(b, "],\"all\":%s", v->all ? "true" : "false");
+	if (v->sample > 1)
+		trc_buf_addf(b, ",\"sample\":%u", v->sample);
 	if (v->gc)
 		trc_buf_addf(b, ",\"gc\":{\"count\":%" PRIu64 ",\"major\":%" PRIu64
 			     ",\"pause_ms\":%.3f}", t->gc.count, t->gc.major, ms(t->gc.pause_ns));

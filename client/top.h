@@ -76,6 +76,7 @@ struct trc_top_view {
 	bool app_dirs;          /* filter holds the targets' working directories */
 	bool all;               /* --all: every file */
 	bool gc;                /* --gc: a line of garbage collections under the header */
+	unsigned sample;        /* > 1: counts are estimates from 1 allocation in sample */
 	struct trc_top_gc gc_recent;    /* those since the previous table... */
 	double gc_secs;                 /* ...which was this many seconds ago */
 	unsigned width;         /* columns of text at most (the table tries hard to fit) */

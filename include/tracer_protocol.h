@@ -10,7 +10,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 6
+#define TRC_PROTOCOL_VERSION 7
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -108,8 +108,10 @@ enum trc_cmd {
 	TRC_CMD_TRACE = 2,      /* [2, flags, slow_ms, [spec...], scope]  spec: [class|nil, kind, method|nil, [expr...]] */
 	TRC_CMD_EVAL = 3,       /* [3, id, kind, text]  kind: enum trc_eval_kind (below) */
 	TRC_CMD_DETACH = 4,     /* [4] */
-	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, flags, scope]  count in the agent; see below
-				 * flags: enum trc_top_flag */
+	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, flags, scope, sample]  count in the agent;
+				 * see below. flags: enum trc_top_flag; sample: 1 counts every
+				 * event, N > 1 (allocation modes only) about one allocation in N,
+				 * each as the allocations since the previous one (estimates) */
 };
 
 /* The most a TRC_CMD_TRACE may hold (more is a malformed message): specs, expressions per spec,
@@ -160,6 +162,9 @@ enum trc_trace_flag {
 	TRC_TRACE_SLOWCPU = 1 << 4,     /* with TRC_TRACE_SLOW: slow by the CPU time of the call's
 					 * thread, which TRC_EV_SLOW's duration then is */
 };
+
+/* The most TRC_CMD_TOP's sample may be. */
+#define TRC_TOP_MAX_SAMPLE 65536
 
 /* TRC_CMD_TOP flags. */
 enum trc_top_flag {

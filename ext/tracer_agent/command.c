@@ -480,7 +480,8 @@ cmd_top(struct trc_session *s, const msgpack_object *argv)
 		return 0;
 	}
 	if (trc_scope_read(&scope, &argv[4]) < 0 ||
-	    trc_top_start((int)argv[1].via.u64, (int)argv[3].via.u64, &scope) < 0) {
+	    trc_top_start((int)argv[1].via.u64, (int)argv[3].via.u64, (uint32_t)argv[5].via.u64,
+		&scope) < 0) {
 		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
 		return 0;
 	}

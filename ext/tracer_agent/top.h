@@ -13,10 +13,11 @@
  * GVL held (the session's service). Installs what mode (enum trc_top_mode) needs: for calls and
  * time, wrappers around the app's methods in the scope, or the VM's call hooks when the scope
  * is everything; allocation and raise hooks for the rest. Rows whose file is out of the scope
- * are not counted. Takes the scope over (trc_top_stop releases it). -1 with errno when memory
- * runs out.
+ * are not counted. sample > 1 (the allocation modes): the site of about one allocation in
+ * sample is looked up and counted as the allocations since the previous one. Takes the scope
+ * over (trc_top_stop releases it). -1 with errno when memory runs out.
  */
-int trc_top_start(int mode, int flags, const struct trc_scope *scope);
+int trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope);
 /* GVL held, from hook.c: a wrapped call of method m on thread t begins, or ends. */
 void trc_top_enter(struct trc_thread *t, uint32_t m);
 void trc_top_leave(struct trc_thread *t, uint32_t m);

@@ -106,7 +106,8 @@ static int
 check_top(const msgpack_object *a)
 {
 	return is_uint(&a[1], TRC_TOP_EXCEPTIONS) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && is_uint(&a[3], TRC_TOP_GC) && is_scope(&a[4]);
+	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && is_uint(&a[3], TRC_TOP_GC) && is_scope(&a[4]) &&
+	    a[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[5].via.u64 >= 1 && a[5].via.u64 <= TRC_TOP_MAX_SAMPLE;
 }
 
 static const struct {
@@ -118,7 +119,7 @@ static const struct {
 	{ TRC_CMD_TRACE, 5, check_trace },
 	{ TRC_CMD_EVAL, 4, check_eval },
 	{ TRC_CMD_DETACH, 1, check_detach },
-	{ TRC_CMD_TOP, 5, check_top },
+	{ TRC_CMD_TOP, 6, check_top },
 };
 
 int

@@ -134,6 +134,8 @@ run_top(const msgpack_object *a)
 	need(a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[2].via.u64 > 0);
 	need(a[3].type == MSGPACK_OBJECT_POSITIVE_INTEGER);
 	read_scope(&a[4]);
+	need(a[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[5].via.u64 >= 1 &&
+	     a[5].via.u64 <= TRC_TOP_MAX_SAMPLE);
 }
 
 static void
@@ -164,7 +166,7 @@ run_command(const msgpack_object *msg)
 		need(msg->via.array.size == 1);
 		break;
 	case TRC_CMD_TOP:
-		need(msg->via.array.size == 5);
+		need(msg->via.array.size == 6);
 		run_top(a);
 		break;
 	default:

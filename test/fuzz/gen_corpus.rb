@@ -75,8 +75,8 @@ write(a, 'interactive', "\x05".b + msgs(hello, [3, 1, 5, "def f\n"], [3, 2, 5, "
                                          [4]))
 write(a, 'fork_memory', "\0".b + msgs(hello, [3, 1, 7, ''], [3, 2, 8, '/tmp/shapes.json'], [3, 3, 9, ''],
                                        [4]))
-write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, 1, [false, ['/app/', '/lib/'], ['^Rack']]], [4]))
-write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, 0, [true, [], []]]))
+write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, 1, [false, ['/app/', '/lib/'], ['^Rack']], 1], [4]))
+write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, 0, [true, [], []], 16]))
 write(a, 'detach', "\x01".b + msgs(hello, [4]))
 # Queue message bodies (struct trc_hello without mtype), also checked by trc_wire_hello: an
 # abstract socket name, and a protocol 2 client's socket path.

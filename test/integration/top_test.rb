@@ -136,6 +136,22 @@ class TopTest < Minitest::Test
     stop(c, t)
   end
 
+  # --sample 8: the burst makes its four kinds in turn, so a fixed gap of 8 would see one kind
+  # only; the drawn gaps must see all four, each near its true count.
+  def test_objects_sampled_estimates_each_site
+    n = 20_000
+    t = target('objects', env: { 'GO' => @go, 'N' => n.to_s }, script: TOP_TARGET)
+    c = top(t, 'objects', '--sample', '8')
+    kinds = { 'Widget' => 'WIDGET', 'Array' => 'ARRAY', 'Hash' => 'HASH', 'String' => 'STRING' }
+    snap = run_burst(t, c, 'the burst counted') { |s| s['events'] >= 4 * n }
+    assert_equal 8, snap['sample']
+    kinds.each do |cls, mark|
+      got = count(snap, cls, line_of(mark), key: 'object')
+      assert_in_delta n, got, n * 0.25, "#{cls} at line #{line_of(mark)}: estimate of #{n}"
+    end
+    stop(c, t)
+  end
+
   def test_arrays_counts_arrays_and_hashes
     t = app('arrays')
     c = top(t, 'arrays')
@@ -346,10 +362,13 @@ class TopTest < Minitest::Test
   def test_usage_errors
     [%w[-p 1 --rows 5], %w[-p 1 --json -e 1], %w[-p 1 --top nope], %w[-p 1 --top calls -f],
      %w[-p 1 --top calls --all --filter /x], %w[-p 1 --top calls --ignore (], %w[--ps ( --top calls],
-     %w[-p 1 --top calls --interval 0]].each do |args|
+     %w[-p 1 --top calls --interval 0], %w[-p 1 --top objects --sample 0], %w[-p 1 -f --sample 8]].each do |args|
       _, err, status = tracer(*args)
       assert_equal 2, status.exitstatus, "#{args.join(' ')}: #{err}"
     end
+    _, err, status = tracer('-p', '1', '--top', 'calls', '--sample', '8')
+    assert_equal [2, "tracer: --sample goes with --top objects, objects-total, arrays or strings: the other tables count every event\n"],
+                 [status.exitstatus, err.lines.first]
   end
 
   # The full-screen view in a real terminal: q (or Ctrl+C) leaves it and detaches cleanly.

@@ -634,6 +634,33 @@ test_empty_notes(void)
 	trc_top_free(t);
 }
 
+/* --sample N: the header and the JSON say the counts are estimates; without it, nothing. */
+static void
+test_sampled(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_OBJECTS, two_pids, 1);
+	struct trc_top_row rows[] = { R("/srv/app/a.rb", 1, "String", 48) };
+	struct trc_top_view v = view(200, 25);
+	char *s;
+
+	feed(t, 100, rows, 1, 50, 0);
+	s = text(t, &v);
+	test_cond("exact: no sampled in the header", strstr(s, "sampled") == NULL);
+	free(s);
+	s = json(t, &v);
+	test_cond("exact: no sample in JSON", strstr(s, "sample") == NULL);
+	free(s);
+	v.sample = 16;
+	s = text(t, &v);
+	test_cond("sampled header",
+		  strstr(s, "  lost: 0  sampled: 1 in 16  app dir: /srv/app\n") != NULL);
+	free(s);
+	s = json(t, &v);
+	test_cond("sampled JSON", strstr(s, ",\"all\":false,\"sample\":16,") != NULL);
+	free(s);
+	trc_top_free(t);
+}
+
 /* Targets --ps finds later: the bitmaps of the rows widen past 64 and keep their bits. */
 static void
 test_added_pids(void)
@@ -711,6 +738,7 @@ test_top(void)
 	test_json_like_exporters();
 	test_ignore();
 	test_empty_notes();
+	test_sampled();
 	test_added_pids();
 	test_many_rows();
 }
