@@ -98,19 +98,24 @@ class ExecTest < Minitest::Test
     assert_includes out, 'Object#show(a=["-m", "--wait", "x y"])'
   end
 
-  # The agent attaches after SECS, the usual way: what ran before is not traced.
+  # The agent attaches after SECS, the usual way: what ran before is not traced. 2 s is ample
+  # for Ruby to start and call early on a loaded machine (0.3 s was not, once); the program
+  # says whether it did, so that a slower start fails as what it is.
   def test_wait_attaches_later
     s = script('later.rb', <<~RUBY)
       def early = 1
       def late = 2
+      wrapped = -> { method(:late).source_location&.first == '(tracer wrapper)' }
       early
+      $stderr.puts "early ran before the attach: \#{!wrapped.call}"
       # Until tracer has attached and wrapped late (the wrapper's file says so).
-      sleep 0.01 until method(:late).source_location&.first == '(tracer wrapper)'
+      sleep 0.01 until wrapped.call
       late
       exit 5
     RUBY
-    out, err, status = exec_tracer('-m', 'Object#early', 'Object#late', '--wait', '0.3', '-x', RUBY, s)
+    out, err, status = exec_tracer('-m', 'Object#early', 'Object#late', '--wait', '2', '-x', RUBY, s)
     assert_equal 5, status.exitstatus, err
+    assert_includes err, 'early ran before the attach: true'
     assert_match(/^Object#late <\d+\.\d+>$/, out)
     refute_match(/early/, out)
   end
