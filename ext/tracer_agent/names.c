@@ -224,6 +224,7 @@ struct trc_thread *trc_names_last_entry;
 /* The agent's own threads outlive sessions, so they are remembered apart from the table. */
 #define MAX_IGNORED 64
 static VALUE ignored[MAX_IGNORED];
+static int nignored;
 
 static int
 is_ignored(VALUE th)
@@ -247,6 +248,7 @@ remember_ignored(VALUE th, int on)
 	for (int i = 0; i < MAX_IGNORED; i++) {
 		if (on ? ignored[i] == 0 : ignored[i] == th) {
 			ignored[i] = on ? th : 0;
+			nignored += on ? 1 : -1;
 			return;
 		}
 	}
@@ -261,6 +263,12 @@ trc_thread_ignore(VALUE th, int on)
 		trc_thread_at(idx)->ignored = (uint8_t)on;
 	trc_names_last_thread = Qnil;
 	agent_th = Qnil;
+}
+
+int
+trc_agent_threads(void)
+{
+	return nignored;
 }
 
 int

@@ -67,6 +67,8 @@ uint32_t trc_method_count(void);
 struct trc_thread *trc_thread_get(VALUE th);
 /* Whether th is one of the agent's threads; allocates nothing (allocation hooks use it). */
 int trc_thread_is_agent(VALUE th);
+/* How many of the agent's threads there are now: none, and no thread need be asked about. */
+int trc_agent_threads(void);
 /* Any context, allocates nothing (a GC hook may ask): th's entry if it has one, else NULL. */
 struct trc_thread *trc_thread_find(VALUE th);
 /* GVL held. The current thread's entry, or NULL for the agent's own threads. */

@@ -364,18 +364,19 @@ newobj_hook(VALUE data, const rb_trace_arg_t *arg)
 	obj = rb_tracearg_object(ta);
 	if (!counted_type(obj))
 		return;
+	/* Which thread costs a thread-local lookup in libruby: only asked while the agent has
+	 * threads of its own (an eval still running); none in a --top session otherwise. */
 	if (T.sample > 1) {
-		/* Sampled: the agent's own threads allocate only while the table is packed, with
-		 * the hook disarmed, so the check can wait for the allocations drawn. */
+		/* Sampled: the check can wait for the allocations drawn. */
 		T.events++;
 		if (--T.countdown > 0)
 			return;
 		weight = T.weight;
 		T.countdown = T.weight = next_gap();
-		if (trc_thread_is_agent(rb_thread_current()))
+		if (trc_agent_threads() && trc_thread_is_agent(rb_thread_current()))
 			return;
 	} else {
-		if (trc_thread_is_agent(rb_thread_current()))
+		if (trc_agent_threads() && trc_thread_is_agent(rb_thread_current()))
 			return;
 		T.events++;
 	}

@@ -1,8 +1,8 @@
 # frozen_string_literal: false
 #
 # floor.rb: the floor under two of the performance goals, measured without tracer. It builds
-# floor/floor.c (a NEWOBJ hook that does nothing, one that finds the allocation's site, and a
-# clock reader) for the Ruby running it, then prints:
+# floor/floor.c (a NEWOBJ hook that does nothing, one that only asks which thread allocates,
+# one that finds the allocation's site, and a clock reader) for the Ruby running it, then prints:
 # - the alloc loop of workloads.rb (a small object, a string and a hash per iteration) before
 #   and after each hook is turned on, in one process and one frame (medians of 15 rounds, 3
 #   processes each): what the VM's own NEWOBJ hook costs before any counting;
@@ -21,7 +21,7 @@ unless dir
         abort 'floor.rb: building floor.c failed'
     end
     ratios = Hash.new { |h, k| h[k] = [] }
-    %w[nothing site].each do |kind|
+    %w[nothing thread site].each do |kind|
       3.times do
         out = IO.popen([RbConfig.ruby, __FILE__, tmp, kind], &:read)
         ratios[kind] << Float(out[/ratio (\S+)/, 1])
@@ -31,7 +31,8 @@ unless dir
     clock = Array.new(5) { Floor.clock_ns }.sort[2]
     yjit = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? ' +YJIT' : ''
     puts "floor, ruby #{RUBY_VERSION}#{yjit}: alloc loop with a NEWOBJ hook that does nothing " \
-         "#{ratios['nothing'].sort.map { |r| format('%.2fx', r) }.join(' ')}, that finds the site " \
+         "#{ratios['nothing'].sort.map { |r| format('%.2fx', r) }.join(' ')}, that asks which thread " \
+         "#{ratios['thread'].sort.map { |r| format('%.2fx', r) }.join(' ')}, that finds the site " \
          "#{ratios['site'].sort.map { |r| format('%.2fx', r) }.join(' ')}; clock read #{format('%.1f', clock)} ns"
   end
   exit

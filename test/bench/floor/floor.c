@@ -24,6 +24,20 @@ nothing(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	seen++;
 }
 
+/* A raw NEWOBJ hook that only asks which thread allocates (a thread-local lookup in libruby). */
+static VALUE last_thread;
+
+static void
+thread(VALUE data, const rb_trace_arg_t *arg)
+{
+	VALUE th = rb_thread_current();
+
+	(void)data;
+	(void)arg;
+	seen += th != last_thread;
+	last_thread = th;
+}
+
 /* A NEWOBJ hook that finds the allocation's site, as any per-site count must. */
 static void
 site(VALUE data, const rb_trace_arg_t *arg)
@@ -36,12 +50,15 @@ site(VALUE data, const rb_trace_arg_t *arg)
 	seen += RB_TYPE_P(path, T_STRING);
 }
 
-/* Floor.newobj_hook(:nothing or :site): turns that hook on for the rest of the process. */
+/* Floor.newobj_hook(:nothing, :thread or :site): turns that hook on for the rest of the process. */
 static VALUE
 newobj_hook(VALUE self, VALUE kind)
 {
 	(void)self;
-	if (SYM2ID(kind) == rb_intern("site"))
+	if (SYM2ID(kind) == rb_intern("thread"))
+		rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))thread,
+		    RUBY_INTERNAL_EVENT_NEWOBJ, Qnil, RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
+	else if (SYM2ID(kind) == rb_intern("site"))
 		rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))site, RUBY_INTERNAL_EVENT_NEWOBJ,
 		    Qnil, RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
 	else
