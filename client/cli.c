@@ -772,7 +772,7 @@ static const char spec_text[] =
 	"and q quits; otherwise a table is printed every --interval, or only once, at\n"
 	"the end, with --duration (which also turns the default --reset off).\n"
 	"Allocation tables count every allocation, which makes a program that does\n"
-	"little else up to 2x slower; --sample N looks up about one in N, counted as\n"
+	"little else about 2x slower; --sample N looks up about one in N, counted as\n"
 	"N, and says so in the header: its counts are estimates, at a fraction of the\n"
 	"cost.\n"
 	"\n"
