@@ -337,11 +337,13 @@ next_gap(void)
 {
 	uint64_t x = T.seed;
 
+	if (T.sample <= 1)
+		return 1;
 	x ^= x << 13;
 	x ^= x >> 7;
 	x ^= x << 17;
 	T.seed = x;
-	return T.sample <= 1 ? 1 : 1 + (uint32_t)(x % (2 * (uint64_t)T.sample - 1));
+	return 1 + (uint32_t)(x % (2 * (uint64_t)T.sample - 1));
 }
 
 /*
@@ -356,30 +358,22 @@ newobj_hook(VALUE data, const rb_trace_arg_t *arg)
 	rb_trace_arg_t *ta = (rb_trace_arg_t *)arg;     /* the rb_tracearg_ accessors take it so */
 	VALUE obj, path;
 	struct row *r;
-	uint32_t weight = 1;
+	uint32_t weight;
 
 	(void)data;
 	if (!T.armed)
 		return;
 	obj = rb_tracearg_object(ta);
-	if (!counted_type(obj))
-		return;
 	/* Which thread costs a thread-local lookup in libruby: only asked while the agent has
 	 * threads of its own (an eval still running); none in a --top session otherwise. */
-	if (T.sample > 1) {
-		/* Sampled: the check can wait for the allocations drawn. */
-		T.events++;
-		if (--T.countdown > 0)
-			return;
-		weight = T.weight;
-		T.countdown = T.weight = next_gap();
-		if (trc_agent_threads() && trc_thread_is_agent(rb_thread_current()))
-			return;
-	} else {
-		if (trc_agent_threads() && trc_thread_is_agent(rb_thread_current()))
-			return;
-		T.events++;
-	}
+	if (!counted_type(obj) || (trc_agent_threads() && trc_thread_is_agent(rb_thread_current())))
+		return;
+	T.events++;
+	/* Unsampled, every gap is 1. */
+	if (--T.countdown > 0)
+		return;
+	weight = T.weight;
+	T.countdown = T.weight = next_gap();
 	path = rb_tracearg_path(ta);
 	if (!RB_TYPE_P(path, T_STRING))
 		return;
@@ -446,8 +440,7 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 	if (T.rows == NULL || T.used == NULL)
 		goto fail;
 	T.mode = mode;
-	T.sample = sample > 1 && mode != TRC_TOP_CALLS && mode != TRC_TOP_TIME &&
-	    mode != TRC_TOP_EXCEPTIONS ? sample : 1;
+	T.sample = sample;      /* only the allocation hook reads it */
 	T.seed = (trc_clock_now() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull) | 1;
 	T.countdown = T.weight = next_gap();
 	trc_clock_calibrate();

@@ -74,6 +74,16 @@ json(const struct trc_top *t, const struct trc_top_view *v)
 	return b.data;
 }
 
+/* Whether out, which this frees, holds needle. */
+static int
+holds(char *out, const char *needle)
+{
+	int found = strstr(out, needle) != NULL;
+
+	free(out);
+	return found;
+}
+
 /* The table without its header line and blank line. */
 static const char *
 table_of(const char *s)
@@ -625,12 +635,8 @@ test_empty_notes(void)
 	trc_top_free(t);
 	t = trc_top_new(TRC_TOP_OBJECTS, two_pids, 1);
 	feed(t, 100, rows, 1, 3, 0);
-	s = json(t, &v);
-	test_cond("a table with rows has no note", strstr(s, "note") == NULL);
-	free(s);
-	s = text(t, &v);
-	test_cond("nor a note line", strstr(s, "no row") == NULL);
-	free(s);
+	test_cond("a table with rows has no note", !holds(json(t, &v), "note"));
+	test_cond("nor a note line", !holds(text(t, &v), "no row"));
 	trc_top_free(t);
 }
 
@@ -641,23 +647,14 @@ test_sampled(void)
 	struct trc_top *t = trc_top_new(TRC_TOP_OBJECTS, two_pids, 1);
 	struct trc_top_row rows[] = { R("/srv/app/a.rb", 1, "String", 48) };
 	struct trc_top_view v = view(200, 25);
-	char *s;
 
 	feed(t, 100, rows, 1, 50, 0);
-	s = text(t, &v);
-	test_cond("exact: no sampled in the header", strstr(s, "sampled") == NULL);
-	free(s);
-	s = json(t, &v);
-	test_cond("exact: no sample in JSON", strstr(s, "sample") == NULL);
-	free(s);
+	test_cond("exact: no sampled in the header", !holds(text(t, &v), "sampled"));
+	test_cond("exact: no sample in JSON", !holds(json(t, &v), "sample"));
 	v.sample = 16;
-	s = text(t, &v);
 	test_cond("sampled header",
-		  strstr(s, "  lost: 0  sampled: 1 in 16  app dir: /srv/app\n") != NULL);
-	free(s);
-	s = json(t, &v);
-	test_cond("sampled JSON", strstr(s, ",\"all\":false,\"sample\":16,") != NULL);
-	free(s);
+		  holds(text(t, &v), "  lost: 0  sampled: 1 in 16  app dir: /srv/app\n"));
+	test_cond("sampled JSON", holds(json(t, &v), ",\"all\":false,\"sample\":16,"));
 	trc_top_free(t);
 }
 
