@@ -77,6 +77,8 @@ struct opts {
 	size_t nfilters, nignores;
 	unsigned rows;
 	unsigned sample;                /* --sample; 1: every allocation */
+	bool sample_by_time;            /* --sample-time N (in sample) */
+	const char *sample_option;      /* the first of --sample and --sample-time given */
 	double interval, reset;         /* reset 0: not given */
 	const char *ps;
 	const char *top_option;         /* the last option given that only --top takes, or NULL */
@@ -477,8 +479,20 @@ set_rows(struct opts *o, const char *v)
 static void
 set_sample(struct opts *o, const char *v)
 {
+	if (o->sample_option != NULL && o->sample_by_time)
+		die(TRC_EXIT_USAGE, "--sample and --sample-time exclude each other");
 	o->sample = (unsigned)parse_uint("--sample", v, 1, TRC_TOP_MAX_SAMPLE);
-	o->top_option = "--sample";
+	o->top_option = o->sample_option = "--sample";
+}
+
+static void
+set_sample_time(struct opts *o, const char *v)
+{
+	if (o->sample_option != NULL && !o->sample_by_time)
+		die(TRC_EXIT_USAGE, "--sample and --sample-time exclude each other");
+	o->sample = (unsigned)parse_uint("--sample-time", v, 2, TRC_TOP_MAX_SAMPLE);
+	o->sample_by_time = true;
+	o->top_option = o->sample_option = "--sample-time";
 }
 
 static const char **
@@ -668,6 +682,8 @@ static const struct option_def options[] = {
 	{ "rows", 0, ARG_REQUIRED, "N", "--top: show the N first rows (25)", set_rows },
 	{ "sample", 0, ARG_REQUIRED, "N", "--top of allocations: look up 1 in N, counted as N "
 	  "(below)", set_sample },
+	{ "sample-time", 0, ARG_REQUIRED, "N", "--top of allocations: count them 1/N of the "
+	  "time, scaled (below)", set_sample_time },
 	{ "filter", 0, ARG_REQUIRED, "PREFIX", "-f, -s, --top: the app is the files under PREFIX; "
 	  "repeatable", set_filter },
 	{ "all", 0, ARG_NONE, NULL, "-f, -s, --top: every call and file, not only the app's "
@@ -774,7 +790,10 @@ static const char spec_text[] =
 	"Allocation tables count every allocation, which makes a program that does\n"
 	"little else about 2x slower; --sample N looks up about one in N, counted as\n"
 	"N, and says so in the header: its counts are estimates, at a fraction of the\n"
-	"cost.\n"
+	"cost. --sample-time N turns the VM's allocation hook on only about 1/N of the\n"
+	"time, in 1 ms windows at random, and scales each interval's counts by the VM's\n"
+	"own count of allocations: estimates again, close for steady work, at almost\n"
+	"no cost; a burst between two windows counts as the windows around it did.\n"
 	"\n"
 	"Looking inside (-e, -i, --heapdump, --shapesdump, --memory, --backtraces,\n"
 	"--backtrace, --fork) runs Ruby in the process, in a thread of its own.\n"
@@ -980,8 +999,8 @@ check_mode(const struct opts *o)
 		die(TRC_EXIT_USAGE, "%s goes with --top", o->top_option);
 	if (o->sample > 1 && (o->top_mode == TRC_TOP_CALLS || o->top_mode == TRC_TOP_TIME ||
 			      o->top_mode == TRC_TOP_EXCEPTIONS))
-		die(TRC_EXIT_USAGE, "--sample goes with --top objects, objects-total, arrays or "
-		    "strings: the other tables count every event");
+		die(TRC_EXIT_USAGE, "%s goes with --top objects, objects-total, arrays or "
+		    "strings: the other tables count every event", o->sample_option);
 	if (o->scope_option != NULL && !o->top && !o->firehose && !(o->slow && o->nspecs == 0))
 		die(TRC_EXIT_USAGE, "%s goes with -f, -s (without -m) or --top", o->scope_option);
 	if (o->gc && !tracing && !o->top)
@@ -1521,7 +1540,7 @@ make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct t
 	j->export = c->export;
 	j->top.mode = o->top_mode;
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
-	j->top.flags = o->gc ? TRC_TOP_GC : 0;
+	j->top.flags = (o->gc ? TRC_TOP_GC : 0) | (o->sample_by_time ? TRC_TOP_BY_TIME : 0);
 	j->top.sample = o->sample;
 	j->scope.all = o->all;
 	j->scope.prefixes = o->filters;
@@ -1786,7 +1805,7 @@ start_live(struct cli *c, const struct opts *o, bool full_screen)
 		.interval = o->interval, .final_only = o->duration > 0, .final = o->nexec > 0,
 		.reset = o->reset > 0 ? o->reset : o->duration > 0 ? 0 : DEFAULT_RESET,
 		.filters = o->filters, .nfilters = o->nfilters, .all = o->all, .gc = o->gc,
-		.sample = o->sample,
+		.sample = o->sample, .sample_by_time = o->sample_by_time,
 	};
 
 	c->live = trc_live_start(c->loop, &c->out, c->top, c->sessions, c->nsessions, &lo,

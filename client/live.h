@@ -23,6 +23,7 @@ struct trc_live_opts {
 	bool all;
 	bool gc;                /* --gc: the garbage collections line */
 	unsigned sample;        /* --sample: 1 in sample allocations looked up (1: all) */
+	bool sample_by_time;    /* --sample-time: the hook on 1/sample of the time instead */
 };
 
 struct trc_live;

@@ -847,7 +847,9 @@ put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_vi
 		trc_buf_adds(&h, "-");
 	trc_buf_addf(&h, "  elapsed: %.0fs  events/s: %.0f  lost: %" PRIu64 "  ", v->elapsed,
 		     v->events_per_sec, t->lost);
-	if (v->sample > 1)
+	if (v->sample > 1 && v->sample_by_time)
+		trc_buf_addf(&h, "sampled: 1/%u of the time  ", v->sample);
+	else if (v->sample > 1)
 		trc_buf_addf(&h, "sampled: 1 in %u  ", v->sample);
 	add_filter(&h, v);
 	put_line(out, &h, v);
@@ -937,7 +939,8 @@ json_head(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view 
 	}
 	trc_buf_addf(b, "],\"all\":%s", v->all ? "true" : "false");
 	if (v->sample > 1)
-		trc_buf_addf(b, ",\"sample\":%u", v->sample);
+		trc_buf_addf(b, ",\"sample\":%u,\"sample_by\":\"%s\"", v->sample,
+			     v->sample_by_time ? "time" : "allocations");
 	if (v->gc)
 		trc_buf_addf(b, ",\"gc\":{\"count\":%" PRIu64 ",\"major\":%" PRIu64
 			     ",\"pause_ms\":%.3f}", t->gc.count, t->gc.major, ms(t->gc.pause_ns));

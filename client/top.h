@@ -77,6 +77,7 @@ struct trc_top_view {
 	bool all;               /* --all: every file */
 	bool gc;                /* --gc: a line of garbage collections under the header */
 	unsigned sample;        /* > 1: counts are estimates from 1 allocation in sample */
+	bool sample_by_time;    /* ... from allocations in 1/sample of the time */
 	struct trc_top_gc gc_recent;    /* those since the previous table... */
 	double gc_secs;                 /* ...which was this many seconds ago */
 	unsigned width;         /* columns of text at most (the table tries hard to fit) */

@@ -111,7 +111,9 @@ enum trc_cmd {
 	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, flags, scope, sample]  count in the agent;
 				 * see below. flags: enum trc_top_flag; sample: 1 counts every
 				 * event, N > 1 (allocation modes only) about one allocation in N,
-				 * each as the allocations since the previous one (estimates) */
+				 * each as the allocations since the previous one, or with
+				 * TRC_TOP_BY_TIME every allocation in about 1/N of the time
+				 * (estimates either way) */
 };
 
 /* The most a TRC_CMD_TRACE may hold (more is a malformed message): specs, expressions per spec,
@@ -169,7 +171,12 @@ enum trc_trace_flag {
 /* TRC_CMD_TOP flags. */
 enum trc_top_flag {
 	TRC_TOP_GC = 1 << 0,            /* count garbage collections (TRC_MSG_TOP's gc fields) */
+	TRC_TOP_BY_TIME = 1 << 1,       /* allocation modes, sample N > 1: the allocation hook is on
+					 * for windows of TRC_TOP_WINDOW_US, about 1/N of the time at
+					 * random, and each interval's counts are scaled by the VM's
+					 * own count of allocations over the windows' */
 };
+#define TRC_TOP_WINDOW_US 1000
 
 /* kind of a method spec. */
 enum trc_spec_kind {

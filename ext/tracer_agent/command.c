@@ -485,6 +485,8 @@ cmd_top(struct trc_session *s, const msgpack_object *argv)
 		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
 		return 0;
 	}
+	if (trc_top_by_time())
+		trc_session_windows(s, (uint32_t)argv[5].via.u64);
 	trc_session_count_every(s, argv[2].via.u64);
 	reply_started(s);
 	return 0;

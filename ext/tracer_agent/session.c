@@ -70,6 +70,14 @@ ms_now(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t
+us_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static int
 load(const int *p)
 {
@@ -145,6 +153,12 @@ trc_session_started(struct trc_session *s)
 	s->tracing = 1;
 	pthread_mutex_unlock(&s->lock);
 	wake(s);
+}
+
+void
+trc_session_windows(struct trc_session *s, uint32_t duty)
+{
+	__atomic_store_n(&s->window_duty, duty, __ATOMIC_RELEASE);
 }
 
 void
@@ -310,6 +324,41 @@ top_tick(struct trc_session *s)
 }
 
 /*
+ * TRC_TOP_BY_TIME: opens a window of TRC_TOP_WINDOW_US, then waits a gap drawn from
+ * 0..2*(duty-1) windows (on average duty-1: the hook is on about 1/duty of the time), so that
+ * the windows fall at no fixed phase of the app's own cycles. Returns the microseconds to the
+ * next edge, -1 without windows.
+ */
+static int64_t
+window_tick(struct trc_session *s)
+{
+	uint32_t duty = __atomic_load_n(&s->window_duty, __ATOMIC_ACQUIRE);
+	uint64_t now, x;
+
+	if (duty < 2 || !load(&s->counting))
+		return -1;
+	now = us_now();
+	if (s->window_next_us != 0 && now < s->window_next_us)
+		return (int64_t)(s->window_next_us - now);
+	if (s->window_next_us != 0) {
+		s->window_open = !s->window_open;
+		__atomic_store_n(&s->window_want, s->window_open, __ATOMIC_RELEASE);
+		ask(s, TRC_WANT_WINDOW);
+	}
+	if (s->window_open) {
+		s->window_next_us = now + TRC_TOP_WINDOW_US;
+	} else {
+		x = s->window_seed ? s->window_seed : (now ^ 0x9E3779B97F4A7C15ull) | 1;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		s->window_seed = x;
+		s->window_next_us = now + x % (2 * (uint64_t)(duty - 1) * TRC_TOP_WINDOW_US + 1);
+	}
+	return (int64_t)(s->window_next_us - now);
+}
+
+/*
  * Delivers everything left, then the goodbye for a detach. The client gets it all as long as
  * it reads: the ring is bounded, and delivery stops only when nothing could be written for
  * GOODBYE_STALL_MS (a client that stopped reading, even in the middle of a message). Events
@@ -364,7 +413,9 @@ io_main(void *arg)
 	int gone = 0;
 
 	while (!load(&s->ending)) {
-		int more = fill(s, 0), wait;
+		int more = fill(s, 0);
+		int64_t wait_us, window;
+		struct timespec ts;
 		struct pollfd fds[2] = {
 			{ .fd = s->wake_fd, .events = POLLIN },
 			{ .fd = s->fd, .events = POLLIN },
@@ -382,11 +433,15 @@ io_main(void *arg)
 		 */
 		if (__atomic_load_n(&s->want, __ATOMIC_ACQUIRE) != 0)
 			trc_control_poke();
-		wait = top_tick(s);
+		wait_us = (int64_t)top_tick(s) * 1000;
+		if ((window = window_tick(s)) >= 0 && window < wait_us)
+			wait_us = window;
+		ts.tv_sec = (time_t)(wait_us / 1000000);
+		ts.tv_nsec = (long)(wait_us % 1000000) * 1000;
 		if (s->out.size != 0)
 			fds[1].events |= POLLOUT;
 		/* Once the client is gone, only a wake-up matters: the GVL side ends the session. */
-		if (poll(fds, gone ? 1 : 2, gone ? -1 : wait) < 0 && errno != EINTR)
+		if (ppoll(fds, gone ? 1 : 2, gone ? NULL : &ts, NULL) < 0 && errno != EINTR)
 			break;
 		if (fds[0].revents & POLLIN)
 			drain_wake(s);
@@ -546,6 +601,8 @@ trc_session_service(void)
 
 		if (w & TRC_WANT_COMMANDS)
 			run_commands(s);
+		if (w & TRC_WANT_WINDOW && !s->stopped && load(&s->counting))
+			trc_top_window(__atomic_load_n(&s->window_want, __ATOMIC_ACQUIRE));
 		if (w & TRC_WANT_TOP && !s->stopped && load(&s->counting))
 			send_counts(s);
 		if (load(&s->closing) != TRC_CLOSE_NONE)

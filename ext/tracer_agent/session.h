@@ -31,6 +31,9 @@ struct trc_session {
 	msgpack_sbuffer out;
 	size_t out_off;
 	uint64_t top_next_ms;
+	uint64_t window_next_us;        /* TRC_TOP_BY_TIME: the next window edge */
+	int window_open;
+	uint64_t window_seed;
 
 	/* GVL side only. */
 	msgpack_unpacker in;
@@ -50,6 +53,8 @@ struct trc_session {
 	unsigned want;          /* enum trc_want: work for the GVL side */
 	int counting;           /* --top: snapshots every top_every_ms */
 	uint64_t top_every_ms;
+	uint32_t window_duty;   /* TRC_TOP_BY_TIME: windows about 1/window_duty of the time; 0: none */
+	int window_want;        /* the window the I/O thread last asked for: open (1) or closed */
 	int closing;            /* enum trc_close */
 	int ending;             /* the GVL side is done: the I/O thread delivers the rest and ends */
 	int io_done;            /* the I/O thread has ended */
@@ -67,6 +72,7 @@ enum trc_want {
 	TRC_WANT_TOP = 1 << 1,          /* a --top interval is over */
 	TRC_WANT_CLOSE = 1 << 2,        /* closing was set */
 	TRC_WANT_END = 1 << 3,          /* the I/O thread has ended: free the session */
+	TRC_WANT_WINDOW = 1 << 4,       /* a sampling window opens or closes (window_want) */
 };
 
 /* GVL held. Serves the client connected on fd (or queues it behind a session that is ending). */
@@ -91,6 +97,8 @@ int trc_session_take_fd(struct trc_session *s);
 
 /* GVL held. Sends the --top counts every ms milliseconds from now on. */
 void trc_session_count_every(struct trc_session *s, uint64_t ms);
+/* GVL held, before trc_session_count_every: allocation windows about 1/duty of the time. */
+void trc_session_windows(struct trc_session *s, uint32_t duty);
 /* GVL held. STARTED is queued: events may go to the client from now on. */
 void trc_session_started(struct trc_session *s);
 

@@ -51,6 +51,10 @@ static struct {
 	uint32_t countdown;     /* counted allocations until the next one looked up */
 	uint32_t weight;        /* what that one counts for: the gap drawn before it */
 	uint64_t seed;
+	int by_time;            /* TRC_TOP_BY_TIME: the hook is on only in windows */
+	size_t alloc_base;      /* the VM's allocation count at the interval's start */
+	size_t alloc_mark;      /* ... when the open window opened */
+	size_t alloc_seen;      /* allocations made inside windows this interval */
 	int raise_hook;
 	volatile int armed;
 } T;
@@ -430,6 +434,78 @@ clear_rows(void)
 	T.since = trc_clock_now();
 }
 
+/* The VM's own count of the objects it has made, every kind included. */
+static size_t
+allocations(void)
+{
+	static VALUE key;
+
+	if (key == 0)
+		key = ID2SYM(rb_intern("total_allocated_objects"));
+	return rb_gc_stat(key);
+}
+
+/* The NEWOBJ hook on or off. */
+static void
+newobj_on(int on)
+{
+	if (on && !T.newobj) {
+		/* A raw hook's type differs from rb_event_hook_func_t; the flag tells the VM. */
+		rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))newobj_hook,
+		    RUBY_INTERNAL_EVENT_NEWOBJ, Qnil, RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
+		T.newobj = 1;
+	} else if (!on && T.newobj) {
+		rb_remove_event_hook((rb_event_hook_func_t)(void (*)(void))newobj_hook);
+		T.newobj = 0;
+	}
+}
+
+/*
+ * Sampling by time: the I/O thread opens and closes windows, and each edge runs here, at a
+ * safe point. A hook that is off costs the VM nothing: allocations take their fast path again.
+ * The VM counts every allocation itself, so the windows' share of the interval's allocations
+ * is known exactly: the counts are scaled by it, not by the windows' share of the time, which
+ * would undercount by as much as the hook slows allocation while it is on (a third, measured).
+ */
+void
+trc_top_window(int open)
+{
+	if (!T.armed || !T.by_time || open == T.newobj)
+		return;
+	if (open)
+		T.alloc_mark = allocations();
+	else
+		T.alloc_seen += allocations() - T.alloc_mark;
+	newobj_on(open);
+}
+
+int
+trc_top_by_time(void)
+{
+	return T.by_time;
+}
+
+/*
+ * This interval's allocations over those made inside its windows: what a count from the windows
+ * is multiplied by (0: no window saw any). A window open now is split at this point. The
+ * windows stand for the whole interval: a burst between two windows counts as their mix did.
+ */
+static double
+interval_scale(void)
+{
+	size_t now = allocations(), all = now - T.alloc_base;
+	double scale;
+
+	if (T.newobj) {
+		T.alloc_seen += now - T.alloc_mark;
+		T.alloc_mark = now;
+	}
+	scale = T.alloc_seen ? (double)all / (double)T.alloc_seen : 0;
+	T.alloc_base = now;
+	T.alloc_seen = 0;
+	return scale;
+}
+
 int
 trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope)
 {
@@ -440,7 +516,9 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 	if (T.rows == NULL || T.used == NULL)
 		goto fail;
 	T.mode = mode;
-	T.sample = sample;      /* only the allocation hook reads it */
+	T.by_time = (flags & TRC_TOP_BY_TIME) && sample > 1 && mode != TRC_TOP_CALLS &&
+	    mode != TRC_TOP_TIME && mode != TRC_TOP_EXCEPTIONS;
+	T.sample = T.by_time ? 1 : sample;      /* only the allocation hook reads it */
 	T.seed = (trc_clock_now() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull) | 1;
 	T.countdown = T.weight = next_gap();
 	trc_clock_calibrate();
@@ -470,10 +548,10 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 		T.raise_hook = 1;
 		break;
 	default:
-		/* A raw hook's type differs from rb_event_hook_func_t; the flag tells the VM. */
-		rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))newobj_hook,
-		    RUBY_INTERNAL_EVENT_NEWOBJ, Qnil, RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
-		T.newobj = 1;
+		T.alloc_base = allocations();
+		T.alloc_seen = 0;
+		if (!T.by_time)
+			newobj_on(1);
 		break;
 	}
 	return 0;
@@ -498,11 +576,10 @@ trc_top_stop(void)
 		rb_remove_event_hook(time_hook);
 	if (T.raise_hook)
 		rb_remove_event_hook(raise_hook);
-	if (T.newobj)
-		rb_remove_event_hook((rb_event_hook_func_t)(void (*)(void))newobj_hook);
+	newobj_on(0);
+	T.by_time = 0;
 	T.global = 0;
 	T.raise_hook = 0;
-	T.newobj = 0;
 	if (T.rows != NULL)
 		clear_rows();
 	free(T.rows);
@@ -533,7 +610,7 @@ label_of(const struct row *r)
 }
 
 static void
-pack_row(msgpack_packer *pk, const struct row *r)
+pack_row(msgpack_packer *pk, const struct row *r, double scale)
 {
 	VALUE label = label_of(r);
 	int by_class = T.mode == TRC_TOP_OBJECTS_TOTAL;
@@ -542,7 +619,7 @@ pack_row(msgpack_packer *pk, const struct row *r)
 	trc_pack_cstr(pk, by_class ? "" : r->path);
 	msgpack_pack_int(pk, by_class ? 0 : r->line);
 	trc_pack_str(pk, RSTRING_PTR(label), (size_t)RSTRING_LEN(label));
-	msgpack_pack_uint64(pk, r->count);
+	msgpack_pack_uint64(pk, scale < 0 ? r->count : (uint64_t)((double)r->count * scale + 0.5));
 	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->total));
 	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->self));
 }
@@ -553,13 +630,16 @@ trc_top_pack(msgpack_packer *pk)
 	uint32_t n = 0;
 	/* Labels are made with the GVL held: the hooks cannot run, but they could allocate. */
 	int was = T.armed;
+	/* Sampled by time, each count stands for its share of all the interval's allocations. */
+	uint64_t now = trc_clock_now();
+	double scale = T.by_time ? interval_scale() : -1;
 
 	T.armed = 0;
 	for (uint32_t i = 0; i < T.nused; i++)
 		n += !T.rows[T.used[i]].excluded && T.rows[T.used[i]].count != 0;
 	msgpack_pack_array(pk, 8);
 	msgpack_pack_uint8(pk, TRC_MSG_TOP);
-	msgpack_pack_uint64(pk, trc_clock_dur_ns(trc_clock_now() - T.since));
+	msgpack_pack_uint64(pk, trc_clock_dur_ns(now - T.since));
 	msgpack_pack_uint64(pk, T.events);
 	msgpack_pack_uint64(pk, T.lost);
 	msgpack_pack_uint64(pk, T.gcs);
@@ -569,7 +649,7 @@ trc_top_pack(msgpack_packer *pk)
 	for (uint32_t i = 0; i < T.nused; i++) {
 		const struct row *r = &T.rows[T.used[i]];
 		if (!r->excluded && r->count != 0)
-			pack_row(pk, r);
+			pack_row(pk, r, scale);
 	}
 	clear_rows();
 	T.armed = was;

@@ -29,6 +29,10 @@ void trc_top_defined(VALUE mod, ID mid);
 int trc_top_watching(void);
 /* GVL held. Removes the hooks and frees the table. */
 void trc_top_stop(void);
+
+/* TRC_TOP_BY_TIME: whether this counting samples by time; open or close a window (GVL held). */
+int trc_top_by_time(void);
+void trc_top_window(int open);
 /* GVL held. Packs one TRC_MSG_TOP with what was counted since the last one, then clears it. */
 void trc_top_pack(msgpack_packer *pk);
 /* GVL held. How many hooks are installed now. */

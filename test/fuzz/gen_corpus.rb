@@ -77,6 +77,7 @@ write(a, 'fork_memory', "\0".b + msgs(hello, [3, 1, 7, ''], [3, 2, 8, '/tmp/shap
                                        [4]))
 write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, 1, [false, ['/app/', '/lib/'], ['^Rack']], 1], [4]))
 write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, 0, [true, [], []], 16]))
+write(a, 'top_by_time', "\0".b + msgs(hello, [5, 3, 100, 2, [false, [], []], 16]))
 write(a, 'detach', "\x01".b + msgs(hello, [4]))
 # Queue message bodies (struct trc_hello without mtype), also checked by trc_wire_hello: an
 # abstract socket name, and a protocol 2 client's socket path.

@@ -152,6 +152,30 @@ class TopTest < Minitest::Test
     stop(c, t)
   end
 
+  # --sample-time 4: the allocation hook is on about a quarter of the time, in 1 ms windows, and
+  # each interval's counts are scaled by the VM's own count of allocations. The burst makes its
+  # four kinds in every iteration and spans many windows: each site comes within 10% (0.01% in
+  # runs here), while the hook saw fewer allocations than were made. Unscaled, each came out
+  # near a sixth of n; scaled by the windows' share of the time instead, a third short, as the
+  # hook slows allocation while it is on.
+  def test_objects_sampled_by_time_estimates_each_site
+    n = 300_000
+    t = target('objects', env: { 'GO' => @go, 'N' => n.to_s }, script: TOP_TARGET)
+    c = top(t, 'objects', '--sample-time', '4')
+    wait_snapshot(c, 'the first table') { true }
+    FileUtils.touch(@go)
+    t.wait_for(/^done$/)
+    tables = snapshots(c).size
+    snap = wait_snapshot(c, 'two tables after the burst') { snapshots(c).size >= tables + 2 }
+    assert_equal [4, 'time'], [snap['sample'], snap['sample_by']]
+    { 'Widget' => 'WIDGET', 'Array' => 'ARRAY', 'Hash' => 'HASH', 'String' => 'STRING' }.each do |cls, mark|
+      got = count(snap, cls, line_of(mark), key: 'object')
+      assert_in_delta n, got, n * 0.1, "#{cls} at line #{line_of(mark)}: estimate of #{n}"
+    end
+    assert_operator snap['events'], :<, 4 * n, 'allocations the hook saw, of 4n made'
+    stop(c, t)
+  end
+
   def test_arrays_counts_arrays_and_hashes
     t = app('arrays')
     c = top(t, 'arrays')
@@ -362,13 +386,19 @@ class TopTest < Minitest::Test
   def test_usage_errors
     [%w[-p 1 --rows 5], %w[-p 1 --json -e 1], %w[-p 1 --top nope], %w[-p 1 --top calls -f],
      %w[-p 1 --top calls --all --filter /x], %w[-p 1 --top calls --ignore (], %w[--ps ( --top calls],
-     %w[-p 1 --top calls --interval 0], %w[-p 1 --top objects --sample 0], %w[-p 1 -f --sample 8]].each do |args|
+     %w[-p 1 --top calls --interval 0], %w[-p 1 --top objects --sample 0], %w[-p 1 -f --sample 8],
+     %w[-p 1 --top objects --sample-time 1], %w[-p 1 -f --sample-time 8]].each do |args|
       _, err, status = tracer(*args)
       assert_equal 2, status.exitstatus, "#{args.join(' ')}: #{err}"
     end
     _, err, status = tracer('-p', '1', '--top', 'calls', '--sample', '8')
     assert_equal [2, "tracer: --sample goes with --top objects, objects-total, arrays or strings: the other tables count every event\n"],
                  [status.exitstatus, err.lines.first]
+    _, err, status = tracer('-p', '1', '--top', 'time', '--sample-time', '8')
+    assert_equal [2, "tracer: --sample-time goes with --top objects, objects-total, arrays or strings: the other tables count every event\n"],
+                 [status.exitstatus, err.lines.first]
+    _, err, status = tracer('-p', '1', '--top', 'objects', '--sample', '8', '--sample-time', '8')
+    assert_equal [2, "tracer: --sample and --sample-time exclude each other\n"], [status.exitstatus, err.lines.first]
   end
 
   # The full-screen view in a real terminal: q (or Ctrl+C) leaves it and detaches cleanly.

@@ -640,7 +640,8 @@ test_empty_notes(void)
 	trc_top_free(t);
 }
 
-/* --sample N: the header and the JSON say the counts are estimates; without it, nothing. */
+/* --sample N, --sample-time N: the header and the JSON say the counts are estimates, and how
+ * they were sampled; without either, nothing. */
 static void
 test_sampled(void)
 {
@@ -654,7 +655,13 @@ test_sampled(void)
 	v.sample = 16;
 	test_cond("sampled header",
 		  holds(text(t, &v), "  lost: 0  sampled: 1 in 16  app dir: /srv/app\n"));
-	test_cond("sampled JSON", holds(json(t, &v), ",\"all\":false,\"sample\":16,"));
+	test_cond("sampled JSON",
+		  holds(json(t, &v), ",\"all\":false,\"sample\":16,\"sample_by\":\"allocations\","));
+	v.sample_by_time = true;
+	test_cond("sampled by time: header",
+		  holds(text(t, &v), "  lost: 0  sampled: 1/16 of the time  app dir: /srv/app\n"));
+	test_cond("sampled by time: JSON",
+		  holds(json(t, &v), ",\"all\":false,\"sample\":16,\"sample_by\":\"time\","));
 	trc_top_free(t);
 }
 
