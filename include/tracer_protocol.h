@@ -10,7 +10,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 7
+#define TRC_PROTOCOL_VERSION 8
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
