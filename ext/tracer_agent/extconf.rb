@@ -29,3 +29,6 @@ if ENV['TRACER_WERROR']
 end
 create_header
 create_makefile('tracer_agent/tracer_agent')
+# mkmf makes every object depend on this directory's headers, not on the protocol's, which
+# both sides share: without this line a change there left the agent built as before.
+File.open('Makefile', 'a') { |f| f.puts "\n$(OBJS): #{File.expand_path('../../include/tracer_protocol.h', __dir__)}" }
