@@ -78,7 +78,7 @@ struct opts {
 	unsigned rows;
 	unsigned sample;                /* --sample; 1: every allocation */
 	bool sample_by_time;            /* --sample-time N (in sample) */
-	const char *sample_option;      /* the first of --sample and --sample-time given */
+	const char *sample_option;      /* --sample or --sample-time, whichever was given */
 	double interval, reset;         /* reset 0: not given */
 	const char *ps;
 	const char *top_option;         /* the last option given that only --top takes, or NULL */
@@ -476,23 +476,29 @@ set_rows(struct opts *o, const char *v)
 	o->top_option = "--rows";
 }
 
+/* --sample N (by_time false, N from 1) or --sample-time N (from 2): one or the other. */
+static void
+set_sampling(struct opts *o, const char *v, bool by_time)
+{
+	const char *name = by_time ? "--sample-time" : "--sample";
+
+	if (o->sample_option != NULL && o->sample_by_time != by_time)
+		die(TRC_EXIT_USAGE, "--sample and --sample-time exclude each other");
+	o->sample = (unsigned)parse_uint(name, v, by_time ? 2 : 1, TRC_TOP_MAX_SAMPLE);
+	o->sample_by_time = by_time;
+	o->top_option = o->sample_option = name;
+}
+
 static void
 set_sample(struct opts *o, const char *v)
 {
-	if (o->sample_option != NULL && o->sample_by_time)
-		die(TRC_EXIT_USAGE, "--sample and --sample-time exclude each other");
-	o->sample = (unsigned)parse_uint("--sample", v, 1, TRC_TOP_MAX_SAMPLE);
-	o->top_option = o->sample_option = "--sample";
+	set_sampling(o, v, false);
 }
 
 static void
 set_sample_time(struct opts *o, const char *v)
 {
-	if (o->sample_option != NULL && !o->sample_by_time)
-		die(TRC_EXIT_USAGE, "--sample and --sample-time exclude each other");
-	o->sample = (unsigned)parse_uint("--sample-time", v, 2, TRC_TOP_MAX_SAMPLE);
-	o->sample_by_time = true;
-	o->top_option = o->sample_option = "--sample-time";
+	set_sampling(o, v, true);
 }
 
 static const char **

@@ -63,19 +63,17 @@ trc_session_count(void)
 }
 
 static uint64_t
-ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint64_t
 us_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint64_t
+ms_now(void)
+{
+	return us_now() / 1000;
 }
 
 static int
@@ -333,7 +331,8 @@ static int64_t
 window_tick(struct trc_session *s)
 {
 	uint32_t duty = __atomic_load_n(&s->window_duty, __ATOMIC_ACQUIRE);
-	uint64_t now, x;
+	int open = load(&s->window_want);
+	uint64_t now;
 
 	if (duty < 2 || !load(&s->counting))
 		return -1;
@@ -341,20 +340,14 @@ window_tick(struct trc_session *s)
 	if (s->window_next_us != 0 && now < s->window_next_us)
 		return (int64_t)(s->window_next_us - now);
 	if (s->window_next_us != 0) {
-		s->window_open = !s->window_open;
-		__atomic_store_n(&s->window_want, s->window_open, __ATOMIC_RELEASE);
+		open = !open;
+		__atomic_store_n(&s->window_want, open, __ATOMIC_RELEASE);
 		ask(s, TRC_WANT_WINDOW);
-	}
-	if (s->window_open) {
-		s->window_next_us = now + TRC_TOP_WINDOW_US;
 	} else {
-		x = s->window_seed ? s->window_seed : (now ^ 0x9E3779B97F4A7C15ull) | 1;
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		s->window_seed = x;
-		s->window_next_us = now + x % (2 * (uint64_t)(duty - 1) * TRC_TOP_WINDOW_US + 1);
+		s->window_seed = (now ^ 0x9E3779B97F4A7C15ull) | 1;
 	}
+	s->window_next_us = now + (open ? TRC_TOP_WINDOW_US :
+	    trc_xorshift(&s->window_seed) % (2 * (uint64_t)(duty - 1) * TRC_TOP_WINDOW_US + 1));
 	return (int64_t)(s->window_next_us - now);
 }
 

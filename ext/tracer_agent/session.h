@@ -32,7 +32,6 @@ struct trc_session {
 	size_t out_off;
 	uint64_t top_next_ms;
 	uint64_t window_next_us;        /* TRC_TOP_BY_TIME: the next window edge */
-	int window_open;
 	uint64_t window_seed;
 
 	/* GVL side only. */
@@ -54,7 +53,8 @@ struct trc_session {
 	int counting;           /* --top: snapshots every top_every_ms */
 	uint64_t top_every_ms;
 	uint32_t window_duty;   /* TRC_TOP_BY_TIME: windows about 1/window_duty of the time; 0: none */
-	int window_want;        /* the window the I/O thread last asked for: open (1) or closed */
+	int window_want;        /* the window the I/O thread last asked for: open (1) or closed;
+				 * only the I/O thread writes it */
 	int closing;            /* enum trc_close */
 	int ending;             /* the GVL side is done: the I/O thread delivers the rest and ends */
 	int io_done;            /* the I/O thread has ended */

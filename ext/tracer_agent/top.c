@@ -339,15 +339,9 @@ counted_type(VALUE obj)
 static uint32_t
 next_gap(void)
 {
-	uint64_t x = T.seed;
-
 	if (T.sample <= 1)
 		return 1;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	T.seed = x;
-	return 1 + (uint32_t)(x % (2 * (uint64_t)T.sample - 1));
+	return 1 + (uint32_t)(trc_xorshift(&T.seed) % (2 * (uint64_t)T.sample - 1));
 }
 
 /*
@@ -548,10 +542,12 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 		T.raise_hook = 1;
 		break;
 	default:
-		T.alloc_base = allocations();
-		T.alloc_seen = 0;
-		if (!T.by_time)
+		if (T.by_time) {
+			T.alloc_base = allocations();
+			T.alloc_seen = 0;
+		} else {
 			newobj_on(1);
+		}
 		break;
 	}
 	return 0;

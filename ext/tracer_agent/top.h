@@ -9,6 +9,18 @@
 #include "names.h"
 #include "scope.h"
 
+/* The next number of a xorshift64 sequence (*state: not 0); what the sampled tables draw from. */
+static inline uint64_t
+trc_xorshift(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
 /*
  * GVL held (the session's service). Installs what mode (enum trc_top_mode) needs: for calls and
  * time, wrappers around the app's methods in the scope, or the VM's call hooks when the scope
