@@ -2,6 +2,7 @@
 #include "hook.h"
 
 #include <ruby/debug.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -439,17 +440,66 @@ trc_hook_token(uint64_t gen, uint32_t m)
 	return (gen << TOKEN_METHOD_BITS) | m;
 }
 
+/*
+ * A wrapper kept from one session to the next (wrap.rb) reports with a slot instead, as the
+ * negative token -slot: each session binds the slots of the wrappers it puts in place to its
+ * own methods. The slots live in chunks that never move, so that a wrapper called on another
+ * Ractor, which reads its slot before it finds that it must leave the call out, reads memory
+ * that is still there.
+ */
+#define SLOT_CHUNK_BITS 10
+#define SLOT_CHUNK (1u << SLOT_CHUNK_BITS)
+#define SLOT_MAX (1u << TOKEN_METHOD_BITS)
+
+struct slot {
+	uint64_t gen;
+	uint32_t m;
+};
+
+static struct slot *slot_chunks[SLOT_MAX / SLOT_CHUNK];
+static uint32_t nslots = 1;     /* the next slot to hand out; 0 is none */
+
+int
+trc_hook_bind(uint32_t *slot, uint64_t gen, uint32_t m)
+{
+	uint32_t s = *slot;
+	struct slot **chunk;
+
+	if (s == 0 || s >= nslots) {
+		if (nslots >= SLOT_MAX)
+			return -1;
+		s = nslots;
+	}
+	chunk = &slot_chunks[s / SLOT_CHUNK];
+	if (*chunk == NULL && (*chunk = calloc(SLOT_CHUNK, sizeof(**chunk))) == NULL)
+		return -1;
+	if (s == nslots)
+		nslots++;
+	(*chunk)[s % SLOT_CHUNK].m = m;
+	(*chunk)[s % SLOT_CHUNK].gen = gen;
+	*slot = s;
+	return 0;
+}
+
 /* Method m of a token of this generation; 0 for a stale or foreign token. */
 static inline int
 token_method(VALUE token, uint32_t *m)
 {
-	uint64_t tok;
+	long tok;
+	const struct slot *chunk;
 
 	if (!FIXNUM_P(token))
 		return 0;
-	tok = (uint64_t)FIX2LONG(token);
-	*m = (uint32_t)(tok & ((1u << TOKEN_METHOD_BITS) - 1));
-	return tok >> TOKEN_METHOD_BITS == generation;
+	tok = FIX2LONG(token);
+	if (tok >= 0) {
+		*m = (uint32_t)((uint64_t)tok & ((1u << TOKEN_METHOD_BITS) - 1));
+		return (uint64_t)tok >> TOKEN_METHOD_BITS == generation;
+	}
+	if (tok < -(long)(SLOT_MAX - 1) || (chunk = slot_chunks[(unsigned long)-tok / SLOT_CHUNK]) == NULL)
+		return 0;
+	chunk += (unsigned long)-tok % SLOT_CHUNK;
+	*m = chunk->m;
+	return chunk->gen == generation;
 }
 
 /* A wrapped call on thread t begins (or ends): to the trace, or to the tables. */

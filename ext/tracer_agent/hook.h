@@ -56,6 +56,12 @@ uint64_t trc_hook_generation(void);
 /* The token a wrapper of method m, installed by generation gen, reports its calls with. */
 uint64_t trc_hook_token(uint64_t gen, uint32_t m);
 /*
+ * GVL held. Binds *slot (0: a new one, then set) to method m of generation gen: a wrapper that
+ * reports with token -slot counts as that method until the slot is bound again. Returns 0, or
+ * -1 when there is no memory or no slot left.
+ */
+int trc_hook_bind(uint32_t *slot, uint64_t gen, uint32_t m);
+/*
  * From Init_ (wrap.c, between rb_ext_ractor_safe calls): the wrappers' calls into the agent,
  * TracerAgent.__enter(token), __enter_with(token) { [expression values] } and __leave(token).
  * A stale token does nothing.

@@ -35,8 +35,15 @@ static VALUE wrap_module = Qnil;
 struct install_args {
 	VALUE owner;
 	ID mid;
-	VALUE token, index, exprs;
+	VALUE exprs;
 };
+
+/* The method being wrapped, while Wrap.install runs: what TracerAgent.__bind binds a slot to. */
+static struct {
+	int on;
+	uint64_t gen;
+	uint32_t m;
+} binding;
 
 static VALUE
 wrap_mod(void)
@@ -52,8 +59,8 @@ static VALUE
 install(VALUE arg)
 {
 	struct install_args *a = (struct install_args *)arg;
-	VALUE argv[5] = { a->owner, ID2SYM(a->mid), a->token, a->index, a->exprs };
-	return rb_funcallv(wrap_mod(), id_install, 5, argv);
+	VALUE argv[3] = { a->owner, ID2SYM(a->mid), a->exprs };
+	return rb_funcallv(wrap_mod(), id_install, 3, argv);
 }
 
 static VALUE
@@ -140,13 +147,19 @@ put_in_place(VALUE owner, ID mid, VALUE (*put)(VALUE), VALUE arg, const char *wh
 int
 trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
 {
-	struct install_args a = { owner, mid, ULL2NUM(trc_hook_token(gen, m)), INT2FIX(nwraps + 1), exprs };
+	struct install_args a = { owner, mid, exprs };
+	int r;
 
 	/* Wrapped already, unless the app has put a new definition in the wrapper's place since. */
 	for (int i = nwraps - 1; i >= 0; i--)
 		if (wraps[i].owner == owner && wraps[i].mid == mid && !replaced(&wraps[i]))
 			return 0;
-	return put_in_place(owner, mid, install, (VALUE)&a, "wrap", why);
+	binding.on = 1;
+	binding.gen = gen;
+	binding.m = m;
+	r = put_in_place(owner, mid, install, (VALUE)&a, "wrap", why);
+	binding.on = 0;
+	return r;
 }
 
 static VALUE
@@ -330,6 +343,21 @@ agent_defined(VALUE self, VALUE mod, VALUE name)
 	return Qnil;
 }
 
+/*
+ * TracerAgent.__bind(slot): from Wrap.install only. Binds the wrapper's slot (0: a new one) to
+ * the method being wrapped, and returns it; nil at any other time, or when none is left.
+ */
+static VALUE
+agent_bind(VALUE self, VALUE slot)
+{
+	uint32_t s;
+
+	if (!binding.on || !FIXNUM_P(slot) || FIX2LONG(slot) < 0 || FIX2LONG(slot) > UINT32_MAX)
+		return Qnil;
+	s = (uint32_t)FIX2LONG(slot);
+	return trc_hook_bind(&s, binding.gen, binding.m) == 0 ? UINT2NUM(s) : Qnil;
+}
+
 void
 trc_wrap_init(VALUE mod)
 {
@@ -347,4 +375,5 @@ trc_wrap_init(VALUE mod)
 	rb_ext_ractor_safe(false);
 #endif
 	rb_define_singleton_method(mod, "__defined", agent_defined, 2);
+	rb_define_singleton_method(mod, "__bind", agent_bind, 1);
 }

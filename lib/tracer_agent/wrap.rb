@@ -19,7 +19,8 @@ module TracerAgent
   # Wrap: how -m traces a method without any VM event hook. The method's entry is aliased
   # under a private name and a wrapper takes its name: a plain Ruby method, with the same
   # parameters, that tells the agent a call begins, calls the original, and tells it the call
-  # ended (ensure). Removing it puts the original entry back, so nothing is left: an enabled
+  # ended (ensure). Removing it puts the original entry back, so nothing is left in the
+  # method's place (the wrapper is kept aside, for the next session: kept_name): an enabled
   # TracePoint, even one targeted at a single method, leaves a YJIT process up to 6x slower for
   # good (measured on Ruby 3.4), while a wrapper costs only the calls of its own method, and
   # YJIT recompiles just the code that called it once it is gone.
@@ -41,26 +42,56 @@ module TracerAgent
     BLOCK_USE = /invokeblock|getblockparam|invokesuper|block_given\?|iterator\?|binding|\b(?:proc|lambda|Proc)\b|defined.*yield/
 
     class << self
-      # Puts a wrapper around owner's method name; token tells the agent which method it is.
-      # exprs: Ruby expressions to evaluate at each call (the -m Class#method(expr, ...) list).
+      # Puts a wrapper around owner's method name. exprs: Ruby expressions to evaluate at each
+      # call (the -m Class#method(expr, ...) list). The wrapper is the one an earlier session
+      # made for the same method, parameters and expressions, if there is one (kept_name), or a
+      # new one; TracerAgent.__bind tells the agent which method its slot stands for now.
       # Returns what uninstall needs.
-      def install(owner, name, token, index, exprs)
+      def install(owner, name, exprs)
         watch
         original = owner.instance_method(name)
         visibility = visibility_of(owner, name)
         saved = saved_name(owner, name)
+        sig = signature(original)
+        kept = kept_name(owner, name, sig, saved, exprs)
+        slot = kept_slot(owner, kept)
         # The saved alias is private: a public one would show among the class's public methods
         # (Rails takes a controller's public methods for its actions).
         owner.send(:alias_method, saved, name)
         owner.send(:private, saved)
         begin
-          define(owner, name, token, index, signature(original), saved, exprs)
-          owner.send(visibility, name) unless visibility == :public
+          bound = TracerAgent.__bind(slot || 0) or raise 'no slot left for another wrapper'
+          if slot
+            restore(owner, name, kept, visibility)
+          else
+            define(owner, name, bound, sig, saved, exprs, kept)
+            owner.send(visibility, name) unless visibility == :public
+          end
         rescue Exception # rubocop:disable Lint/RescueException
           restore(owner, name, saved, visibility)
           raise
         end
         [owner, name, saved, visibility]
+      end
+
+      # Where a wrapper is kept once its session has ended, as a private alias, so that the next
+      # session that traces the method puts the same one back instead of compiling another:
+      # YJIT keeps the code it compiled for every method it was given (measured with
+      # test/bench/redefine_cost.rb on Ruby 3.4.5: 8.8 KiB a session for a new wrapper, 2.0
+      # KiB for a kept one, which is what recompiling its callers costs). One per method,
+      # parameters and expressions: the name carries a digest of the wrapper's source.
+      def kept_name(owner, name, sig, saved, exprs)
+        params, call = sig
+        digest = ([params, call.call(saved)] + exprs).join("\0").hash % (1 << 60)
+        :"#{saved.to_s.sub('__tracer_o', '__tracer_w')}_#{digest.to_s(36)}"
+      end
+
+      # The slot of the wrapper kept under kept (its line in FILE), or nil if there is none.
+      def kept_slot(owner, kept)
+        return nil unless owner.private_method_defined?(kept, false)
+
+        file, line = owner.instance_method(kept).source_location
+        file == FILE ? line : nil
       end
 
       # The original's private alias, which the wrapper calls. It stays after detach, for good:
@@ -250,14 +281,17 @@ module TracerAgent
       end
 
       # The wrapper is compiled where the original lives (constants in expressions resolve as
-      # they would there); its source location is FILE:index, which is how it is recognised.
-      def define(owner, name, token, index, sig, saved, exprs)
+      # they would there), and kept under kept as well; it reports with the token -slot, and
+      # its source location is FILE:slot, which is how it is recognised. Defined under the
+      # method's own name where Ruby allows it, which its frames then show.
+      def define(owner, name, slot, sig, saved, exprs, kept)
         params, call = sig
+        token = -slot
         enter = if exprs.empty? then "::TracerAgent.__enter(#{token})"
                 else "::TracerAgent.__enter_with(#{token}) { [#{exprs.map { |e| expr(e) }.join(', ')}] }"
                 end
-        def_name = definable?(name) ? name : :"__tracer_w#{token}"
-        owner.class_eval(<<~RUBY, FILE, index - 1)
+        def_name = definable?(name) ? name : kept
+        owner.class_eval(<<~RUBY, FILE, slot - 1)
 
           def #{def_name}(#{params})
             #{enter}
@@ -266,10 +300,12 @@ module TracerAgent
             ::TracerAgent.__leave(#{token})
           end
         RUBY
-        return if def_name == name
-
-        owner.send(:alias_method, name, def_name)
-        owner.send(:remove_method, def_name)
+        if def_name == name
+          owner.send(:alias_method, kept, name)
+        else
+          owner.send(:alias_method, name, kept)
+        end
+        owner.send(:private, kept)
       end
 
       # An expression as Ruby code: its value, or what it raised.

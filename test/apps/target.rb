@@ -296,7 +296,7 @@ when 'signatures'
      (s[:k] = :v), s + 2, s.q?, s.calls_priv(1), s.calls_prot(s, 1), (s.priv(1) rescue :private),
      c.req(1, 2), c.opt(1), c.yields(1) { |x| x * 3 },
      # (while attached, the originals are also there as private __tracer_oN aliases)
-     Sig.public_instance_methods(false).sort, Sig.private_instance_methods(false).grep_v(/\A__tracer_o/).sort,
+     Sig.public_instance_methods(false).sort, Sig.private_instance_methods(false).grep_v(/\A__tracer_[ow]/).sort,
      Sig.instance_method(:opt).arity, Sig.instance_method(:kw).parameters]
   end
   baseline = calls.call
@@ -368,8 +368,9 @@ when 'capture'
       File.delete(ENV.fetch('CALL_FILE'))
       begin
         caps.each { |m| m.arity == 1 ? m.call(1) : m.call }
-        wrappers = caps.count { |m| m.source_location[0] == '(tracer wrapper)' }
-        puts "#{caps.size} captured methods work, #{wrappers} of them wrappers"
+        wrappers = caps.select { |m| m.source_location[0] == '(tracer wrapper)' }
+        puts "#{caps.size} captured methods work, #{wrappers.size} of them wrappers, " \
+             "#{wrappers.map(&:source_location).uniq.size} different"
       rescue Exception => e # rubocop:disable Lint/RescueException -- whatever reached the app
         puts "a captured method raised #{e.class}: #{e.message}"
       end
