@@ -420,9 +420,11 @@ on_return(struct trc_thread *t, uint32_t m)
 }
 
 /*
- * A wrapper's token: the method index and the generation of the tracing that installed it.
- * A wrapper the app aliased outlives its session (wrap.c); its calls then carry an old
- * generation and are not counted as some other method of a later session.
+ * A token says which method a call into the agent is of (TracerAgent.__enter and __leave). A
+ * TracePoint's (on a method only an UnboundMethod holds): the method index and the generation
+ * of the tracing that put it in place. A TracePoint or wrapper the app still reaches after its
+ * session (an alias, a Method) then carries an old generation and is not counted as some other
+ * method of a later session.
  */
 #define TOKEN_METHOD_BITS 21    /* TRC_NAMES_MAX is 1 << 20 */
 
@@ -441,9 +443,9 @@ trc_hook_token(uint64_t gen, uint32_t m)
 }
 
 /*
- * A wrapper kept from one session to the next (wrap.rb) reports with a slot instead, as the
+ * A wrapper, kept from one session to the next (wrap.rb), reports with a slot instead, as the
  * negative token -slot: each session binds the slots of the wrappers it puts in place to its
- * own methods. The slots live in chunks that never move, so that a wrapper called on another
+ * own methods and generation. The slots live in chunks that never move, so that a wrapper called on another
  * Ractor, which reads its slot before it finds that it must leave the call out, reads memory
  * that is still there.
  */
@@ -491,15 +493,15 @@ token_method(VALUE token, uint32_t *m)
 	if (!FIXNUM_P(token))
 		return 0;
 	tok = FIX2LONG(token);
-	if (tok >= 0) {
-		*m = (uint32_t)((uint64_t)tok & ((1u << TOKEN_METHOD_BITS) - 1));
-		return (uint64_t)tok >> TOKEN_METHOD_BITS == generation;
+	if (tok < 0) {          /* a wrapper's slot */
+		if (tok < -(long)(SLOT_MAX - 1) || (chunk = slot_chunks[(unsigned long)-tok / SLOT_CHUNK]) == NULL)
+			return 0;
+		chunk += (unsigned long)-tok % SLOT_CHUNK;
+		*m = chunk->m;
+		return chunk->gen == generation;
 	}
-	if (tok < -(long)(SLOT_MAX - 1) || (chunk = slot_chunks[(unsigned long)-tok / SLOT_CHUNK]) == NULL)
-		return 0;
-	chunk += (unsigned long)-tok % SLOT_CHUNK;
-	*m = chunk->m;
-	return chunk->gen == generation;
+	*m = (uint32_t)((uint64_t)tok & ((1u << TOKEN_METHOD_BITS) - 1));
+	return (uint64_t)tok >> TOKEN_METHOD_BITS == generation;
 }
 
 /* A wrapped call on thread t begins (or ends): to the trace, or to the tables. */

@@ -53,7 +53,7 @@ void trc_hook_stop(void);
  * earlier one, which the app may still call through an alias of its own, then count nowhere.
  */
 uint64_t trc_hook_generation(void);
-/* The token a wrapper of method m, installed by generation gen, reports its calls with. */
+/* The token a TracePoint on method m, put in place by generation gen, reports its calls with. */
 uint64_t trc_hook_token(uint64_t gen, uint32_t m);
 /*
  * GVL held. Binds *slot (0: a new one, then set) to method m of generation gen: a wrapper that

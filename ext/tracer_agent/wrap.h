@@ -12,11 +12,11 @@ void trc_wrap_init(VALUE mod);
 
 /*
  * GVL held. Puts a wrapper around owner's method mid, which reports its calls as method m of
- * the tracing that started as generation gen (see trc_hook_token), with the -m expressions
- * exprs (an Array of Strings, may be empty) shown at each call. A method already wrapped is
- * left as it is. A wrapper made by an earlier session for the same method, parameters and
- * expressions is put back rather than made again (wrap.rb: kept_name). Returns 0, or -1 with
- * *why set to the reason (a String).
+ * the tracing that started as generation gen (through its slot: trc_hook_bind), with the -m
+ * expressions exprs (an Array of Strings, may be empty) shown at each call. A method already
+ * wrapped is left as it is. A wrapper made by an earlier session for the same method,
+ * parameters and expressions is put back rather than made again (wrap.rb: kept_name).
+ * Returns 0, or -1 with *why set to the reason (a String).
  */
 int trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why);
 /*

@@ -49,5 +49,5 @@ Process.wait(pid)
 n = sessions - 10
 rss, code, heap = last.zip(first).map { |a, b| a - b }
 printf("%s, %d sessions of tracer %s: RSS %+.2f KiB a session, YJIT code %+.2f KiB, YJIT heap %+.2f KiB\n",
-       RUBY_DESCRIPTION[/\A\S+ \S+/] + (defined?(RubyVM::YJIT) && ENV['RUBY_YJIT_ENABLE'] == '1' ? ' YJIT' : ''),
+       RUBY_DESCRIPTION[/\A\S+ \S+/] + (last[1].positive? ? ' YJIT' : ''),
        n, args.join(' '), rss.to_f / n, code / 1024.0 / n, heap / 1024.0 / n)
