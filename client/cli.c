@@ -21,6 +21,7 @@
 #include "exec.h"
 #include "export.h"
 #include "output.h"
+#include "progress.h"
 #include "proc.h"
 #include "live.h"
 #include "ps.h"
@@ -1893,6 +1894,7 @@ run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, stru
 	if (mode == TRC_MODE_TOP)
 		c.top = new_top(o);
 	trc_output_init(&c.out, fd, STDERR_FILENO);
+	trc_progress_init(STDERR_FILENO);
 	compress_output(&c.out, o);
 	c.spool_dir = spool_dir(fd, mode);
 	if (mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)

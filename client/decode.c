@@ -260,12 +260,7 @@ dec_spec(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	m->spec.matched = rd_u64(r);
 	m->spec.pending = rd_bool(r);
 	m->spec.message = rd_str(r);
-}
-
-static void
-dec_none(struct rd *r, struct trc_message *m, struct trc_decoder *d)
-{
-	(void)r, (void)m, (void)d;
+	m->spec.skipped = rd_str(r);
 }
 
 static void
@@ -275,6 +270,25 @@ dec_eval(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	m->eval.id = rd_u32(r);
 	m->eval.ok = rd_bool(r);
 	m->eval.text = rd_str(r);
+}
+
+static void
+dec_started(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->started.wrapped = rd_u32(r);
+	m->started.install_ns = rd_u64(r);
+}
+
+static void
+dec_progress(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->progress.step = rd_u32(r);
+	m->progress.done = rd_u64(r);
+	m->progress.total = rd_u64(r);
+	if (m->progress.step > TRC_STEP_REMOVE)
+		rd_fail(r, "PROGRESS step out of range");
 }
 
 static void
@@ -415,11 +429,12 @@ static const struct msg_type {
 } msg_types[] = {
 	[TRC_MSG_WELCOME] = { "WELCOME", 9, dec_welcome },
 	[TRC_MSG_ERROR] = { "ERROR", 3, dec_error },
-	[TRC_MSG_SPEC] = { "SPEC", 5, dec_spec },
-	[TRC_MSG_STARTED] = { "STARTED", 1, dec_none },
+	[TRC_MSG_SPEC] = { "SPEC", 6, dec_spec },
+	[TRC_MSG_STARTED] = { "STARTED", 3, dec_started },
 	[TRC_MSG_EVAL] = { "EVAL", 4, dec_eval },
 	[TRC_MSG_DETACHED] = { "DETACHED", 3, dec_detached },
 	[TRC_MSG_TOP] = { "TOP", 8, dec_top },
+	[TRC_MSG_PROGRESS] = { "PROGRESS", 4, dec_progress },
 	[TRC_EV_METHOD] = { "METHOD", 7, dec_method },
 	[TRC_EV_THREAD] = { "THREAD", 3, dec_thread },
 	[TRC_EV_CALL] = { "CALL", 4, dec_call },

@@ -49,7 +49,16 @@ struct trc_message {
 			uint64_t matched;
 			bool pending;           /* traced once its class is defined */
 			struct trc_str message;
+			struct trc_str skipped; /* what it names that was left out, and why */
 		} spec;
+		struct {
+			uint32_t wrapped;       /* methods wrapped */
+			uint64_t install_ns;    /* how long putting them in place took */
+		} started;
+		struct {
+			uint32_t step;          /* enum trc_step */
+			uint64_t done, total;
+		} progress;
 		struct {
 			uint32_t id;
 			bool ok;

@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <unistd.h>
 
+#include "progress.h"
+
 void
 trc_output_init(struct trc_output *o, int fd, int err_fd)
 {
@@ -135,8 +137,10 @@ trc_output_note(struct trc_output *o, const char *fmt, ...)
 	trc_output_close_line(o);
 	trc_output_flush(o);
 	trc_buf_init(&tmp);
-	if (o->err_fd >= 0)
+	if (o->err_fd >= 0) {
 		line = &tmp;
+		trc_progress_clear();
+	}
 	trc_buf_adds(line, "*** ");
 	va_start(ap, fmt);
 	trc_buf_vaddf(line, fmt, ap);

@@ -14,6 +14,7 @@
 #include "encode.h"
 #include "heapfile.h"
 #include "proc.h"
+#include "progress.h"
 #include "spool.h"
 #include "xmalloc.h"
 
@@ -137,6 +138,7 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	if (s->state == S_ATTACHING)
 		trc_attach_stop(&s->attach);
 	s->state = S_DONE;
+	trc_progress_end(s->pid);
 	stop_timers(s);
 	trc_conn_close(&s->conn);
 	close_sink(s);
@@ -390,6 +392,9 @@ on_spec(struct trc_session *s, const struct trc_message *m)
 	 * class or method the program has yet to define, which it usually has not before its
 	 * first line (a method defined later is traced from then on).
 	 */
+	if (m->spec.skipped.len > 0)
+		trc_output_note(s->job->out, "%s%s: not traced: %.*s", s->tag, spec, (int)m->spec.skipped.len,
+				m->spec.skipped.ptr);
 	if (m->spec.matched != 0 || optional || (s->job->exec && (m->spec.pending || nothing)))
 		return;
 	if (msg->len > 0)
@@ -398,10 +403,27 @@ on_spec(struct trc_session *s, const struct trc_message *m)
 		trc_output_note(s->job->out, "%s%s: matched no method", s->tag, spec);
 }
 
+/* Wrappers going in place (the attach waits as long as they do) or coming away. */
+static void
+on_progress(struct trc_session *s, const struct trc_message *m)
+{
+	if (s->state == S_STARTING) {
+		ev_timer_stop(s->loop, &s->timeout_w);
+		ev_timer_set(&s->timeout_w, s->job->timeout, 0);
+		ev_timer_start(s->loop, &s->timeout_w);
+	}
+	trc_progress_update(s->pid, (int)m->progress.step, m->progress.done, m->progress.total);
+}
+
 static void
 on_started(struct trc_session *s, const struct trc_message *m)
 {
 	(void)m;
+	trc_progress_end(s->pid);
+	/* Asked to detach (Ctrl-C, --duration) while the agent was putting its wrappers in place:
+	 * it finished that before it read the detach, which it answers next. */
+	if (s->state == S_DETACHING)
+		return;
 	ev_timer_stop(s->loop, &s->timeout_w);
 	s->state = S_TRACING;
 	s->traced = true;
@@ -523,11 +545,12 @@ static const struct msg_handler {
 	{ TRC_EV_RETURN, TRACE_STATES, on_event },
 	{ TRC_MSG_WELCOME, IN(S_WELCOMING), on_welcome },
 	{ TRC_MSG_ERROR, CONNECTED, on_error },
-	{ TRC_MSG_SPEC, IN(S_STARTING), on_spec },
-	{ TRC_MSG_STARTED, IN(S_STARTING), on_started },
+	{ TRC_MSG_SPEC, IN(S_STARTING) | IN(S_DETACHING), on_spec },
+	{ TRC_MSG_STARTED, IN(S_STARTING) | IN(S_DETACHING), on_started },
 	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_INTERACTIVE) | IN(S_DETACHING), on_eval },
 	{ TRC_MSG_DETACHED, WELCOMED, on_detached },
 	{ TRC_MSG_TOP, TRACE_STATES, on_top },
+	{ TRC_MSG_PROGRESS, IN(S_STARTING) | IN(S_DETACHING), on_progress },
 	{ TRC_EV_METHOD, TRACE_STATES, on_event },
 	{ TRC_EV_THREAD, TRACE_STATES, on_event },
 	{ TRC_EV_RAISE, TRACE_STATES, on_event },

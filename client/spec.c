@@ -317,23 +317,14 @@ trc_spec_next_line(const char *text, size_t len, size_t *pos, unsigned *line,
 	return false;
 }
 
-/* The VM's basic operations by class (vm.c, vm_init_redefined_flag). */
+/* The VM's basic operations by class (tracer_protocol.h, which the agent reads too). */
 static const struct {
 	const char *cls;
 	const char *ops;        /* space-separated, with a space at each end */
 } basic_ops[] = {
-	{ "Integer", " + - * / % == === < <= > >= [] succ & | <=> " },
-	{ "Float", " + - * / % == === < <= > >= <=> " },
-	{ "String", " + == === << length size empty? succ =~ freeze -@ <=> " },
-	{ "Array", " + << [] []= length size empty? freeze max min hash include? pack " },
-	{ "Hash", " [] []= length size empty? freeze default " },
-	{ "Symbol", " == === " },
-	{ "NilClass", " === nil? " },
-	{ "TrueClass", " === " },
-	{ "FalseClass", " === " },
-	{ "Regexp", " =~ " },
-	{ "Proc", " call " },
-	{ "BasicObject", " ! != " },
+#define TRC_OP(cls, list) { cls, list },
+	TRC_BASIC_OPS(TRC_OP)
+#undef TRC_OP
 };
 
 static bool

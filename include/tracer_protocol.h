@@ -10,7 +10,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 8
+#define TRC_PROTOCOL_VERSION 9
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -232,17 +232,55 @@ enum trc_msg {
 	TRC_MSG_WELCOME = 64,   /* [64, version, pid, ruby_version, cwd, mono_ns, real_ns, yjit,
 				 *  ractors]  ractors: how many; only the main one is traced */
 	TRC_MSG_ERROR = 65,     /* [65, code, message]  code: enum trc_err */
-	TRC_MSG_SPEC = 66,      /* [66, spec_index, matched, pending, message]  matched 0: nothing
-				 * found; pending: its class is not defined yet, and what it names
-				 * is traced from its definition (as are methods defined later) */
-	TRC_MSG_STARTED = 67,   /* [67]  hooks are on */
+	TRC_MSG_SPEC = 66,      /* [66, spec_index, matched, pending, message, skipped]  matched 0:
+				 * nothing found; pending: its class is not defined yet, and what it
+				 * names is traced from its definition (as are methods defined
+				 * later); skipped: the methods it names that were left out, and
+				 * why ("" when none) */
+	TRC_MSG_STARTED = 67,   /* [67, wrapped, install_ns]  hooks are on: every wrapper is in
+				 * place (wrapped of them, put there in install_ns) */
 	TRC_MSG_EVAL = 68,      /* [68, id, ok, text]  ok false: text is "Class: message" */
 	TRC_MSG_DETACHED = 69,  /* [69, events, lost]  totals for the session */
 	TRC_MSG_TOP = 70,       /* [70, elapsed_ns, events, lost, gcs, major_gcs, gc_ns,
 				 *  [[file, line, label, count, total_ns, self_ns]...]]
 				 * counts since the previous TRC_MSG_TOP (deltas); gc_ns: the time the
 				 * collections stopped the app (0s without TRC_TOP_GC) */
+	TRC_MSG_PROGRESS = 71,  /* [71, step, done, total]  putting wrappers in place, or taking
+				 * them away, takes a while: step is enum trc_step; sent every
+				 * TRC_PROGRESS_MS or so while it lasts */
 };
+
+/*
+ * Wrapping the app's methods (-f, -s, --top calls and time) is done in slices, between which
+ * the app runs: its modules are looked at first, then what was found is wrapped; at the end of
+ * the session the wrappers are taken away. TRC_MSG_STARTED comes once all are in place, and
+ * TRC_MSG_DETACHED once all are gone.
+ */
+enum trc_step {
+	TRC_STEP_FIND = 0,      /* done of total modules looked at for the app's methods */
+	TRC_STEP_WRAP = 1,      /* done of total methods wrapped */
+	TRC_STEP_REMOVE = 2,    /* done of total wrappers taken away */
+};
+#define TRC_PROGRESS_MS 200
+
+/*
+ * The VM's basic operations, by class (Ruby's vm.c, vm_init_redefined_flag): a method one of
+ * them is made of runs without a call, until anything redefines it, after which it takes a slow
+ * path for the rest of the process, even once the definition is gone. X(class, " op op ... ").
+ */
+#define TRC_BASIC_OPS(X) \
+	X("Integer", " + - * / % == === < <= > >= [] succ & | <=> ") \
+	X("Float", " + - * / % == === < <= > >= <=> ") \
+	X("String", " + == === << length size empty? succ =~ freeze -@ <=> ") \
+	X("Array", " + << [] []= length size empty? freeze max min hash include? pack ") \
+	X("Hash", " [] []= length size empty? freeze default ") \
+	X("Symbol", " == === ") \
+	X("NilClass", " === nil? ") \
+	X("TrueClass", " === ") \
+	X("FalseClass", " === ") \
+	X("Regexp", " =~ ") \
+	X("Proc", " call ") \
+	X("BasicObject", " ! != ")
 
 enum trc_err {
 	TRC_ERR_VERSION = 1,    /* protocol versions differ */

@@ -6,6 +6,7 @@
 #include "gc.h"
 #include "hook.h"
 #include "names.h"
+#include "plan.h"
 #include "session.h"
 #include "top.h"
 #include "tracer_protocol.h"
@@ -19,6 +20,7 @@ mark_all(void *unused)
 	trc_hook_mark();
 	trc_top_mark();
 	trc_wrap_mark();
+	trc_plan_mark();
 }
 
 static const rb_data_type_t roots_type = {
@@ -83,7 +85,9 @@ last_session(void)
 /*
  * What the agent is doing now, for operators and tests: {attached:, client_pid:, hooks:,
  * ignored_messages:, sessions:, other_ractor_calls: (wrapped calls left out, made in another
- * Ractor), last_session: {client_pid:, ended:, events:, lost:, hooks_left:}}.
+ * Ractor), wrapped: (wrappers in place), longest_step_ms: (the longest the last session's
+ * putting wrappers in place or taking them away held the GVL at once), last_session:
+ * {client_pid:, ended:, events:, lost:, hooks_left:}}.
  */
 static VALUE
 stats(VALUE self)
@@ -93,10 +97,12 @@ stats(VALUE self)
 
 	set(h, "attached", s != NULL ? Qtrue : Qfalse);
 	set(h, "client_pid", s != NULL ? INT2NUM(s->client_pid) : Qnil);
-	set(h, "hooks", INT2NUM(trc_hook_installed() + trc_top_installed()));
+	set(h, "hooks", INT2NUM(trc_hook_installed() + trc_top_installed() + trc_wrapped()));
 	set(h, "ignored_messages", ULONG2NUM(trc_control_ignored()));
 	set(h, "sessions", ULL2NUM(trc_session_count()));
 	set(h, "other_ractor_calls", ULL2NUM(trc_hook_other_ractor_calls()));
+	set(h, "wrapped", INT2NUM(trc_wrapped()));
+	set(h, "longest_step_ms", DBL2NUM((double)trc_plan_longest_step() / 1e6));
 	set(h, "last_session", last_session());
 	return h;
 }
@@ -148,6 +154,7 @@ Init_tracer_agent(void)
 	rb_define_singleton_method(mod, "__class_of", class_of, 1);
 	define_eval_kinds(mod);
 	trc_wrap_init(mod);
+	trc_plan_init();
 	trc_clock_init();
 	trc_gc_init();
 	trc_control_init();

@@ -9,6 +9,7 @@
 
 #include "encode.h"
 #include "names.h"
+#include "plan.h"
 #include "top.h"
 #include "tracer_protocol.h"
 
@@ -136,22 +137,30 @@ read_spec(const msgpack_object *o, struct trc_spec *sp)
 }
 
 static void
-reply_spec(struct trc_session *s, int i, int matched, int pending, VALUE why)
+pack_value_str(msgpack_packer *pk, VALUE v, const char *fallback)
+{
+	if (NIL_P(v))
+		trc_pack_cstr(pk, fallback);
+	else
+		trc_pack_str(pk, RSTRING_PTR(v), (size_t)RSTRING_LEN(v));
+}
+
+static void
+reply_spec(struct trc_session *s, int i, const struct trc_spec_result *r)
 {
 	msgpack_packer *pk = trc_reply_begin(s);
 
-	msgpack_pack_array(pk, 5);
+	msgpack_pack_array(pk, 6);
 	msgpack_pack_uint8(pk, TRC_MSG_SPEC);
 	msgpack_pack_int(pk, i);
-	msgpack_pack_int(pk, matched);
-	if (pending)
+	msgpack_pack_int(pk, r->matched);
+	if (r->pending)
 		msgpack_pack_true(pk);
 	else
 		msgpack_pack_false(pk);
-	if (NIL_P(why))
-		trc_pack_cstr(pk, matched > 0 ? "" : "matched no method");
-	else
-		trc_pack_str(pk, RSTRING_PTR(why), (size_t)RSTRING_LEN(why));
+	/* What could not be wrapped is said only when nothing of the spec could. */
+	pack_value_str(pk, r->matched > 0 ? Qnil : r->why, r->matched > 0 ? "" : "matched no method");
+	pack_value_str(pk, r->skipped, "");
 	trc_reply_end(s);
 }
 
@@ -159,9 +168,21 @@ static void
 reply_started(struct trc_session *s)
 {
 	msgpack_packer *pk = trc_reply_begin(s);
-	msgpack_pack_array(pk, 1);
+
+	msgpack_pack_array(pk, 3);
 	msgpack_pack_uint8(pk, TRC_MSG_STARTED);
+	msgpack_pack_uint32(pk, trc_plan_wrapped());
+	msgpack_pack_uint64(pk, trc_session_install_ns(s));
 	trc_reply_end(s);
+}
+
+/* Every wrapper is in place: the trace begins. */
+static void
+trace_go(struct trc_session *s)
+{
+	trc_hook_go();
+	reply_started(s);
+	trc_session_started(s);
 }
 
 static int
@@ -169,10 +190,10 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 {
 	struct trc_trace_cfg *cfg = &s->cfg;
 	const msgpack_object *specs = &argv[3];
-	VALUE wrap_why[TRC_MAX_SPECS];
-	int matched[TRC_MAX_SPECS], n = 0;
+	struct trc_spec_result results[TRC_MAX_SPECS];
+	int n = 0, scoped;
 
-	if (s->tracing || s->counting) {
+	if (s->tracing || s->counting || trc_session_installing(s)) {
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}
@@ -181,6 +202,7 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
 		return -1;
 	}
+	s->cfg_read = 1;
 	cfg->flags = (unsigned)argv[1].via.u64;
 	cfg->slow_ns = argv[2].via.u64 * 1000000u;
 	for (uint32_t i = 0; i < specs->via.array.size; i++)
@@ -190,16 +212,16 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 		trc_reply_error(s, TRC_ERR_INTERNAL, "cannot map the event buffer");
 		return -1;
 	}
-	trc_hook_start(cfg, &s->ring, s->wake_fd, matched, wrap_why);
-	for (int i = 0; i < n; i++) {
-		const struct trc_spec *sp = &cfg->specs[i];
-		int pending = sp->kind != TRC_SPEC_ANY && NIL_P(sp->klass);
-
-		/* What could not be wrapped is said only when nothing of the spec could. */
-		reply_spec(s, i, matched[i], pending, matched[i] > 0 ? Qnil : wrap_why[i]);
-	}
-	reply_started(s);
-	trc_session_started(s);
+	/* Firehose, and slow calls without specs: the app's methods, unless every call is wanted. */
+	scoped = ((cfg->flags & TRC_TRACE_FIREHOSE) || n == 0) && !cfg->scope.all;
+	trc_hook_prepare(cfg, &s->ring, s->wake_fd);
+	trc_plan_begin(cfg->specs, n, scoped ? &cfg->scope : NULL, trc_hook_prepared_generation(), results);
+	if (scoped || n > 0)
+		trc_hook_watch();
+	for (int i = 0; i < n; i++)
+		reply_spec(s, i, &results[i]);
+	RB_GC_GUARD(results[0].why);
+	trc_session_install(s, trace_go);
 	return 0;
 }
 
@@ -470,12 +492,23 @@ cmd_eval(struct trc_session *s, const msgpack_object *argv)
 	return 0;
 }
 
+/* Every wrapper is in place: counting begins. */
+static void
+top_go(struct trc_session *s)
+{
+	trc_top_go();
+	trc_session_count_every(s, s->top_ms);
+	reply_started(s);
+}
+
 static int
 cmd_top(struct trc_session *s, const msgpack_object *argv)
 {
 	struct trc_scope scope;
+	const struct trc_scope *wrapped;
+	uint64_t gen;
 
-	if (s->tracing || s->counting) {
+	if (s->tracing || s->counting || trc_session_installing(s)) {
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}
@@ -487,8 +520,12 @@ cmd_top(struct trc_session *s, const msgpack_object *argv)
 	}
 	if (trc_top_by_time())
 		trc_session_windows(s, (uint32_t)argv[5].via.u64);
-	trc_session_count_every(s, argv[2].via.u64);
-	reply_started(s);
+	s->top_ms = argv[2].via.u64;
+	if ((wrapped = trc_top_wrapped(&gen)) != NULL) {
+		trc_plan_begin(NULL, 0, wrapped, gen, NULL);
+		trc_hook_watch();
+	}
+	trc_session_install(s, top_go);
 	return 0;
 }
 

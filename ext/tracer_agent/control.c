@@ -29,6 +29,7 @@
 #include "hook.h"
 #include "names.h"
 #include "session.h"
+#include "wrap.h"
 #include "tracer_protocol.h"
 #include "wire.h"
 
@@ -443,6 +444,8 @@ trc_control_connect(const char *addr)
 		return -1;
 	}
 	trc_session_open(fd, cred.pid);
+	if (trc_session_current() != NULL)
+		trc_session_hurry(trc_session_current());
 	/*
 	 * Served here, with the GVL that loading the agent holds: the hello, then the trace or top
 	 * command, whose hooks are in place before the program's first line runs. The program waits
@@ -462,6 +465,7 @@ after_fork_child(void)
 {
 	self_pid = getpid();
 	trc_hook_disarm();
+	trc_wrap_live(0);       /* the parent's wrappers, this child's too, report nothing */
 	trc_session_forked();
 	/* The parent's eventfd: a signal to the child must not wake the parent's listener. */
 	if (listen_fd >= 0)

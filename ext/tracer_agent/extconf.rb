@@ -14,6 +14,9 @@ have_func('rb_postponed_job_preregister', 'ruby/debug.h') ||
   have_func('rb_postponed_job_register_one', 'ruby/debug.h') ||
   abort('no postponed job API in this Ruby')
 have_func('rb_class_attached_object', 'ruby.h')
+# Not in Ruby's public headers, but exported by every libruby, and what objspace walks the heap
+# with: finding the app's modules without ObjectSpace.each_object's Ruby call per object.
+have_func('rb_objspace_each_objects')
 have_func('rb_ext_ractor_safe', 'ruby.h')
 have_header('ruby/ractor.h') && (have_func('rb_ractor_main_p', 'ruby/ractor.h') ||
                                  have_func('rb_ractor_local_storage_value_newkey', 'ruby/ractor.h'))

@@ -12,6 +12,7 @@
 #include "control.h"
 #include "gc.h"
 #include "names.h"
+#include "plan.h"
 #include "top.h"
 #include "wrap.h"
 #include "tracer_protocol.h"
@@ -263,9 +264,9 @@ still_tracing(uint64_t started)
 }
 
 static VALUE
-yield_values(VALUE unused)
+eval_values(VALUE arg)
 {
-	return rb_yield(Qnil);
+	return trc_wrap_eval_exprs((const struct trc_wrap_exprs *)arg);
 }
 
 static VALUE
@@ -275,14 +276,14 @@ inspect_value(VALUE v)
 }
 
 /*
- * The wrapper's block gives the -m expressions' values (wrap.rb compiled them into it, each
- * rescued). Returns how many went into values[] as inspected Strings, or -1 when tracing
- * stopped meanwhile (still_tracing). The thread is quiet while the block and #inspect run: the
- * calls they make are not the app's, and are not traced. This must happen before the CALL
- * record, so that the CALL and its EXPR records stay adjacent.
+ * The -m expressions' values, as inspected Strings in values[] (the helper wrap.rb compiled
+ * gives them, each rescued): how many, or -1 when tracing stopped meanwhile (still_tracing).
+ * The thread is quiet while the helper and #inspect run: the calls they make are not the
+ * app's, and are not traced. This must happen before the CALL record, so that the CALL and its
+ * EXPR records stay adjacent.
  */
 static int
-eval_exprs(struct trc_thread *t, VALUE *values)
+eval_exprs(struct trc_thread *t, const struct trc_wrap_exprs *e, VALUE *values)
 {
 	uint64_t started = H.started;
 	int state = 0, n = 0;
@@ -290,7 +291,7 @@ eval_exprs(struct trc_thread *t, VALUE *values)
 
 	t->quiet = 1;
 	yield_begin();
-	list = rb_protect(yield_values, Qnil, &state);
+	list = rb_protect(eval_values, (VALUE)e, &state);
 	for (long i = 0; !state && RB_TYPE_P(list, T_ARRAY) && i < RARRAY_LEN(list) && n < TRC_MAX_EXPRS; i++) {
 		VALUE v = rb_protect(inspect_value, RARRAY_AREF(list, i), &state);
 		if (state) {
@@ -382,16 +383,16 @@ slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 	rec_commit(r);
 }
 
-/* A call of method m begins; exprs: the wrapper gave a block with the expressions' values. */
+/* A call of method m begins; exprs: its -m expressions, to show with it (or NULL). */
 static inline void
-on_call(struct trc_thread *t, uint32_t m, int exprs)
+on_call(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 {
 	VALUE values[TRC_MAX_EXPRS];
 
 	if (H.cfg->flags & TRC_TRACE_SLOW) {
 		slow_push(t, trc_clock_now());
-	} else if (exprs) {
-		int n = eval_exprs(t, values);
+	} else if (exprs != NULL) {
+		int n = eval_exprs(t, exprs, values);
 
 		if (n < 0)
 			return;         /* detached meanwhile: t may be gone with the rest */
@@ -420,11 +421,10 @@ on_return(struct trc_thread *t, uint32_t m)
 }
 
 /*
- * A token says which method a call into the agent is of (TracerAgent.__enter and __leave). A
- * TracePoint's (on a method only an UnboundMethod holds): the method index and the generation
- * of the tracing that put it in place. A TracePoint or wrapper the app still reaches after its
- * session (an alias, a Method) then carries an old generation and is not counted as some other
- * method of a later session.
+ * A token says which method a call into the agent is of (TracerAgent.__enter and __leave, from
+ * the TracePoints on methods no table holds): the method index and the generation of the
+ * tracing that put it in place. A TracePoint the app still reaches after its session then
+ * carries an old generation and is not counted as some other method of a later session.
  */
 #define TOKEN_METHOD_BITS 21    /* TRC_NAMES_MAX is 1 << 20 */
 
@@ -442,71 +442,22 @@ trc_hook_token(uint64_t gen, uint32_t m)
 	return (gen << TOKEN_METHOD_BITS) | m;
 }
 
-/*
- * A wrapper, kept from one session to the next (wrap.rb), reports with a slot instead, as the
- * negative token -slot: each session binds the slots of the wrappers it puts in place to its
- * own methods and generation. The slots live in chunks that never move, so that a wrapper called on another
- * Ractor, which reads its slot before it finds that it must leave the call out, reads memory
- * that is still there.
- */
-#define SLOT_CHUNK_BITS 10
-#define SLOT_CHUNK (1u << SLOT_CHUNK_BITS)
-#define SLOT_MAX (1u << TOKEN_METHOD_BITS)
-
-struct slot {
-	uint64_t gen;
-	uint32_t m;
-};
-
-static struct slot *slot_chunks[SLOT_MAX / SLOT_CHUNK];
-static uint32_t nslots = 1;     /* the next slot to hand out; 0 is none */
-
-int
-trc_hook_bind(uint32_t *slot, uint64_t gen, uint32_t m)
-{
-	uint32_t s = *slot;
-	struct slot **chunk;
-
-	if (s == 0 || s >= nslots) {
-		if (nslots >= SLOT_MAX)
-			return -1;
-		s = nslots;
-	}
-	chunk = &slot_chunks[s / SLOT_CHUNK];
-	if (*chunk == NULL && (*chunk = calloc(SLOT_CHUNK, sizeof(**chunk))) == NULL)
-		return -1;
-	if (s == nslots)
-		nslots++;
-	(*chunk)[s % SLOT_CHUNK].m = m;
-	(*chunk)[s % SLOT_CHUNK].gen = gen;
-	*slot = s;
-	return 0;
-}
-
 /* Method m of a token of this generation; 0 for a stale or foreign token. */
 static inline int
 token_method(VALUE token, uint32_t *m)
 {
-	long tok;
-	const struct slot *chunk;
+	uint64_t tok;
 
-	if (!FIXNUM_P(token))
+	if (!FIXNUM_P(token) || FIX2LONG(token) < 0)
 		return 0;
-	tok = FIX2LONG(token);
-	if (tok < 0) {          /* a wrapper's slot */
-		if (tok < -(long)(SLOT_MAX - 1) || (chunk = slot_chunks[(unsigned long)-tok / SLOT_CHUNK]) == NULL)
-			return 0;
-		chunk += (unsigned long)-tok % SLOT_CHUNK;
-		*m = chunk->m;
-		return chunk->gen == generation;
-	}
-	*m = (uint32_t)((uint64_t)tok & ((1u << TOKEN_METHOD_BITS) - 1));
-	return (uint64_t)tok >> TOKEN_METHOD_BITS == generation;
+	tok = (uint64_t)FIX2LONG(token);
+	*m = (uint32_t)(tok & ((1u << TOKEN_METHOD_BITS) - 1));
+	return tok >> TOKEN_METHOD_BITS == generation;
 }
 
 /* A wrapped call on thread t begins (or ends): to the trace, or to the tables. */
 static inline void
-wrapped(struct trc_thread *t, uint32_t m, int begins, int exprs)
+wrapped(struct trc_thread *t, uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 {
 	if (H.armed) {
 		if (begins)
@@ -526,7 +477,7 @@ wrapped(struct trc_thread *t, uint32_t m, int begins, int exprs)
  * Ractor, which must not touch the agent's tables at all.
  */
 static void
-wrapped_slow(uint32_t m, int begins, int exprs)
+wrapped_slow(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 {
 	struct trc_thread *t;
 
@@ -541,48 +492,55 @@ wrapped_slow(uint32_t m, int begins, int exprs)
 }
 
 /*
- * Every wrapped call passes here twice, so the common case takes no call and no lock: a token
- * of this generation, on the thread seen last (which is then of the main Ractor, and has an
- * entry), no expression. Nothing in it can run Ruby, so the session's service cannot run in
- * the middle of it either: no hook guard is needed.
+ * Every wrapped call passes here twice, so the common case takes no call and no lock: on the
+ * thread seen last (which is then of the main Ractor, and has an entry), no expression. Nothing
+ * in it can run Ruby, so the session's service cannot run in the middle of it either: no hook
+ * guard is needed.
  */
 static inline void
-wrapped_event(VALUE token, int begins, int exprs)
+wrapped_event(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 {
-	uint32_t m;
 	struct trc_thread *t;
 
-	if (!token_method(token, &m))
-		return;
 	if (rb_thread_current() == trc_names_last_thread && (t = trc_names_last_entry) != NULL &&
-	    !t->quiet && !exprs) {
-		wrapped(t, m, begins, 0);
+	    !t->quiet && exprs == NULL) {
+		wrapped(t, m, begins, NULL);
 		return;
 	}
 	wrapped_slow(m, begins, exprs);
 }
 
-/* TracerAgent.__enter(token): a wrapped call begins. */
+void
+trc_hook_wrapped_enter(uint32_t m, const struct trc_wrap_exprs *exprs)
+{
+	wrapped_event(m, 1, exprs);
+}
+
+void
+trc_hook_wrapped_leave(uint32_t m)
+{
+	wrapped_event(m, 0, NULL);
+}
+
+/* TracerAgent.__enter(token): a call of a method a TracePoint watches begins. */
 static VALUE
 agent_enter(VALUE self, VALUE token)
 {
-	wrapped_event(token, 1, 0);
+	uint32_t m;
+
+	if (token_method(token, &m))
+		wrapped_event(m, 1, NULL);
 	return Qnil;
 }
 
-/* TracerAgent.__enter_with(token) { [values of the -m expressions] }: the same, with them. */
-static VALUE
-agent_enter_with(VALUE self, VALUE token)
-{
-	wrapped_event(token, 1, rb_block_given_p());
-	return Qnil;
-}
-
-/* TracerAgent.__leave(token): the wrapped call ended, however it ended. */
+/* TracerAgent.__leave(token): it ended, however it ended. */
 static VALUE
 agent_leave(VALUE self, VALUE token)
 {
-	wrapped_event(token, 0, 0);
+	uint32_t m;
+
+	if (token_method(token, &m))
+		wrapped_event(m, 0, NULL);
 	return Qnil;
 }
 
@@ -590,7 +548,6 @@ void
 trc_hook_define(VALUE mod)
 {
 	rb_define_singleton_method(mod, "__enter", agent_enter, 1);
-	rb_define_singleton_method(mod, "__enter_with", agent_enter_with, 1);
 	rb_define_singleton_method(mod, "__leave", agent_leave, 1);
 }
 
@@ -608,7 +565,7 @@ global_event(rb_event_flag_t ev, VALUE self, ID mid, VALUE klass)
 	if (m == UINT32_MAX || !trc_method_at(m)->selected)
 		return;
 	if (ev & (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
-		on_call(t, m, 0);
+		on_call(t, m, NULL);
 	else
 		on_return(t, m);
 }
@@ -696,236 +653,18 @@ trc_hook_gc(const struct trc_gc *g)
 
 /* ---- installing ---- */
 
-struct resolve {
-	VALUE mod;      /* where to look the method up */
-	ID mid;
-};
-
-static VALUE
-instance_method(VALUE arg)
-{
-	struct resolve *r = (struct resolve *)arg;
-	return rb_funcall(r->mod, rb_intern("instance_method"), 1, ID2SYM(r->mid));
-}
-
-static VALUE
-spec_exprs(const struct trc_spec *sp)
-{
-	VALUE list = rb_ary_new_capa(sp->nexpr);
-	for (int i = 0; i < sp->nexpr; i++)
-		rb_ary_push(list, sp->exprs[i]);
-	return list;
-}
-
-/*
- * Selects one method (an UnboundMethod) for spec i: enters it in the method table and puts a
- * wrapper around it where it is defined. Returns 1 if selected, 0 if not (*why says why).
- */
-static int
-select_one(VALUE um, int i, VALUE *why)
-{
-	VALUE loc = rb_funcall(um, rb_intern("source_location"), 0);
-	VALUE owner = rb_funcall(um, rb_intern("owner"), 0);
-	ID mid = SYM2ID(rb_funcall(um, rb_intern("name"), 0));
-	uint32_t m;
-
-	m = NIL_P(loc) ? trc_method_intern(owner, mid, Qnil, 0, i) :
-	    trc_method_intern(owner, mid, RARRAY_AREF(loc, 0), NUM2INT(RARRAY_AREF(loc, 1)), i);
-	if (m == UINT32_MAX) {
-		*why = rb_str_new_cstr("too many methods");
-		return 0;
-	}
-	return trc_wrap(owner, mid, m, H.started, spec_exprs(&H.cfg->specs[i]), why) == 0;
-}
-
-static VALUE
-method_names(VALUE mod)
-{
-	VALUE all = rb_funcall(mod, rb_intern("instance_methods"), 1, Qfalse);
-	rb_ary_concat(all, rb_funcall(mod, rb_intern("private_instance_methods"), 1, Qfalse));
-	return all;
-}
-
-static VALUE
-owners_of(VALUE name)
-{
-	VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	VALUE wrap = rb_const_get(agent, rb_intern("Wrap"));
-	return rb_funcall(wrap, rb_intern("owners_of"), 1, name);
-}
-
-/* Selects the methods named mid of each module in mods (all of each one's own when mid is 0). */
-static int
-select_in(int i, VALUE mods, ID mid, VALUE *why)
-{
-	int n = 0;
-
-	for (long k = 0; k < RARRAY_LEN(mods); k++) {
-		VALUE mod = RARRAY_AREF(mods, k);
-		VALUE names = mid ? rb_ary_new_from_args(1, ID2SYM(mid)) : method_names(mod);
-
-		for (long j = 0; j < RARRAY_LEN(names); j++) {
-			struct resolve r = { mod, SYM2ID(RARRAY_AREF(names, j)) };
-			int state = 0;
-			VALUE um = rb_protect(instance_method, (VALUE)&r, &state);
-
-			if (state) {
-				rb_set_errinfo(Qnil);
-				continue;
-			}
-			n += select_one(um, i, why);
-		}
-	}
-	return n;
-}
-
-static VALUE
-detached_of(VALUE arg)
-{
-	struct resolve *r = (struct resolve *)arg;
-	VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	VALUE wrap = rb_const_get(agent, rb_intern("Wrap"));
-	return rb_funcall(wrap, rb_intern("detached"), 2, r->mod, ID2SYM(r->mid));
-}
-
-/*
- * Selects the methods named mid of owner (Qnil: any) that are in no method table any more,
- * and which only a TracePoint on each can see (Sinatra's routes).
- */
-static int
-select_detached(int i, VALUE owner, ID mid, VALUE *why)
-{
-	struct resolve r = { owner, mid };
-	int state = 0, n = 0;
-	VALUE ums = rb_protect(detached_of, (VALUE)&r, &state);
-
-	if (state) {
-		rb_set_errinfo(Qnil);
-		return 0;
-	}
-	for (long k = 0; k < RARRAY_LEN(ums); k++) {
-		VALUE um = RARRAY_AREF(ums, k);
-		VALUE loc = rb_funcall(um, rb_intern("source_location"), 0);
-		VALUE mod = rb_funcall(um, rb_intern("owner"), 0);
-		uint32_t m = NIL_P(loc) ? trc_method_intern(mod, mid, Qnil, 0, i) :
-		    trc_method_intern(mod, mid, RARRAY_AREF(loc, 0), NUM2INT(RARRAY_AREF(loc, 1)), i);
-
-		if (m == UINT32_MAX) {
-			*why = rb_str_new_cstr("too many methods");
-			break;
-		}
-		n += trc_wrap_detached(um, mod, mid, m, H.started, why) == 0;
-	}
-	return n;
-}
-
-/* Selects what spec i names; returns how many methods (0: *why may say why). */
-static int
-select_spec(int i, VALUE *why)
-{
-	const struct trc_spec *sp = &H.cfg->specs[i];
-	VALUE mods;
-	int state = 0, n;
-
-	switch (sp->kind) {
-	case TRC_SPEC_ANY:
-		mods = rb_protect(owners_of, ID2SYM(sp->mid), &state);
-		if (state) {
-			rb_set_errinfo(Qnil);
-			return 0;
-		}
-		break;
-	case TRC_SPEC_SINGLETON:
-		if (NIL_P(sp->klass))
-			goto pending;
-		mods = rb_ary_new_from_args(1, rb_singleton_class(sp->klass));
-		break;
-	default:
-		if (NIL_P(sp->klass))
-			goto pending;
-		mods = rb_ary_new_from_args(1, sp->klass);
-		break;
-	}
-	n = select_in(i, mods, sp->mid, why);
-	if (n == 0 && sp->mid != 0)
-		n = select_detached(i, sp->kind == TRC_SPEC_ANY ? Qnil : RARRAY_AREF(mods, 0), sp->mid, why);
-	return n;
-pending:
-	*why = rb_sprintf("no class or module named %"PRIsVALUE" yet: its methods are traced once it is defined",
-	    sp->name);
-	return 0;
-}
-
-static int
-same_name(VALUE mod, VALUE name)
-{
-	VALUE path;
-
-	if (NIL_P(name) || !(RB_TYPE_P(mod, T_CLASS) || RB_TYPE_P(mod, T_MODULE)))
-		return 0;
-	path = rb_mod_name(mod);
-	return !NIL_P(path) && rb_str_equal(path, name) == Qtrue;
-}
-
-/* Whether spec sp names method mid just defined in mod. */
-static int
-spec_defines(const struct trc_spec *sp, VALUE mod, ID mid)
-{
-	int singleton = FL_TEST(mod, FL_SINGLETON) != 0;
-	VALUE cls;
-
-	if (sp->mid != 0 && sp->mid != mid)
-		return 0;
-	if (sp->kind == TRC_SPEC_ANY)
-		return 1;
-	if ((sp->kind == TRC_SPEC_SINGLETON) != singleton)
-		return 0;
-	cls = singleton ? trc_attached_object(mod) : mod;
-	return cls == sp->klass || same_name(cls, sp->name);
-}
-
-static void
-defined_traced(VALUE mod, ID mid)
-{
-	const struct trc_trace_cfg *cfg = H.cfg;
-	VALUE why = Qnil;
-
-	if ((cfg->flags & TRC_TRACE_FIREHOSE) || cfg->nspecs == 0) {
-		if (!H.global)
-			trc_wrap_scope_one(&cfg->scope, H.started, mod, mid);
-		return;
-	}
-	for (int i = 0; i < cfg->nspecs; i++) {
-		struct resolve r = { mod, mid };
-		int state = 0;
-		VALUE um;
-
-		if (!spec_defines(&cfg->specs[i], mod, mid))
-			continue;
-		um = rb_protect(instance_method, (VALUE)&r, &state);
-		if (state)
-			rb_set_errinfo(Qnil);
-		else
-			select_one(um, i, &why);
-		return;
-	}
-}
-
 void
 trc_hook_defined(VALUE mod, ID mid)
 {
 	trc_hook_in();  /* Ruby runs below: the session's service must wait */
-	if (H.armed && H.cfg != NULL)
-		defined_traced(mod, mid);
-	else
-		trc_top_defined(mod, mid);
+	trc_plan_defined(mod, mid);
 	trc_hook_out();
 }
 
 int
 trc_hook_watching(void)
 {
-	return (H.armed && H.cfg != NULL && !H.global) || trc_top_watching();
+	return trc_plan_active();
 }
 
 static VALUE
@@ -946,33 +685,35 @@ trc_hook_watch(void)
 		rb_set_errinfo(Qnil);
 }
 
-int
-trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd, int *matched,
-    VALUE *why)
+void
+trc_hook_prepare(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd)
 {
-	/* Firehose, and slow calls of any method: every call in the scope, or every call at all,
-	 * which only the VM's hook sees. */
-	int scoped = (cfg->flags & TRC_TRACE_FIREHOSE) || cfg->nspecs == 0;
-	int global = scoped && cfg->scope.all;
-
 	H.cfg = cfg;
 	H.started = trc_hook_generation();
-	trc_clock_calibrate();
-	H.slow_ticks = trc_clock_ticks(cfg->slow_ns);
 	H.ring = ring;
 	H.wake_fd = wake_fd;
 	H.wake_at = (ring->mask + 1) / 4;
 	H.events = H.lost = H.lost_pending = 0;
-	/* Armed before anything is put in place: a wrapper runs as soon as it is defined. */
+	H.armed = 0;
+}
+
+uint64_t
+trc_hook_prepared_generation(void)
+{
+	return H.started;
+}
+
+void
+trc_hook_go(void)
+{
+	const struct trc_trace_cfg *cfg = H.cfg;
+	/* Firehose, and slow calls of any method, over everything: only the VM's hook sees that. */
+	int global = ((cfg->flags & TRC_TRACE_FIREHOSE) || cfg->nspecs == 0) && cfg->scope.all;
+
+	trc_clock_calibrate();
+	H.slow_ticks = trc_clock_ticks(cfg->slow_ns);
 	H.armed = 1;
-	for (int i = 0; i < cfg->nspecs; i++) {
-		why[i] = Qnil;
-		matched[i] = scoped ? 0 : select_spec(i, &why[i]);
-	}
-	if (scoped && !global)
-		trc_wrap_scope(&cfg->scope, H.started);
-	if (!global)
-		trc_hook_watch();
+	trc_wrap_live(H.started);
 	H.global = global ? RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN : 0;
 	if (H.global)
 		rb_add_event_hook(global_hook, H.global, Qnil);
@@ -982,16 +723,15 @@ trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_
 	}
 	if (cfg->flags & TRC_TRACE_GC)
 		trc_gc_watch(1);
-	return 0;
 }
 
 void
 trc_hook_stop(void)
 {
 	H.armed = 0;
+	trc_wrap_live(0);
 	if (H.cfg != NULL && (H.cfg->flags & TRC_TRACE_GC))
 		trc_gc_watch(0);
-	trc_unwrap_all();
 	if (H.global)
 		rb_remove_event_hook(global_hook);
 	if (H.raise_hook)
@@ -1004,7 +744,7 @@ trc_hook_stop(void)
 int
 trc_hook_installed(void)
 {
-	return (H.global != 0) + H.raise_hook + trc_wrapped() + (H.armed && trc_gc_watching());
+	return (H.global != 0) + H.raise_hook + (H.armed && trc_gc_watching());
 }
 
 void

@@ -5,19 +5,11 @@
 #include <ruby.h>
 #include <stdint.h>
 
+#include "plan.h"
 #include "ring.h"
 #include "scope.h"
 #include "wire.h"
-
-/* One -m spec, resolved in the target. */
-struct trc_spec {
-	VALUE klass;            /* the class or module named; Qnil for TRC_SPEC_ANY, or not (yet) defined */
-	VALUE name;             /* its name as given (a String), Qnil for TRC_SPEC_ANY */
-	int kind;               /* enum trc_spec_kind */
-	ID mid;                 /* 0: every method of klass */
-	int nexpr;
-	VALUE exprs[TRC_MAX_EXPRS];     /* frozen Strings */
-};
+#include "wrap.h"
 
 struct trc_trace_cfg {
 	unsigned flags;         /* enum trc_trace_flag */
@@ -28,14 +20,16 @@ struct trc_trace_cfg {
 };
 
 /*
- * GVL held (the session's service). Installs what cfg needs and nothing more: a wrapper around
- * each method a spec names (wrap.c); for firehose and slow calls without specs, a wrapper around
- * each method in the scope, or the VM's global call hook when the scope is everything. matched[i] gets how many methods spec i selected, and why[i] a
- * String when something could not be wrapped (else nil). Events go into ring; wake_fd is
- * written when a quarter of it fills between two drains.
+ * GVL held (the session's service). Makes ready to trace what cfg says into ring (wake_fd is
+ * written when a quarter of it fills between two drains), as a new generation
+ * (trc_hook_prepared_generation, for the wrappers the plan puts in place meanwhile); nothing is
+ * recorded before trc_hook_go, which arms the recording, makes the generation's wrappers live
+ * and adds the VM hooks cfg needs: the global call hook when the scope is everything, raises,
+ * garbage collections.
  */
-int trc_hook_start(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd,
-    int *matched, VALUE *why);
+void trc_hook_prepare(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd);
+uint64_t trc_hook_prepared_generation(void);
+void trc_hook_go(void);
 /*
  * GVL held, from TracerAgent.__defined: the app defined method mid in mod (or again over a
  * wrapper). Wraps it if the tracing or counting running now wants it: a spec names it (a class
@@ -49,24 +43,23 @@ void trc_hook_watch(void);
 /* GVL held. Removes every hook and TracePoint; after it no record is written. */
 void trc_hook_stop(void);
 /*
- * GVL held. A new generation of wrappers, for a session that traces or counts: wrappers of an
- * earlier one, which the app may still call through an alias of its own, then count nowhere.
+ * GVL held. A new generation, for a session that traces or counts: wrappers and TracePoints of
+ * an earlier one, which the app may still reach through an alias of its own, count nowhere.
  */
 uint64_t trc_hook_generation(void);
 /* The token a TracePoint on method m, put in place by generation gen, reports its calls with. */
 uint64_t trc_hook_token(uint64_t gen, uint32_t m);
 /*
- * GVL held. Binds *slot (0: a new one, then set) to method m of generation gen: a wrapper that
- * reports with token -slot counts as that method until the slot is bound again. Returns 0, or
- * -1 when there is no memory or no slot left.
- */
-int trc_hook_bind(uint32_t *slot, uint64_t gen, uint32_t m);
-/*
- * From Init_ (wrap.c, between rb_ext_ractor_safe calls): the wrappers' calls into the agent,
- * TracerAgent.__enter(token), __enter_with(token) { [expression values] } and __leave(token).
- * A stale token does nothing.
+ * From Init_ (wrap.c, between rb_ext_ractor_safe calls): the TracePoints' calls into the
+ * agent, TracerAgent.__enter(token) and __leave(token). A stale token does nothing.
  */
 void trc_hook_define(VALUE mod);
+/*
+ * GVL held, from a wrapper (wrap.c): a call of method m begins, with its -m expressions to
+ * show (NULL: none), or ends. To the trace, or to the tables, whichever is on.
+ */
+void trc_hook_wrapped_enter(uint32_t m, const struct trc_wrap_exprs *exprs);
+void trc_hook_wrapped_leave(uint32_t m);
 /* GVL held. How many hooks and TracePoints are installed now. */
 int trc_hook_installed(void);
 struct trc_gc;

@@ -22,8 +22,10 @@
 #include "control.h"
 #include "encode.h"
 #include "names.h"
+#include "plan.h"
 #include "top.h"
 #include "tracer_protocol.h"
+#include "wrap.h"
 
 #define POLL_MS 10              /* how long events may wait in the ring */
 #define OUT_HIGH (1u << 20)     /* encode no further ahead of the socket than this */
@@ -35,6 +37,14 @@
 #define READ_CHUNK 65536
 #define IO_STACK (256u << 10)
 #define PASS_MAX 4              /* descriptors one read takes in (all but one are closed) */
+/*
+ * Putting wrappers in place (plan.c): a step of at most STEP_NS every STEP_EVERY_MS, so that
+ * the app keeps the GVL three quarters of the time and no request waits more than a step for
+ * it. A program that waits for its tracer before its first line (tracer --exec) gets no pause.
+ */
+#define STEP_NS (2u * 1000 * 1000)
+#define STEP_EVERY_MS 8
+#define EAGER_STEP_NS (50u * 1000 * 1000)
 
 static struct trc_session *current;
 static struct { int fd; pid_t pid; } next_client = { -1, 0 };  /* came while current was ending */
@@ -321,6 +331,22 @@ top_tick(struct trc_session *s)
 	return s->top_next_ms - now < POLL_MS ? (int)(s->top_next_ms - now) : POLL_MS;
 }
 
+/* Putting wrappers in place or taking them away: asks for the next step when it is due. */
+static int
+step_tick(struct trc_session *s)
+{
+	uint64_t now;
+
+	if (!load(&s->stepping))
+		return POLL_MS;
+	now = ms_now();
+	if (now >= s->step_next_ms) {
+		ask(s, TRC_WANT_STEP);
+		s->step_next_ms = now + STEP_EVERY_MS;
+	}
+	return (int)(s->step_next_ms - now);
+}
+
 /*
  * TRC_TOP_BY_TIME: opens a window of TRC_TOP_WINDOW_US, then waits a gap drawn from
  * 0..2*(duty-1) windows (on average duty-1: the hook is on about 1/duty of the time), so that
@@ -427,6 +453,8 @@ io_main(void *arg)
 		if (__atomic_load_n(&s->want, __ATOMIC_ACQUIRE) != 0)
 			trc_control_poke();
 		wait_us = (int64_t)top_tick(s) * 1000;
+		if ((int64_t)step_tick(s) * 1000 < wait_us)
+			wait_us = (int64_t)step_tick(s) * 1000;
 		if ((window = window_tick(s)) >= 0 && window < wait_us)
 			wait_us = window;
 		ts.tv_sec = (time_t)(wait_us / 1000000);
@@ -434,7 +462,7 @@ io_main(void *arg)
 		if (s->out.size != 0)
 			fds[1].events |= POLLOUT;
 		/* Once the client is gone, only a wake-up matters: the GVL side ends the session. */
-		if (ppoll(fds, gone ? 1 : 2, gone ? NULL : &ts, NULL) < 0 && errno != EINTR)
+		if (ppoll(fds, gone ? 1 : 2, gone && !load(&s->stepping) ? NULL : &ts, NULL) < 0 && errno != EINTR)
 			break;
 		if (fds[0].revents & POLLIN)
 			drain_wake(s);
@@ -501,17 +529,30 @@ send_counts(struct trc_session *s)
 	trc_reply_end(s);
 }
 
-/* Removes the hooks; after it the ring gets nothing more and the I/O thread delivers the rest. */
+/* The end of stop(), once every wrapper is gone: the I/O thread delivers the rest. */
+static void
+stopped(struct trc_session *s)
+{
+	if (s->cfg_read)
+		trc_scope_release(&s->cfg.scope);
+	s->cfg_read = 0;
+	__atomic_store_n(&s->ending, 1, __ATOMIC_RELEASE);
+	wake(s);
+}
+
+/*
+ * Removes the hooks; after it the ring gets nothing more. The wrappers stop reporting at once,
+ * and are taken away in steps (stepping), after which the I/O thread delivers the rest; a
+ * process that exits leaves them as they are, reporting nothing.
+ */
 static void
 stop(struct trc_session *s)
 {
 	if (s->stopped)
 		return;
 	s->stopped = 1;
-	if (s->tracing) {
+	if (s->tracing)
 		trc_hook_stop();
-		trc_scope_release(&s->cfg.scope);
-	}
 	if (load(&s->counting)) {
 		/*
 		 * The counts of the last, partial interval, then the hooks off; also as the process
@@ -520,9 +561,94 @@ stop(struct trc_session *s)
 		if (load(&s->closing) == TRC_CLOSE_DETACH || load(&s->closing) == TRC_CLOSE_EXIT)
 			send_counts(s);
 		trc_top_stop();
+	} else if (trc_session_installing(s)) {
+		trc_hook_stop();
+		trc_top_stop();
 	}
-	__atomic_store_n(&s->ending, 1, __ATOMIC_RELEASE);
+	trc_plan_end();
+	if (load(&s->closing) == TRC_CLOSE_EXIT || trc_plan_step(trc_plan_now() + STEP_NS)) {
+		__atomic_store_n(&s->stepping, 0, __ATOMIC_RELEASE);
+		stopped(s);
+		return;
+	}
+	__atomic_store_n(&s->stepping, 1, __ATOMIC_RELEASE);
 	wake(s);
+}
+
+/* Says how far the plan has come, every TRC_PROGRESS_MS. */
+static void
+progress(struct trc_session *s, int done)
+{
+	uint64_t now = trc_plan_now(), n, total;
+	msgpack_packer *pk;
+	int step;
+
+	if (done || now < s->progress_at)
+		return;
+	s->progress_at = now + TRC_PROGRESS_MS * 1000000ull;
+	trc_plan_progress(&step, &n, &total);
+	pk = trc_reply_begin(s);
+	msgpack_pack_array(pk, 4);
+	msgpack_pack_uint8(pk, TRC_MSG_PROGRESS);
+	msgpack_pack_uint8(pk, (uint8_t)step);
+	msgpack_pack_uint64(pk, n);
+	msgpack_pack_uint64(pk, total);
+	trc_reply_end(s);
+}
+
+/* The next step of putting wrappers in place, or of taking them away. */
+static void
+step(struct trc_session *s)
+{
+	int eager = load(&s->eager) && !s->stopped;
+	int done = trc_plan_step(trc_plan_now() + (eager ? EAGER_STEP_NS : STEP_NS));
+
+	progress(s, done);
+	if (!done) {
+		if (eager)
+			ask(s, TRC_WANT_STEP);
+		return;
+	}
+	__atomic_store_n(&s->stepping, 0, __ATOMIC_RELEASE);
+	if (s->stopped) {
+		stopped(s);
+	} else if (s->installed != NULL) {
+		void (*installed)(struct trc_session *) = s->installed;
+
+		s->installed = NULL;
+		s->install_ns = trc_plan_now() - s->install_start;
+		installed(s);
+	}
+}
+
+void
+trc_session_install(struct trc_session *s, void (*installed)(struct trc_session *))
+{
+	s->installed = installed;
+	s->install_start = trc_plan_now();
+	s->progress_at = s->install_start + TRC_PROGRESS_MS * 1000000ull;
+	__atomic_store_n(&s->stepping, 1, __ATOMIC_RELEASE);
+	step(s);
+	if (load(&s->stepping))
+		wake(s);
+}
+
+void
+trc_session_hurry(struct trc_session *s)
+{
+	__atomic_store_n(&s->eager, 1, __ATOMIC_RELEASE);
+}
+
+int
+trc_session_installing(const struct trc_session *s)
+{
+	return s->installed != NULL;
+}
+
+uint64_t
+trc_session_install_ns(const struct trc_session *s)
+{
+	return s->install_ns;
 }
 
 int
@@ -574,7 +700,7 @@ end(struct trc_session *s)
 	trc_command_session_end(s->id);
 	current = NULL;
 	session_free(s);
-	last.hooks_left = trc_hook_installed() + trc_top_installed();
+	last.hooks_left = trc_hook_installed() + trc_top_installed() + trc_wrapped();
 	next_client.fd = -1;
 	if (fd >= 0)
 		session_start(fd, next_client.pid);
@@ -598,6 +724,8 @@ trc_session_service(void)
 			trc_top_window(__atomic_load_n(&s->window_want, __ATOMIC_ACQUIRE));
 		if (w & TRC_WANT_TOP && !s->stopped && load(&s->counting))
 			send_counts(s);
+		if (w & TRC_WANT_STEP && load(&s->stepping))
+			step(s);
 		if (load(&s->closing) != TRC_CLOSE_NONE)
 			stop(s);
 		if (load(&s->io_done))
@@ -795,10 +923,14 @@ trc_session_forget(void)
 	if (s == NULL)
 		return;
 	current = NULL;
-	if (s->tracing)
+	if (s->tracing || trc_session_installing(s))
 		trc_hook_stop();
-	if (load(&s->counting))
+	if (load(&s->counting) || trc_session_installing(s))
 		trc_top_stop();
+	/* The parent's wrappers are this child's too: all of them go now. */
+	trc_plan_end();
+	while (!trc_plan_step(trc_plan_now() + STEP_NS))
+		;
 	trc_names_reset();
 	trc_encode_forget();
 	/*

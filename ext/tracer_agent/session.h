@@ -34,10 +34,17 @@ struct trc_session {
 	uint64_t window_next_us;        /* TRC_TOP_BY_TIME: the next window edge */
 	uint64_t window_seed;
 
+	uint64_t step_next_ms;          /* when to ask for the next install or removal step */
+
 	/* GVL side only. */
 	msgpack_unpacker in;
 	int hello;              /* the client's hello was accepted */
 	int stopped;            /* hooks removed: nothing more reaches the ring */
+	void (*installed)(struct trc_session *); /* what to do once the wrappers are in place */
+	uint64_t install_start, install_ns;     /* CLOCK_MONOTONIC ns */
+	uint64_t progress_at;   /* when the next TRC_MSG_PROGRESS is due */
+	uint64_t top_ms;        /* --top: the interval asked for */
+	int cfg_read;           /* cfg holds a scope of its own (a trace command came) */
 	struct trc_ring ring;
 	struct trc_trace_cfg cfg;
 
@@ -57,6 +64,8 @@ struct trc_session {
 				 * only the I/O thread writes it */
 	int closing;            /* enum trc_close */
 	int ending;             /* the GVL side is done: the I/O thread delivers the rest and ends */
+	int stepping;           /* wrappers are being put in place or taken away (plan.c) */
+	int eager;              /* ... as fast as can be: the program waits for it (tracer --exec) */
 	int io_done;            /* the I/O thread has ended */
 };
 
@@ -73,6 +82,7 @@ enum trc_want {
 	TRC_WANT_CLOSE = 1 << 2,        /* closing was set */
 	TRC_WANT_END = 1 << 3,          /* the I/O thread has ended: free the session */
 	TRC_WANT_WINDOW = 1 << 4,       /* a sampling window opens or closes (window_want) */
+	TRC_WANT_STEP = 1 << 5,         /* time for the next step of putting wrappers in place */
 };
 
 /* GVL held. Serves the client connected on fd (or queues it behind a session that is ending). */
@@ -101,6 +111,17 @@ void trc_session_count_every(struct trc_session *s, uint64_t ms);
 void trc_session_windows(struct trc_session *s, uint32_t duty);
 /* GVL held. STARTED is queued: events may go to the client from now on. */
 void trc_session_started(struct trc_session *s);
+/*
+ * GVL held. The plan (plan.c) has begun: its steps run from now on, paced so that the app keeps
+ * the GVL most of the time, and with progress sent to the client; once everything is in
+ * place, installed(s) runs. Also when there is nothing to wrap (at once, then).
+ */
+void trc_session_install(struct trc_session *s, void (*installed)(struct trc_session *));
+/* GVL held. The program waits for this session: its wrappers go in place without pauses. */
+void trc_session_hurry(struct trc_session *s);
+/* GVL held. Whether the wrappers are still being put in place; how long it took, once done. */
+int trc_session_installing(const struct trc_session *s);
+uint64_t trc_session_install_ns(const struct trc_session *s);
 
 /* GVL held. A reply message: begin locks the control buffer, end unlocks and wakes. */
 msgpack_packer *trc_reply_begin(struct trc_session *s);

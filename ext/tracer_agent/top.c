@@ -4,6 +4,7 @@
 #include <ruby/debug.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ struct row {
 
 static struct {
 	int mode;
+	int flags;              /* enum trc_top_flag */
 	struct trc_scope scope;
 	int wrapped;            /* calls and time of the app's methods: through wrappers */
 	uint64_t gen;           /* their generation */
@@ -279,19 +281,6 @@ trc_top_leave(struct trc_thread *t, uint32_t m)
 	time_return(t, &s);
 }
 
-void
-trc_top_defined(VALUE mod, ID mid)
-{
-	if (T.armed && T.wrapped)
-		trc_wrap_scope_one(&T.scope, T.gen, mod, mid);
-}
-
-int
-trc_top_watching(void)
-{
-	return T.armed && T.wrapped;
-}
-
 /* From gc.c's hook, inside the GC: no allocation, no Ruby. */
 void
 trc_top_gc(const struct trc_gc *g)
@@ -428,6 +417,26 @@ clear_rows(void)
 	T.since = trc_clock_now();
 }
 
+/*
+ * The table's memory: mapped, not malloc'd. Its 8 MiB would come from the heap once glibc has
+ * raised its mmap threshold (after the first session freed one), calloc would then touch every
+ * page, and the heap would keep them after the session: RSS grew by the table's size, for good.
+ * Mapped pages are zero, touched only as rows are used, and all of them go back at the end.
+ */
+static void *
+table_map(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void
+table_unmap(void *p, size_t n)
+{
+	if (p != NULL)
+		munmap(p, n);
+}
+
 /* The VM's own count of the objects it has made, every kind included. */
 static size_t
 allocations(void)
@@ -504,31 +513,48 @@ int
 trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope)
 {
 	T.nused = 0;    /* before any failure: trc_top_stop() empties the first nused rows */
+	T.armed = 0;
 	T.scope = *scope;
-	T.rows = calloc((size_t)SLOTS, sizeof(*T.rows));
-	T.used = malloc(TRC_TOP_MAX_ROWS * sizeof(*T.used));
+	T.rows = table_map((size_t)SLOTS * sizeof(*T.rows));
+	T.used = table_map(TRC_TOP_MAX_ROWS * sizeof(*T.used));
 	if (T.rows == NULL || T.used == NULL)
 		goto fail;
 	T.mode = mode;
+	T.flags = flags;
 	T.by_time = (flags & TRC_TOP_BY_TIME) && sample > 1 && mode != TRC_TOP_CALLS &&
 	    mode != TRC_TOP_TIME && mode != TRC_TOP_EXCEPTIONS;
 	T.sample = T.by_time ? 1 : sample;      /* only the allocation hook reads it */
 	T.seed = (trc_clock_now() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull) | 1;
 	T.countdown = T.weight = next_gap();
+	T.wrapped = (mode == TRC_TOP_CALLS || mode == TRC_TOP_TIME) && !scope->all;
+	T.gen = T.wrapped ? trc_hook_generation() : 0;
+	return 0;
+fail:
+	trc_top_stop();
+	return -1;
+}
+
+const struct trc_scope *
+trc_top_wrapped(uint64_t *gen)
+{
+	*gen = T.gen;
+	return T.wrapped ? &T.scope : NULL;
+}
+
+void
+trc_top_go(void)
+{
 	trc_clock_calibrate();
 	clear_rows();
 	T.armed = 1;
-	T.gc = (flags & TRC_TOP_GC) != 0;
+	T.gc = (T.flags & TRC_TOP_GC) != 0;
 	if (T.gc)
 		trc_gc_watch(1);
-	T.wrapped = (mode == TRC_TOP_CALLS || mode == TRC_TOP_TIME) && !scope->all;
 	if (T.wrapped) {
-		T.gen = trc_hook_generation();
-		trc_wrap_scope(&T.scope, T.gen);
-		trc_hook_watch();
-		return 0;
+		trc_wrap_live(T.gen);
+		return;
 	}
-	switch (mode) {
+	switch (T.mode) {
 	case TRC_TOP_CALLS:
 		T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL;
 		rb_add_event_hook(calls_hook, T.global, Qnil);
@@ -550,10 +576,6 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 		}
 		break;
 	}
-	return 0;
-fail:
-	trc_top_stop();
-	return -1;
 }
 
 void
@@ -564,7 +586,7 @@ trc_top_stop(void)
 		trc_gc_watch(0);
 	T.gc = 0;
 	if (T.wrapped)
-		trc_unwrap_all();
+		trc_wrap_live(0);
 	T.wrapped = 0;
 	if (T.global == (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
 		rb_remove_event_hook(calls_hook);
@@ -578,43 +600,59 @@ trc_top_stop(void)
 	T.raise_hook = 0;
 	if (T.rows != NULL)
 		clear_rows();
-	free(T.rows);
-	free(T.used);
+	table_unmap(T.rows, (size_t)SLOTS * sizeof(*T.rows));
+	table_unmap(T.used, TRC_TOP_MAX_ROWS * sizeof(*T.used));
 	T.rows = NULL;
 	T.used = NULL;
 	trc_scope_release(&T.scope);
 }
 
-static VALUE
-label_of(const struct row *r)
+/* "Class#method", packed from the names table: no Ruby string per row. */
+static void
+pack_method_label(msgpack_packer *pk, const struct trc_method *m)
 {
-	const struct trc_method *m;
+	size_t nk = strlen(m->klass_name), nn = strlen(m->name);
+
+	if (m->sep == 0) {
+		trc_pack_str(pk, m->name, nn);
+		return;
+	}
+	msgpack_pack_str(pk, nk + 1 + nn);
+	msgpack_pack_str_body(pk, m->klass_name, nk);
+	msgpack_pack_str_body(pk, &m->sep, 1);
+	msgpack_pack_str_body(pk, m->name, nn);
+}
+
+static void
+pack_label(msgpack_packer *pk, const struct row *r)
+{
+	VALUE label;
 
 	switch (T.mode) {
 	case TRC_TOP_CALLS:
 	case TRC_TOP_TIME:
-		m = trc_method_at((uint32_t)(r->what - 1));
-		if (m->sep == 0)
-			return rb_str_new_cstr(m->name);
-		return rb_sprintf("%s%c%s", m->klass_name, m->sep, m->name);
+		pack_method_label(pk, trc_method_at((uint32_t)(r->what - 1)));
+		return;
 	case TRC_TOP_ARRAYS:
 	case TRC_TOP_STRINGS:
-		return rb_str_new_cstr("");
+		trc_pack_str(pk, "", 0);
+		return;
 	default:
-		return rb_class_path((VALUE)r->what);
+		label = rb_class_path((VALUE)r->what);
+		trc_pack_str(pk, RSTRING_PTR(label), (size_t)RSTRING_LEN(label));
+		return;
 	}
 }
 
 static void
 pack_row(msgpack_packer *pk, const struct row *r, double scale)
 {
-	VALUE label = label_of(r);
 	int by_class = T.mode == TRC_TOP_OBJECTS_TOTAL;
 
 	msgpack_pack_array(pk, 6);
 	trc_pack_cstr(pk, by_class ? "" : r->path);
 	msgpack_pack_int(pk, by_class ? 0 : r->line);
-	trc_pack_str(pk, RSTRING_PTR(label), (size_t)RSTRING_LEN(label));
+	pack_label(pk, r);
 	msgpack_pack_uint64(pk, scale < 0 ? r->count : (uint64_t)((double)r->count * scale + 0.5));
 	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->total));
 	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->self));
@@ -654,8 +692,7 @@ trc_top_pack(msgpack_packer *pk)
 int
 trc_top_installed(void)
 {
-	return (T.global != 0) + T.raise_hook + T.newobj + (T.wrapped ? trc_wrapped() : 0) +
-	    (T.gc && trc_gc_watching());
+	return (T.global != 0) + T.raise_hook + T.newobj + (T.gc && trc_gc_watching());
 }
 
 void

@@ -22,23 +22,29 @@ trc_xorshift(uint64_t *state)
 }
 
 /*
- * GVL held (the session's service). Installs what mode (enum trc_top_mode) needs: for calls and
- * time, wrappers around the app's methods in the scope, or the VM's call hooks when the scope
- * is everything; allocation and raise hooks for the rest. Rows whose file is out of the scope
- * are not counted. sample > 1 (the allocation modes): the site of about one allocation in
- * sample is looked up and counted as the allocations since the previous one. Takes the scope
- * over (trc_top_stop releases it). -1 with errno when memory runs out.
+ * GVL held (the session's service). Makes ready to count what mode (enum trc_top_mode) counts;
+ * nothing is counted before trc_top_go. Rows whose file is out of the scope are not counted.
+ * sample > 1 (the allocation modes): the site of about one allocation in sample is looked up
+ * and counted as the allocations since the previous one. Takes the scope over (trc_top_stop
+ * releases it). -1 with errno when memory runs out.
  */
 int trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope);
+/*
+ * GVL held. For calls and time of the app's methods, the scope whose methods must be wrapped
+ * (plan.c), as generation *gen; NULL when the counting needs no wrapper.
+ */
+const struct trc_scope *trc_top_wrapped(uint64_t *gen);
+/*
+ * GVL held, once the wrappers are in place: counting begins. Adds the hooks the mode needs:
+ * the VM's call hooks when the scope is everything; allocation and raise hooks for the rest.
+ */
+void trc_top_go(void);
 /* GVL held, from hook.c: a wrapped call of method m on thread t begins, or ends. */
 void trc_top_enter(struct trc_thread *t, uint32_t m);
 void trc_top_leave(struct trc_thread *t, uint32_t m);
 struct trc_gc;
 /* From gc.c's hook, inside the GC (no allocation, no Ruby): a collection, for the table. */
 void trc_top_gc(const struct trc_gc *g);
-/* GVL held, from hook.c: mod defined mid; wrapped if it is an app method the table counts. */
-void trc_top_defined(VALUE mod, ID mid);
-int trc_top_watching(void);
 /* GVL held. Removes the hooks and frees the table. */
 void trc_top_stop(void);
 

@@ -1,7 +1,8 @@
-/* wrap.c: the agent's side of -m's wrappers: installing and removing them, and their calls in. */
+/* wrap.c: tracing a method with a C wrapper, in a module prepended to the method's owner. */
 #include "wrap.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "extconf.h"
 #include "control.h"
@@ -9,58 +10,446 @@
 #include "names.h"
 
 /*
- * Why wrappers: an enabled TracePoint, even one targeted at a single method, and any global
- * call hook leave a YJIT process slower for good after they are removed (measured on Ruby 3.4:
- * 6x and 9x on a loop of small calls), and a global call hook rewrites every method's bytecode
- * on any Ruby. A wrapper is a plain method put in the traced method's place: it costs only the
- * calls of that method, and once the original entry is back nothing of it remains. The
- * wrappers themselves are written in Ruby (lib/tracer_agent/wrap.rb): generated source with
- * the original's own parameters, compiled where the method lives.
+ * Why this shape. A wrapper is a C function defined, under the method's own name, in a module
+ * of the agent's prepended to the method's owner (one module per owner, made the first time and
+ * kept: TracerAgent::Wrappers). It tells the agent a call begins, passes the call on with
+ * super (rb_call_super_kw: the same arguments, keywords and block, nothing copied), and tells
+ * it the call ended, however it ended. Putting one in place is defining one C method (about a
+ * microsecond: nothing is compiled), and taking it away is removing it: the owner's own method
+ * table is never touched, so no alias is left behind, the app's method_added hooks never run,
+ * and a redefinition by the app while traced stays traced. What the app can see: while traced,
+ * instance_method(name) is the wrapper (arity -1, no source_location) and backtraces through
+ * the method show one more frame, at the caller's line; for good, the module in the owner's
+ * ancestors (empty once the session ends).
  *
- * While installed, a wrapper is visible: a backtrace through the method shows one more frame,
- * at (tracer wrapper):N, and method_added runs for the aliases made.
+ * A wrapper knows which method it stands for from its own frame: the owner of its method
+ * entry is the Wrappers module and its id the method's (rb_frame_method_id_and_class). A slot
+ * per (module, id), kept across sessions, says which method of the session's table that is,
+ * and for which generation: wrappers report only while their generation is the live one, so
+ * that a session's wrappers say nothing while they are being put in place (the trace starts
+ * when all of them are) and nothing once it has ended (a wrapper the app took hold of, as a
+ * Method or an alias, goes on working: it only passes the call on).
  */
-struct wrap {
-	VALUE handle;           /* Wrap.install's answer, for Wrap.uninstall */
-	VALUE owner;
-	ID mid;
+struct slot {
+	VALUE w;                /* key: the Wrappers module */
+	ID mid;                 /* key */
+	uint32_t m;             /* the session's method index */
+	uint64_t gen;           /* the generation it was bound for */
+	VALUE exprs;            /* the -m expressions' UnboundMethod (wrap.rb), or Qnil */
+	uint8_t defined;        /* the wrapper is in w now */
 };
 
-static struct wrap *wraps;
-static int nwraps, cap;
-static int installing;          /* our own aliases and definitions are not the app's */
-static ID id_install, id_uninstall, id_wrapper_index, id_app_methods, id_app_method;
-static VALUE wrap_module = Qnil;
-
-struct install_args {
-	VALUE owner;
-	ID mid;
-	VALUE exprs;
-};
-
-/* The method being wrapped, while Wrap.install runs: what TracerAgent.__bind binds a slot to. */
 static struct {
-	int on;
+	struct slot *slots;
+	uint32_t n, cap;
+	uint32_t *index;        /* open addressing, slot + 1; 0 is free */
+	uint32_t mask;
+	uint32_t *installed;    /* slots whose wrapper is defined, in order */
+	uint32_t ninstalled, installed_cap;
+	st_table *owners;       /* owner -> its Wrappers module */
+	uint64_t live;          /* the generation whose wrappers report; 0: none */
+	int defining;           /* our own definitions are not the app's */
+	VALUE wrappers_class;   /* TracerAgent::Wrappers */
+	VALUE wrap_module;      /* TracerAgent::Wrap */
+	uint64_t alloc_failures;
+} W;
+
+static ID id_bind_call, id_private, id_protected, id_expressions;
+
+/* The Ruby half (lib/tracer_agent/wrap.rb), loaded after this extension: looked up at first use. */
+static void
+ruby_side(void)
+{
+	VALUE agent;
+
+	if (W.wrap_module != 0)
+		return;
+	agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	W.wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
+	W.wrap_module = rb_const_get(agent, rb_intern("Wrap"));
+}
+
+/* ---- slots ---- */
+
+static inline uint32_t
+slot_hash(VALUE w, ID mid)
+{
+	uint64_t h = ((uint64_t)w >> 3) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)mid * 0xC2B2AE3D27D4EB4Full);
+	return (uint32_t)(h >> 32);
+}
+
+static inline struct slot *
+slot_find(VALUE w, ID mid)
+{
+	if (W.index == NULL)
+		return NULL;
+	for (uint32_t i = slot_hash(w, mid) & W.mask;; i = (i + 1) & W.mask) {
+		uint32_t s = W.index[i];
+		if (s == 0)
+			return NULL;
+		if (W.slots[s - 1].w == w && W.slots[s - 1].mid == mid)
+			return &W.slots[s - 1];
+	}
+}
+
+static void
+index_put(uint32_t *index, uint32_t mask, uint32_t hash, uint32_t value)
+{
+	uint32_t i = hash & mask;
+	while (index[i] != 0)
+		i = (i + 1) & mask;
+	index[i] = value;
+}
+
+/* Room for one more slot, the index kept under half full; -1 when memory runs out. */
+static int
+slots_grow(void)
+{
+	if (W.n == W.cap) {
+		uint32_t cap = W.cap ? W.cap * 2 : 256;
+		struct slot *s = realloc(W.slots, (size_t)cap * sizeof(*s));
+		if (s == NULL)
+			return -1;
+		W.slots = s;
+		W.cap = cap;
+	}
+	if (W.index == NULL || (W.n + 1) * 2 > W.mask + 1) {
+		uint32_t size = W.index == NULL ? 512 : (W.mask + 1) * 2;
+		uint32_t *index = calloc(size, sizeof(*index));
+		if (index == NULL)
+			return -1;
+		for (uint32_t i = 0; i < W.n; i++)
+			index_put(index, size - 1, slot_hash(W.slots[i].w, W.slots[i].mid), i + 1);
+		free(W.index);
+		W.index = index;
+		W.mask = size - 1;
+	}
+	return 0;
+}
+
+static struct slot *
+slot_get(VALUE w, ID mid)
+{
+	struct slot *s = slot_find(w, mid);
+
+	if (s != NULL)
+		return s;
+	if (slots_grow() < 0)
+		return NULL;
+	s = &W.slots[W.n];
+	memset(s, 0, sizeof(*s));
+	s->w = w;
+	s->mid = mid;
+	s->exprs = Qnil;
+	index_put(W.index, W.mask, slot_hash(w, mid), ++W.n);
+	return s;
+}
+
+static int
+remember_installed(const struct slot *s)
+{
+	if (W.ninstalled == W.installed_cap) {
+		uint32_t cap = W.installed_cap ? W.installed_cap * 2 : 256;
+		uint32_t *p = realloc(W.installed, (size_t)cap * sizeof(*p));
+		if (p == NULL)
+			return -1;
+		W.installed = p;
+		W.installed_cap = cap;
+	}
+	W.installed[W.ninstalled++] = (uint32_t)(s - W.slots);
+	return 0;
+}
+
+/* ---- the wrapper ---- */
+
+struct call {
+	int argc;
+	const VALUE *argv;
+	uint32_t slot;
 	uint64_t gen;
-	uint32_t m;
-} binding;
+};
 
 static VALUE
-wrap_mod(void)
+call_on(VALUE arg)
 {
-	if (NIL_P(wrap_module)) {
-		VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-		wrap_module = rb_const_get(agent, rb_intern("Wrap"));
-	}
-	return wrap_module;
+	const struct call *c = (const struct call *)arg;
+	return rb_call_super_kw(c->argc, c->argv, RB_PASS_CALLED_KEYWORDS);
 }
 
 static VALUE
-install(VALUE arg)
+call_ended(VALUE arg)
 {
-	struct install_args *a = (struct install_args *)arg;
-	VALUE argv[3] = { a->owner, ID2SYM(a->mid), a->exprs };
-	return rb_funcallv(wrap_mod(), id_install, 3, argv);
+	const struct call *c = (const struct call *)arg;
+
+	/* Not if the session ended meanwhile: its tables may be gone. */
+	if (W.live == c->gen)
+		trc_hook_wrapped_leave(W.slots[c->slot].m);
+	return Qnil;
+}
+
+/*
+ * The slot of the wrapper running now if it reports: its generation is live, and this is the
+ * main Ractor (the agent's tables are its own; a call on another Ractor is passed on, and
+ * counted as left out). NULL otherwise.
+ */
+static inline const struct slot *
+live_slot(void)
+{
+	const struct slot *s;
+	ID mid;
+	VALUE w;
+
+	if (W.live == 0 || !rb_frame_method_id_and_class(&mid, &w))
+		return NULL;
+	if (rb_thread_current() != trc_names_last_thread && !trc_control_main_ractor()) {
+		trc_hook_other_ractor();
+		return NULL;
+	}
+	s = slot_find(w, mid);
+	return s != NULL && s->gen == W.live ? s : NULL;
+}
+
+/*
+ * Every wrapper comes here. The VM does not check the machine stack before the call passes on
+ * (rb_call_super_kw), and each wrapped frame adds one C recursion: near the end of the stack
+ * it raises SystemStackError, as Ruby's own calls from C do, rather than let the guard page
+ * turn it into one that nothing can rescue.
+ */
+static VALUE
+wrapped_call(int argc, const VALUE *argv, VALUE self)
+{
+	const struct slot *s;
+	struct call c;
+
+	if (ruby_stack_check())
+		rb_raise(rb_eSysStackError, "stack level too deep");
+	if ((s = live_slot()) == NULL)
+		return rb_call_super_kw(argc, argv, RB_PASS_CALLED_KEYWORDS);
+	c.argc = argc;
+	c.argv = argv;
+	c.slot = (uint32_t)(s - W.slots);
+	c.gen = s->gen;
+	if (NIL_P(s->exprs)) {
+		trc_hook_wrapped_enter(s->m, NULL);
+	} else {
+		struct trc_wrap_exprs e = { s->exprs, self, argc, argv };
+		trc_hook_wrapped_enter(s->m, &e);
+	}
+	return rb_ensure(call_on, (VALUE)&c, call_ended, (VALUE)&c);
+}
+
+/*
+ * The wrappers themselves, by arity: a method whose parameters are all required ones keeps its
+ * arity while wrapped (an app that asks a Method how many arguments it takes, to call it with
+ * as many, gets the same answer); any other has the wrapper that takes anything (-1).
+ */
+static VALUE
+wrapper(int argc, VALUE *argv, VALUE self)
+{
+	return wrapped_call(argc, argv, self);
+}
+
+static VALUE
+wrapper0(VALUE self)
+{
+	return wrapped_call(0, NULL, self);
+}
+
+/* clang-format off */
+static VALUE wrapper1(VALUE s, VALUE a) { const VALUE v[] = { a }; return wrapped_call(1, v, s); }
+static VALUE wrapper2(VALUE s, VALUE a, VALUE b) { const VALUE v[] = { a, b }; return wrapped_call(2, v, s); }
+static VALUE wrapper3(VALUE s, VALUE a, VALUE b, VALUE c) { const VALUE v[] = { a, b, c }; return wrapped_call(3, v, s); }
+static VALUE wrapper4(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d) { const VALUE v[] = { a, b, c, d }; return wrapped_call(4, v, s); }
+static VALUE wrapper5(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e) { const VALUE v[] = { a, b, c, d, e }; return wrapped_call(5, v, s); }
+static VALUE wrapper6(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f) { const VALUE v[] = { a, b, c, d, e, f }; return wrapped_call(6, v, s); }
+static VALUE wrapper7(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g) { const VALUE v[] = { a, b, c, d, e, f, g }; return wrapped_call(7, v, s); }
+static VALUE wrapper8(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g, VALUE h) { const VALUE v[] = { a, b, c, d, e, f, g, h }; return wrapped_call(8, v, s); }
+static VALUE wrapper9(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g, VALUE h, VALUE i) { const VALUE v[] = { a, b, c, d, e, f, g, h, i }; return wrapped_call(9, v, s); }
+static VALUE wrapper10(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g, VALUE h, VALUE i, VALUE j) { const VALUE v[] = { a, b, c, d, e, f, g, h, i, j }; return wrapped_call(10, v, s); }
+static VALUE wrapper11(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g, VALUE h, VALUE i, VALUE j, VALUE k) { const VALUE v[] = { a, b, c, d, e, f, g, h, i, j, k }; return wrapped_call(11, v, s); }
+static VALUE wrapper12(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g, VALUE h, VALUE i, VALUE j, VALUE k, VALUE l) { const VALUE v[] = { a, b, c, d, e, f, g, h, i, j, k, l }; return wrapped_call(12, v, s); }
+static VALUE wrapper13(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g, VALUE h, VALUE i, VALUE j, VALUE k, VALUE l, VALUE m) { const VALUE v[] = { a, b, c, d, e, f, g, h, i, j, k, l, m }; return wrapped_call(13, v, s); }
+static VALUE wrapper14(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g, VALUE h, VALUE i, VALUE j, VALUE k, VALUE l, VALUE m, VALUE n) { const VALUE v[] = { a, b, c, d, e, f, g, h, i, j, k, l, m, n }; return wrapped_call(14, v, s); }
+static VALUE wrapper15(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VALUE f, VALUE g, VALUE h, VALUE i, VALUE j, VALUE k, VALUE l, VALUE m, VALUE n, VALUE o) { const VALUE v[] = { a, b, c, d, e, f, g, h, i, j, k, l, m, n, o }; return wrapped_call(15, v, s); }
+/* clang-format on */
+
+#define TRC_MAX_FIXED_ARITY 15
+
+/* The wrapper for a method of this arity. */
+static VALUE (*wrapper_for(int arity, int *argc))(ANYARGS)
+{
+	static VALUE (*const fixed[TRC_MAX_FIXED_ARITY + 1])(ANYARGS) = {
+		RUBY_METHOD_FUNC(wrapper0), RUBY_METHOD_FUNC(wrapper1), RUBY_METHOD_FUNC(wrapper2),
+		RUBY_METHOD_FUNC(wrapper3), RUBY_METHOD_FUNC(wrapper4), RUBY_METHOD_FUNC(wrapper5),
+		RUBY_METHOD_FUNC(wrapper6), RUBY_METHOD_FUNC(wrapper7), RUBY_METHOD_FUNC(wrapper8),
+		RUBY_METHOD_FUNC(wrapper9), RUBY_METHOD_FUNC(wrapper10), RUBY_METHOD_FUNC(wrapper11),
+		RUBY_METHOD_FUNC(wrapper12), RUBY_METHOD_FUNC(wrapper13), RUBY_METHOD_FUNC(wrapper14),
+		RUBY_METHOD_FUNC(wrapper15),
+	};
+
+	if (arity >= 0 && arity <= TRC_MAX_FIXED_ARITY) {
+		*argc = arity;
+		return fixed[arity];
+	}
+	*argc = -1;
+	return RUBY_METHOD_FUNC(wrapper);
+}
+
+VALUE
+trc_wrap_eval_exprs(const struct trc_wrap_exprs *e)
+{
+	VALUE stack[8], *argv = stack;
+	VALUE v, heap = 0;
+
+	if (e->argc + 1 > (int)(sizeof(stack) / sizeof(stack[0])))
+		argv = ALLOCV_N(VALUE, heap, e->argc + 1);
+	argv[0] = e->self;
+	memcpy(argv + 1, e->argv, sizeof(VALUE) * (size_t)e->argc);
+	/* The wrapper's own frame is the current one: its block goes along. */
+	v = rb_funcall_passing_block_kw(e->um, id_bind_call, e->argc + 1, argv, RB_PASS_CALLED_KEYWORDS);
+	if (heap)
+		ALLOCV_END(heap);
+	return v;
+}
+
+/* ---- putting wrappers in place ---- */
+
+/*
+ * Methods a wrapper must never stand in front of, and why. The frame readers are C methods that
+ * look at their caller's frame or block, or change it: a wrapper's frame in between would be
+ * what they see (block_given? would say false, binding would have no locals, caller would
+ * start at the wrapper, raise would show one more frame). The rest Ruby itself treats apart.
+ * Found by reading Ruby's source for what looks at the previous frame (prev_frame_func,
+ * vm_get_ruby_level_caller_cfp, rb_vm_cref...), checked by test/apps/kernel_methods.rb.
+ */
+enum refusal {
+	FRAME,                  /* C methods only: a Ruby method named so is the app's own */
+	DISPATCH,
+	BASIC,
+	WARNS,
+};
+
+static const char *const refusals[] = {
+	[FRAME] = "it reads its caller's frame, which a wrapper would hide",
+	[DISPATCH] = "Ruby dispatches calls through it",
+	[BASIC] = "the VM looks for Ruby's own definition of it",
+	[WARNS] = "Ruby warns against redefining it",
+};
+
+static const struct {
+	const char *name;
+	enum refusal why;
+} unwrappable[] = {
+	{ "block_given?", FRAME }, { "iterator?", FRAME }, { "binding", FRAME },
+	{ "local_variables", FRAME }, { "__method__", FRAME }, { "__callee__", FRAME },
+	{ "__dir__", FRAME }, { "caller", FRAME }, { "caller_locations", FRAME }, { "eval", FRAME },
+	{ "instance_eval", FRAME }, { "instance_exec", FRAME }, { "class_eval", FRAME },
+	{ "module_eval", FRAME }, { "class_exec", FRAME }, { "module_exec", FRAME },
+	{ "require_relative", FRAME }, { "proc", FRAME }, { "lambda", FRAME }, { "raise", FRAME },
+	{ "fail", FRAME }, { "warn", FRAME }, { "private", FRAME }, { "public", FRAME },
+	{ "protected", FRAME }, { "module_function", FRAME }, { "using", FRAME }, { "refine", FRAME },
+	{ "autoload", FRAME }, { "autoload?", FRAME }, { "nesting", FRAME }, { "constants", FRAME },
+	{ "used_modules", FRAME }, { "new", FRAME } /* Proc.new only: see refusal_of() */,
+	{ "send", DISPATCH }, { "public_send", DISPATCH },
+	{ "respond_to?", BASIC }, { "respond_to_missing?", BASIC }, { "method_missing", BASIC },
+	{ "object_id", WARNS }, { "__send__", WARNS }, { "__id__", WARNS },
+};
+
+static ID unwrappable_ids[sizeof(unwrappable) / sizeof(unwrappable[0])];
+static ID id_new;
+
+/* Why owner's method mid must not be wrapped, or -1. */
+static int
+refusal_of(VALUE owner, ID mid, int native)
+{
+	for (size_t i = 0; i < sizeof(unwrappable) / sizeof(unwrappable[0]); i++) {
+		if (unwrappable_ids[i] != mid)
+			continue;
+		if (unwrappable[i].why == FRAME && !native)
+			return -1;
+		if (mid == id_new)
+			return FL_TEST(owner, FL_SINGLETON) && trc_attached_object(owner) == rb_cProc ? FRAME : -1;
+		return (int)unwrappable[i].why;
+	}
+	return -1;
+}
+
+const char *
+trc_wrap_refusal(VALUE owner, ID mid, int native)
+{
+	int why = refusal_of(owner, mid, native);
+
+	ruby_side();
+	if (why >= 0)
+		return refusals[why];
+	if (rb_obj_is_kind_of(owner, W.wrappers_class) || OBJ_FROZEN(owner))
+		return OBJ_FROZEN(owner) ? "its class is frozen" : "it is tracer's own";
+	return NULL;
+}
+
+struct prepend_args {
+	VALUE owner, w;
+};
+
+static VALUE
+prepend(VALUE arg)
+{
+	struct prepend_args *a = (struct prepend_args *)arg;
+	a->w = rb_class_new_instance(1, &a->owner, W.wrappers_class);
+	rb_prepend_module(a->owner, a->w);
+	return Qnil;
+}
+
+/* owner's Wrappers module, made and prepended the first time; Qnil if Ruby refused. */
+static VALUE
+wrappers_of(VALUE owner)
+{
+	st_data_t w;
+	struct prepend_args a = { owner, Qnil };
+	int state = 0;
+
+	if (W.owners == NULL)
+		W.owners = st_init_numtable();
+	if (st_lookup(W.owners, (st_data_t)owner, &w))
+		return (VALUE)w;
+	rb_protect(prepend, (VALUE)&a, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return Qnil;
+	}
+	st_insert(W.owners, (st_data_t)owner, (st_data_t)a.w);
+	return a.w;
+}
+
+struct define_args {
+	VALUE w;
+	ID mid;
+	int visibility;
+	int arity;
+};
+
+static VALUE
+define(VALUE arg)
+{
+	const struct define_args *a = (const struct define_args *)arg;
+
+	/* Safe to call on any Ractor: it touches the agent's tables only on the main one. */
+#ifdef HAVE_RB_EXT_RACTOR_SAFE
+	rb_ext_ractor_safe(true);
+#endif
+	int argc;
+	VALUE (*f)(ANYARGS) = wrapper_for(a->arity, &argc);
+
+	(rb_define_method_id)(a->w, a->mid, f, argc);
+#ifdef HAVE_RB_EXT_RACTOR_SAFE
+	rb_ext_ractor_safe(false);
+#endif
+	/* Public for an instant, never private: a caller then never gets NoMethodError. */
+	if (a->visibility == TRC_VISI_PRIVATE)
+		rb_funcall(a->w, id_private, 1, ID2SYM(a->mid));
+	else if (a->visibility == TRC_VISI_PROTECTED)
+		rb_funcall(a->w, id_protected, 1, ID2SYM(a->mid));
+	return Qnil;
 }
 
 static VALUE
@@ -69,303 +458,206 @@ describe(VALUE exc)
 	return rb_sprintf("%"PRIsVALUE": %"PRIsVALUE, rb_obj_class(exc), rb_funcall(exc, rb_intern("message"), 0));
 }
 
-static int
-grow(void)
+/* The message of the exception Ruby just raised, which is then cleared. */
+static VALUE
+raised(void)
 {
-	struct wrap *w;
-	int n = cap ? cap * 2 : 64;
+	VALUE exc = rb_errinfo(), desc;
+	int state = 0;
 
-	if (nwraps < cap)
-		return 0;
-	if ((w = realloc(wraps, (size_t)n * sizeof(*w))) == NULL)
+	rb_set_errinfo(Qnil);
+	desc = rb_protect(describe, exc, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return rb_str_new_cstr("it raised");
+	}
+	return desc;
+}
+
+int
+trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
+{
+	VALUE w;
+	struct define_args a;
+	struct slot *s;
+	int state = 0;
+
+	ruby_side();
+	if (NIL_P(w = wrappers_of(owner))) {
+		*why = rb_str_new_cstr("cannot wrap it: Ruby would not prepend a module to its owner");
 		return -1;
-	wraps = w;
-	cap = n;
+	}
+	if ((s = slot_get(w, mid)) == NULL) {
+		W.alloc_failures++;
+		*why = rb_str_new_cstr("cannot wrap it: out of memory");
+		return -1;
+	}
+	s->m = m;
+	s->gen = gen;
+	s->exprs = exprs;
+	if (s->defined)
+		return 0;
+	if (remember_installed(s) < 0) {
+		W.alloc_failures++;
+		*why = rb_str_new_cstr("cannot wrap it: out of memory");
+		return -1;
+	}
+	a.w = w;
+	a.mid = mid;
+	a.visibility = visibility;
+	a.arity = arity;
+	W.defining++;
+	rb_protect(define, (VALUE)&a, &state);
+	W.defining--;
+	if (state) {
+		*why = rb_sprintf("cannot wrap it: %"PRIsVALUE, raised());
+		W.ninstalled--;
+		return -1;
+	}
+	s->defined = 1;
 	return 0;
 }
 
-static VALUE
-wrapper_index(VALUE arg);
-
-struct defined_args {
-	VALUE mod, name;
+struct exprs_args {
+	VALUE owner, home, name, exprs;
 };
 
-/* Whether w's method has been defined again since (its name holds no wrapper of ours now). */
-static int
-replaced(const struct wrap *w)
-{
-	struct defined_args a = { w->owner, ID2SYM(w->mid) };
-	int state = 0;
-	VALUE index = rb_protect(wrapper_index, (VALUE)&a, &state);
-
-	if (state) {
-		rb_set_errinfo(Qnil);
-		return 0;
-	}
-	return !FIXNUM_P(index);
-}
-
-/*
- * Registers owner's mid, then puts it in place with put(arg) (a wrapper, a TracePoint), whose
- * answer is the handle Wrap.uninstall takes. Registered first: what is put may run at once.
- * what names the action for *why ("wrap", "trace").
- */
-static int
-put_in_place(VALUE owner, ID mid, VALUE (*put)(VALUE), VALUE arg, const char *what, VALUE *why)
-{
-	struct wrap *w;
-	int state = 0;
-	VALUE handle;
-
-	if (grow() < 0) {
-		*why = rb_sprintf("cannot %s it: out of memory", what);
-		return -1;
-	}
-	w = &wraps[nwraps++];
-	w->owner = owner;
-	w->mid = mid;
-	w->handle = Qnil;
-	installing++;
-	handle = rb_protect(put, arg, &state);
-	installing--;
-	if (state) {
-		VALUE exc = rb_errinfo(), desc;
-
-		rb_set_errinfo(Qnil);
-		desc = rb_protect(describe, exc, &state);
-		if (state)
-			rb_set_errinfo(Qnil);
-		*why = state ? rb_sprintf("cannot %s it", what) : rb_sprintf("cannot %s it: %"PRIsVALUE, what, desc);
-		nwraps--;
-		return -1;
-	}
-	w->handle = handle;
-	return 0;
-}
-
-int
-trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
-{
-	struct install_args a = { owner, mid, exprs };
-	int r;
-
-	/* Wrapped already, unless the app has put a new definition in the wrapper's place since. */
-	for (int i = nwraps - 1; i >= 0; i--)
-		if (wraps[i].owner == owner && wraps[i].mid == mid && !replaced(&wraps[i]))
-			return 0;
-	binding.on = 1;
-	binding.gen = gen;
-	binding.m = m;
-	r = put_in_place(owner, mid, install, (VALUE)&a, "wrap", why);
-	binding.on = 0;
-	return r;
-}
-
 static VALUE
-app_methods(VALUE arg)
+compile_exprs(VALUE arg)
 {
-	const struct trc_scope *sc = (const struct trc_scope *)arg;
-	VALUE cwd = sc->cwd ? rb_str_new_cstr(sc->cwd) : Qnil;
+	const struct exprs_args *a = (const struct exprs_args *)arg;
+	VALUE argv[4] = { a->owner, a->home, a->name, a->exprs };
 
-	return rb_funcall(wrap_mod(), id_app_methods, 3, sc->prefix_list, cwd, sc->ignore_list);
+	return rb_funcallv(W.wrap_module, id_expressions, 4, argv);
 }
 
-int
-trc_wrap_scope(const struct trc_scope *scope, uint64_t gen)
+VALUE
+trc_wrap_expressions(VALUE owner, ID mid, VALUE exprs, VALUE *why)
 {
-	int state = 0, n = 0;
-	VALUE list = rb_protect(app_methods, (VALUE)scope, &state), none = rb_ary_new(), why;
+	struct exprs_args a = { owner, Qnil, ID2SYM(mid), exprs };
+	int state = 0;
+	VALUE um;
 
-	if (state || !RB_TYPE_P(list, T_ARRAY)) {
-		rb_set_errinfo(Qnil);
-		return 0;
+	ruby_side();
+	if (FL_TEST(owner, FL_SINGLETON))
+		a.home = trc_attached_object(owner);
+	um = rb_protect(compile_exprs, (VALUE)&a, &state);
+	if (state) {
+		*why = rb_sprintf("cannot show its expressions: %"PRIsVALUE, raised());
+		return Qnil;
 	}
-	/* [owner, name, path, line, ...]; an UnboundMethod in owner's place is a method no table
-	 * holds (a Sinatra route), traced where it is. */
-	for (long i = 0; i + 3 < RARRAY_LEN(list); i += 4) {
-		VALUE owner = RARRAY_AREF(list, i), um = Qnil;
-		ID mid = SYM2ID(RARRAY_AREF(list, i + 1));
-		uint32_t m;
-
-		if (rb_obj_is_kind_of(owner, rb_cUnboundMethod)) {
-			um = owner;
-			owner = rb_funcall(um, rb_intern("owner"), 0);
-		}
-		m = trc_method_intern(owner, mid, RARRAY_AREF(list, i + 2), NUM2INT(RARRAY_AREF(list, i + 3)), -2);
-		if (m == UINT32_MAX)
-			continue;
-		if (NIL_P(um) ? trc_wrap(owner, mid, m, gen, none, &why) == 0 :
-		    trc_wrap_detached(um, owner, mid, m, gen, &why) == 0)
-			n++;
-	}
-	RB_GC_GUARD(list);
-	return n;
+	return um;
 }
 
-struct app_method_args {
-	const struct trc_scope *scope;
-	VALUE owner;
+void
+trc_wrap_live(uint64_t gen)
+{
+	W.live = gen;
+}
+
+/* ---- taking them away ---- */
+
+struct remove_args {
+	VALUE w;
 	ID mid;
 };
 
 static VALUE
-app_method(VALUE arg)
+remove_wrapper(VALUE arg)
 {
-	const struct app_method_args *a = (const struct app_method_args *)arg;
-	VALUE cwd = a->scope->cwd ? rb_str_new_cstr(a->scope->cwd) : Qnil;
-	VALUE argv[5] = { a->owner, ID2SYM(a->mid), a->scope->prefix_list, cwd, a->scope->ignore_list };
+	const struct remove_args *a = (const struct remove_args *)arg;
+	VALUE verbose = ruby_verbose;
 
-	return rb_funcallv(wrap_mod(), id_app_method, 5, argv);
+	/* Ruby warns "removing `initialize' may cause serious problems": not of ours. */
+	ruby_verbose = Qnil;
+	rb_remove_method_id(a->w, a->mid);
+	ruby_verbose = verbose;
+	return Qnil;
 }
 
 int
-trc_wrap_scope_one(const struct trc_scope *scope, uint64_t gen, VALUE owner, ID mid)
+trc_wrap_remove_some(int (*more)(void *), void *arg)
 {
-	struct app_method_args a = { scope, owner, mid };
-	int state = 0;
-	VALUE where = rb_protect(app_method, (VALUE)&a, &state), why;
-	uint32_t m;
-
-	if (state) {
-		rb_set_errinfo(Qnil);
-		return 0;
-	}
-	if (!RB_TYPE_P(where, T_ARRAY) || RARRAY_LEN(where) != 2)
-		return 0;
-	m = trc_method_intern(owner, mid, RARRAY_AREF(where, 0), NUM2INT(RARRAY_AREF(where, 1)), -2);
-	return m != UINT32_MAX && trc_wrap(owner, mid, m, gen, rb_ary_new(), &why) == 0;
-}
-
-struct detached_args {
-	VALUE um, token;
-};
-
-static VALUE
-trace_detached(VALUE arg)
-{
-	struct detached_args *a = (struct detached_args *)arg;
-	return rb_funcall(wrap_mod(), rb_intern("trace_detached"), 2, a->um, a->token);
-}
-
-int
-trc_wrap_detached(VALUE um, VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE *why)
-{
-	struct detached_args a = { um, ULL2NUM(trc_hook_token(gen, m)) };
-
-	return put_in_place(owner, mid, trace_detached, (VALUE)&a, "trace", why);
-}
-
-static VALUE
-uninstall(VALUE arg)
-{
-	const struct wrap *w = (const struct wrap *)arg;
-	return rb_funcall(wrap_mod(), id_uninstall, 1, w->handle);
-}
-
-void
-trc_unwrap_all(void)
-{
-	if (nwraps == 0)
-		return;
-	installing++;
-	while (nwraps > 0) {
+	W.live = 0;
+	W.defining++;
+	while (W.ninstalled > 0 && more(arg)) {
+		struct slot *s = &W.slots[W.installed[--W.ninstalled]];
+		struct remove_args a = { s->w, s->mid };
 		int state = 0;
-		rb_protect(uninstall, (VALUE)&wraps[nwraps - 1], &state);
+
+		s->defined = 0;
+		s->exprs = Qnil;
+		rb_protect(remove_wrapper, (VALUE)&a, &state);
 		if (state)
 			rb_set_errinfo(Qnil);
-		nwraps--;
 	}
-	installing--;
+	W.defining--;
+	return (int)W.ninstalled;
 }
 
 int
 trc_wrapped(void)
 {
-	return nwraps;
+	return (int)W.ninstalled;
+}
+
+uint64_t
+trc_wrap_alloc_failures(void)
+{
+	return W.alloc_failures;
+}
+
+static int
+mark_owner(st_data_t owner, st_data_t w, st_data_t unused)
+{
+	rb_gc_mark((VALUE)owner);
+	rb_gc_mark((VALUE)w);
+	return ST_CONTINUE;
 }
 
 void
 trc_wrap_mark(void)
 {
-	rb_gc_mark(wrap_module);
-	for (int i = 0; i < nwraps; i++) {
-		rb_gc_mark(wraps[i].handle);
-		rb_gc_mark(wraps[i].owner);
-	}
+	rb_gc_mark(W.wrappers_class);
+	rb_gc_mark(W.wrap_module);
+	if (W.owners != NULL)
+		st_foreach(W.owners, mark_owner, 0);
+	for (uint32_t i = 0; i < W.n; i++)
+		rb_gc_mark(W.slots[i].exprs);
 }
 
-/* ---- the wrappers' calls into the agent ---- */
-
-/*
- * Wrappers are methods: another Ractor may call them. The agent's tables are the main Ractor's
- * (its hooks are too: the VM keeps them per Ractor), and other Ractors run in parallel with it,
- * so their calls are left out (hook.c counts them). The entry points are declared Ractor-safe,
- * or the VM would raise into the app's Ractor instead.
- */
+/* ---- the app's definitions ---- */
 
 /* TracerAgent.__watching: whether method definitions matter now (Module#method_added). */
 static VALUE
 agent_watching(VALUE self)
 {
-	return (nwraps > 0 || trc_hook_watching()) && !installing && trc_control_main_ractor() ? Qtrue : Qfalse;
+	return !W.defining && trc_hook_watching() && trc_control_main_ractor() ? Qtrue : Qfalse;
 }
 
-static VALUE
-wrapper_index(VALUE arg)
-{
-	struct defined_args *a = (struct defined_args *)arg;
-	return rb_funcall(wrap_mod(), id_wrapper_index, 2, a->mod, a->name);
-}
-
-/*
- * TracerAgent.__defined(mod, name): the app defined or aliased a method while tracing or
- * counting. An alias of a wrapper is left as it is: it calls the saved original, which stays
- * (wrap.rb's saved_name). Any other definition may be one to trace: a method a spec names defined late (a class loaded,
- * or reloaded, after attach), or redefined over its wrapper, or an app method (hook.c).
- */
+/* TracerAgent.__defined(mod, name): the app defined a method while a session wants to know. */
 static VALUE
 agent_defined(VALUE self, VALUE mod, VALUE name)
 {
-	struct defined_args a = { mod, name };
-	int state = 0;
-	VALUE index;
-
-	if (installing || !SYMBOL_P(name))
+	if (W.defining || !SYMBOL_P(name))
 		return Qnil;
-	index = rb_protect(wrapper_index, (VALUE)&a, &state);
-	if (state) {
-		rb_set_errinfo(Qnil);
+	ruby_side();
+	if (rb_obj_is_kind_of(mod, W.wrappers_class))
 		return Qnil;
-	}
-	if (!FIXNUM_P(index))
-		trc_hook_defined(mod, SYM2ID(name));
+	trc_hook_defined(mod, SYM2ID(name));
 	return Qnil;
-}
-
-/*
- * TracerAgent.__bind(slot): from Wrap.install only. Binds the wrapper's slot (0: a new one) to
- * the method being wrapped, and returns it; nil at any other time, or when none is left.
- */
-static VALUE
-agent_bind(VALUE self, VALUE slot)
-{
-	uint32_t s;
-
-	if (!binding.on || !FIXNUM_P(slot) || FIX2LONG(slot) < 0 || FIX2LONG(slot) > UINT32_MAX)
-		return Qnil;
-	s = (uint32_t)FIX2LONG(slot);
-	return trc_hook_bind(&s, binding.gen, binding.m) == 0 ? UINT2NUM(s) : Qnil;
 }
 
 void
 trc_wrap_init(VALUE mod)
 {
-	id_install = rb_intern("install");
-	id_uninstall = rb_intern("uninstall");
-	id_wrapper_index = rb_intern("wrapper_index");
-	id_app_methods = rb_intern("app_methods");
-	id_app_method = rb_intern("app_method");
+	id_bind_call = rb_intern("bind_call");
+	id_private = rb_intern("private");
+	id_protected = rb_intern("protected");
+	id_expressions = rb_intern("expressions");
+	id_new = rb_intern("new");
+	for (size_t i = 0; i < sizeof(unwrappable) / sizeof(unwrappable[0]); i++)
+		unwrappable_ids[i] = rb_intern(unwrappable[i].name);
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(true);
 #endif
@@ -375,5 +667,5 @@ trc_wrap_init(VALUE mod)
 	rb_ext_ractor_safe(false);
 #endif
 	rb_define_singleton_method(mod, "__defined", agent_defined, 2);
-	rb_define_singleton_method(mod, "__bind", agent_bind, 1);
 }
+

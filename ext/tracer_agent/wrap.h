@@ -1,46 +1,66 @@
-/* wrap.h: tracing a method by putting a wrapper in its place (lib/tracer_agent/wrap.rb). */
+/* wrap.h: tracing a method with a C wrapper, in a module prepended to the method's owner. */
 #ifndef TRC_WRAP_H
 #define TRC_WRAP_H
 
 #include <ruby.h>
 #include <stdint.h>
 
-#include "scope.h"
+/* A method's visibility, as wrap.rb lists it. */
+enum trc_visibility {
+	TRC_VISI_PUBLIC = 0,
+	TRC_VISI_PROTECTED = 1,
+	TRC_VISI_PRIVATE = 2,
+};
 
-/* From Init_: TracerAgent.__enter, __leave, __watching, __defined, __bind. */
+/* From Init_: TracerAgent.__enter, __leave, __watching, __defined. */
 void trc_wrap_init(VALUE mod);
 
 /*
- * GVL held. Puts a wrapper around owner's method mid, which reports its calls as method m of
- * the tracing that started as generation gen (through its slot: trc_hook_bind), with the -m
- * expressions exprs (an Array of Strings, may be empty) shown at each call. A method already
- * wrapped is left as it is. A wrapper made by an earlier session for the same method,
- * parameters and expressions is put back rather than made again (wrap.rb: kept_name).
+ * GVL held. Why a method must not be wrapped (a static string), or NULL when it may be. native:
+ * it is a C method (or one of Ruby's own, <internal:...>), for which the frame readers count.
+ */
+const char *trc_wrap_refusal(VALUE owner, ID mid, int native);
+
+/*
+ * GVL held. Puts a wrapper in front of owner's method mid (visibility: enum trc_visibility;
+ * arity: the method's, which the wrapper keeps when it is 0 to 15), which reports its calls as
+ * method m once generation gen is live (trc_wrap_live), with the -m expressions' helper exprs
+ * (trc_wrap_expressions; Qnil for none). A method wrapped already is bound to m and gen anew.
  * Returns 0, or -1 with *why set to the reason (a String).
  */
-int trc_wrap(VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why);
+int trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_t gen, VALUE exprs,
+    VALUE *why);
+
 /*
- * GVL held. Traces um, a method no module's table holds any more (a Sinatra route), with a
- * TracePoint targeted at it, as method m of generation gen: owner and mid name it. Undone with
- * the wrappers. Returns 0, or -1 with *why set.
+ * GVL held. The -m expressions exprs (an Array of Strings) of owner's method mid, compiled into
+ * a method with its parameters (lib/tracer_agent/wrap.rb): its UnboundMethod, or Qnil with
+ * *why set.
  */
-int trc_wrap_detached(VALUE um, VALUE owner, ID mid, uint32_t m, uint64_t gen, VALUE *why);
+VALUE trc_wrap_expressions(VALUE owner, ID mid, VALUE exprs, VALUE *why);
+
+/* A wrapped call with -m expressions: what hook.c needs to evaluate them (trc_wrap_eval_exprs). */
+struct trc_wrap_exprs {
+	VALUE um;
+	VALUE self;
+	int argc;
+	const VALUE *argv;
+};
+/* GVL held, in the wrapper's frame: the expressions' values, an Array; may raise. */
+VALUE trc_wrap_eval_exprs(const struct trc_wrap_exprs *e);
+
+/* GVL held. The wrappers of generation gen report from now on (0: none does). */
+void trc_wrap_live(uint64_t gen);
+
 /*
- * GVL held. Wraps every Ruby method of the app the scope names (not scope->all): those defined
- * in files under its prefixes, less the ignored; their calls report as generation gen's.
- * Returns how many were wrapped.
+ * GVL held. Stops every wrapper from reporting, then removes them while more(arg) says there
+ * is time. Returns how many are left.
  */
-int trc_wrap_scope(const struct trc_scope *scope, uint64_t gen);
-/* GVL held. The same for owner's method mid, just defined: 1 if it was the app's and wrapped. */
-int trc_wrap_scope_one(const struct trc_scope *scope, uint64_t gen, VALUE owner, ID mid);
-/*
- * GVL held. Removes every wrapper and puts the originals back. The private aliases the
- * wrappers call the originals by stay: a wrapper the app took hold of while traced (a Method
- * object) must go on working.
- */
-void trc_unwrap_all(void);
+int trc_wrap_remove_some(int (*more)(void *), void *arg);
+
 /* GVL held. How many wrappers are in place. */
 int trc_wrapped(void);
+/* Memory the wrappers' tables could not get, so far. */
+uint64_t trc_wrap_alloc_failures(void);
 void trc_wrap_mark(void);
 
 #endif

@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
 module TracerAgent
-  # Tells a left-out optional argument from a given one, in a wrapper's parameter defaults; an
-  # -m expression that shows one shows (default).
+  # Tells a left-out optional argument from a given one, in an expression helper's parameter
+  # defaults; an -m expression that shows one shows (default).
   UNSET = Object.new.tap { |o| def o.inspect = '(default)' }.freeze
 
   # The value of an -m expression that raised: shown as #<Class: message>.
@@ -16,94 +16,78 @@ module TracerAgent
     def inspect = @text
   end
 
-  # Wrap: how -m traces a method without any VM event hook. The method's entry is aliased
-  # under a private name and a wrapper takes its name: a plain Ruby method, with the same
-  # parameters, that tells the agent a call begins, calls the original, and tells it the call
-  # ended (ensure). Removing it puts the original entry back, so nothing is left in the
-  # method's place (the wrapper is kept aside, for the next session: kept_name): an enabled
-  # TracePoint, even one targeted at a single method, leaves a YJIT process up to 6x slower for
-  # good (measured on Ruby 3.4), while a wrapper costs only the calls of its own method, and
-  # YJIT recompiles just the code that called it once it is gone.
-  #
-  # The agent (wrap.c) calls these with the GVL, from its service; they may raise, and it
-  # rescues.
+  # Where the agent's wrappers of one class or module live: a module of this class, prepended
+  # to it once, the first time one of its methods is traced, and kept (emptied) after, so that
+  # every later session puts its wrappers in the same place. Its methods are C functions that
+  # report the call and pass it on with super (wrap.c); the class's own method table is never
+  # touched.
+  class Wrappers < Module
+    def initialize(owner)
+      super()
+      @owner = owner
+    end
+
+    def inspect = "#<TracerAgent::Wrappers of #{@owner.inspect}>"
+    alias to_s inspect
+  end
+
+  # The Ruby half of wrapping (wrap.c is the other): finding the app's methods, and compiling
+  # the -m expressions. The agent calls these with the GVL, from its service; they may raise,
+  # and it rescues.
   module Wrap
-    FILE = '(tracer wrapper)'
+    FILE = '(tracer expressions)'
     # The agent's own Ruby: never wrapped, even when the app's directory holds it.
     OWN = File.expand_path('..', __dir__)
-    OPERATORS = %w[+ - * / % ** == != < <= > >= <=> === =~ !~ ! ~ +@ -@ [] []= << >> & | ^ `].freeze
-    # What in a Ruby method's bytecode may reach the block it was given: yield (in it or in a
-    # block inside it), its &block parameter, super (which passes the block on), and the methods
-    # that look at the caller's block or frame.
     # Keywords a parameter may be named after, but no local variable can be read by.
     RESERVED = %w[alias and begin BEGIN break case class def defined? do else elsif end END ensure
                   false for if in module next nil not or redo rescue retry return self super then
                   true undef unless until when while yield __FILE__ __LINE__ __ENCODING__].to_h { [_1.to_sym, true] }.freeze
-    BLOCK_USE = /invokeblock|getblockparam|invokesuper|block_given\?|iterator\?|binding|\b(?:proc|lambda|Proc)\b|defined.*yield/
+    # Where expression helpers are compiled before wrap.c keeps their UnboundMethod: a module in
+    # no class's ancestry, emptied at once.
+    HOLDER = Module.new
+
+    # Module's and Kernel's own methods, called on the app's modules through bind_call: a call
+    # made on each module in turn would leave a call cache behind in each one's class (some
+    # 4,000 for a small app, for good), and a module may define these methods otherwise.
+    INSTANCE_METHOD = Module.instance_method(:instance_method)
+    PUBLIC_METHODS = Module.instance_method(:public_instance_methods)
+    PROTECTED_METHODS = Module.instance_method(:protected_instance_methods)
+    PRIVATE_METHODS = Module.instance_method(:private_instance_methods)
+    SINGLETON_P = Module.instance_method(:singleton_class?)
+    SINGLETON_METHODS = Kernel.instance_method(:singleton_methods)
+    SINGLETON_CLASS = Kernel.instance_method(:singleton_class)
+    PRIVATE_P = Module.instance_method(:private_method_defined?)
+    PROTECTED_P = Module.instance_method(:protected_method_defined?)
+    METHOD_P = Module.instance_method(:method_defined?)
+    INSPECT = Module.instance_method(:inspect)
 
     class << self
-      # Puts a wrapper around owner's method name. exprs: Ruby expressions to evaluate at each
-      # call (the -m Class#method(expr, ...) list). The wrapper is the one an earlier session
-      # made for the same method, parameters and expressions, if there is one (kept_name), or a
-      # new one; TracerAgent.__bind tells the agent which method its slot stands for now.
-      # Returns what uninstall needs.
-      def install(owner, name, exprs)
-        watch
-        original = owner.instance_method(name)
-        visibility = visibility_of(owner, name)
-        saved = saved_name(owner, name)
-        sig = signature(original)
-        kept = kept_name(owner, name, sig, saved, exprs)
-        slot = kept_slot(owner, kept)
-        # The saved alias is private: a public one would show among the class's public methods
-        # (Rails takes a controller's public methods for its actions).
-        owner.send(:alias_method, saved, name)
-        owner.send(:private, saved)
-        begin
-          bound = TracerAgent.__bind(slot || 0) or raise 'no slot left for another wrapper'
-          if slot
-            restore(owner, name, kept, visibility)
-          else
-            define(owner, name, bound, sig, saved, exprs, kept)
-            owner.send(visibility, name) unless visibility == :public
-          end
-        rescue Exception # rubocop:disable Lint/RescueException
-          restore(owner, name, saved, visibility)
-          raise
+      # Every module, singleton classes left out (app_methods_of looks at each one's own), less
+      # the agent's own and refinements: what app_methods_of is then asked about, a few at a time.
+      def modules
+        found = []
+        ObjectSpace.each_object(Module) do |mod|
+          next if SINGLETON_P.bind_call(mod) || Wrappers === mod || HOLDER.equal?(mod) || refinement?(mod)
+
+          found << mod
         end
-        [owner, name, saved, visibility]
+        found
       end
 
-      # Where a wrapper is kept once its session has ended, as a private alias, so that the next
-      # session that traces the method puts the same one back instead of compiling another:
-      # YJIT keeps the code it compiled for every method it was given (measured with
-      # test/bench/redefine_cost.rb on Ruby 3.4.5: 8.8 KiB a session for a new wrapper, 2.0
-      # KiB for a kept one, which is what recompiling its callers costs). One per method,
-      # parameters and expressions: the name carries a digest of the wrapper's source.
-      def kept_name(owner, name, sig, saved, exprs)
-        params, call = sig
-        digest = ([params, call.call(saved)] + exprs).join("\0").hash % (1 << 60)
-        :"#{saved.to_s.sub('__tracer_o', '__tracer_w')}_#{digest.to_s(36)}"
-      end
-
-      # The slot of the wrapper kept under kept (its line in FILE), or nil if there is none.
-      def kept_slot(owner, kept)
-        return nil unless owner.private_method_defined?(kept, false)
-
-        file, line = owner.instance_method(kept).source_location
-        file == FILE ? line : nil
-      end
-
-      # The original's private alias, which the wrapper calls. It stays after detach, for good:
-      # the app may hold a wrapper it took while traced (obj.method(:m), instance_method(:m),
-      # what Sinatra keeps of each route), and that must go on calling the original. One name
-      # per method, so attaching again reuses it instead of adding another; the owner's id in
-      # it, or a subclass's wrapper and its superclass's (reached through super) would call the
-      # same name, which finds the subclass's original from both.
-      def saved_name(owner, name)
-        s = name.to_s
-        s = s.match?(/\A[A-Za-z_][A-Za-z0-9_]*\z/) ? "o_#{s}" : "ox_#{s.unpack1('H*')}"
-        :"__tracer_#{s}_#{owner.object_id}"
+      # The methods of mod (and of its singleton class) that are the app's: defined by mod itself
+      # in a file under one of prefixes, their "Class#method" label matched by no ignore (a
+      # Regexp or nil). A file loaded by a relative path (`ruby app.rb`) is taken from cwd, the
+      # working directory with its '/' (nil: unknown, such files are left out). Returns
+      # [owner, name, visibility (0 public, 1 protected, 2 private), arity, path, line, ...].
+      def app_methods_of(mod, prefixes, cwd, ignore)
+        found = []
+        collect(found, mod, '#', prefixes, cwd, ignore)
+        unless SINGLETON_METHODS.bind_call(mod, false).empty?
+          collect(found, SINGLETON_CLASS.bind_call(mod), '.', prefixes, cwd, ignore)
+        end
+        found
+      rescue StandardError
+        found # a module that will not list its methods
       end
 
       # Definitions reach the agent from now on: DefinitionWatch goes in front of Module once.
@@ -111,30 +95,55 @@ module TracerAgent
         Module.prepend(DefinitionWatch) unless Module < DefinitionWatch
       end
 
-      # Puts the original back, unless the app has redefined the method meanwhile. The saved
-      # alias stays (saved_name).
-      def uninstall(handle)
-        return handle.disable if handle.is_a?(TracePoint)
-
-        owner, name, saved, visibility = handle
-        restore(owner, name, saved, visibility) if wrapper?(owner, name)
+      # The ignores as one Regexp (nil for none): compiled once per session.
+      def ignore_regexp(ignores)
+        ignores.empty? ? nil : Regexp.union(ignores.map { |r| Regexp.new(r) })
       end
 
-      # The original back under its name, with its visibility. An alias takes its source's
-      # visibility: the private saved alias gets the original's first, so that the name is never
-      # private for an instant (another thread calling it then would get NoMethodError).
-      def restore(owner, name, saved, visibility)
-        owner.send(visibility, saved)
-        owner.send(:alias_method, name, saved)
-        owner.send(:private, saved)
-      end
+      # One method just defined: [visibility, arity, absolute path, line] if it is the app's (as
+      # app_methods_of), else nil.
+      def app_method(owner, name, prefixes, cwd, ignore)
+        method = INSTANCE_METHOD.bind_call(owner, name)
+        return nil unless method.owner.equal?(owner)
 
-      # Whether owner's name is one of our wrappers, and which (its index), else nil.
-      def wrapper_index(owner, name)
-        file, line = owner.instance_method(name).source_location
-        file == FILE ? line : nil
-      rescue NameError
+        path, line = app_location(method, prefixes, cwd)
+        return nil if path.nil? || ignore&.match?("#{label_of(owner)}#{SINGLETON_P.bind_call(owner) ? '.' : '#'}#{name}")
+
+        [visibility_of(owner, name), method.arity, path, line]
+      rescue StandardError
         nil
+      end
+
+      # Every module with a method of this name of its own: [owner, ...], class methods included.
+      def owners_of(name)
+        found = []
+        ObjectSpace.each_object(Module) do |mod|
+          next if Wrappers === mod || HOLDER.equal?(mod)
+
+          found << mod if own?(mod, name)
+          if !SINGLETON_P.bind_call(mod) && SINGLETON_METHODS.bind_call(mod, false).include?(name)
+            found << SINGLETON_CLASS.bind_call(mod)
+          end
+        rescue StandardError
+          next # a module whose methods cannot be listed
+        end
+        found.uniq
+      end
+
+      # [name, visibility, ...] of every method mod defines itself.
+      def own_methods(mod)
+        list = []
+        PUBLIC_METHODS.bind_call(mod, false).each { |n| list.push(n, 0) }
+        PROTECTED_METHODS.bind_call(mod, false).each { |n| list.push(n, 1) }
+        PRIVATE_METHODS.bind_call(mod, false).each { |n| list.push(n, 2) }
+        list
+      end
+
+      def visibility_of(owner, name)
+        if PRIVATE_P.bind_call(owner, name, false) then 2
+        elsif PROTECTED_P.bind_call(owner, name, false) then 1
+        else 0
+        end
       end
 
       # Methods taken out of their class once defined, which only an UnboundMethod still holds:
@@ -145,7 +154,7 @@ module TracerAgent
         found = []
         ObjectSpace.each_object(UnboundMethod) do |um|
           next unless um.name == name && (owner.nil? || um.owner.equal?(owner))
-          next if own?(um.owner, name) || um.source_location&.first == FILE
+          next if um.owner.is_a?(Wrappers) || own?(um.owner, name) || um.source_location&.first == FILE
 
           found << um unless found.any? { |f| f == um }
         rescue StandardError
@@ -156,7 +165,7 @@ module TracerAgent
 
       # Traces a detached method with a TracePoint on it alone. Ruby 3.1 keeps that method's
       # bytecode instrumented after the TracePoint is disabled (about 2x on a route block that
-      # does nothing); Ruby 3.3 and later do not (measured: README, What stays behind).
+      # does nothing); Ruby 3.3 and later do not (measured: docs/performance.md).
       def trace_detached(um, token)
         tp = TracePoint.new(:call, :return) do |t|
           t.event == :call ? TracerAgent.__enter(token) : TracerAgent.__leave(token)
@@ -165,67 +174,47 @@ module TracerAgent
         tp
       end
 
-      # Every module with a method of this name of its own: [owner, ...], class methods included.
-      def owners_of(name)
-        found = []
-        ObjectSpace.each_object(Module) do |mod|
-          found << mod if own?(mod, name)
-          found << mod.singleton_class if mod.singleton_methods(false).include?(name)
-        rescue StandardError
-          next # a module whose methods cannot be listed
-        end
-        found.uniq
-      end
-
-      # The app's own Ruby methods: each module's (and its class methods'), defined in a file under
-      # one of prefixes, whose "Class#method" label no ignore regexp matches. A file loaded by a
-      # relative path (`ruby app.rb`) is taken from cwd, the working directory with its '/' (nil:
-      # unknown, such files are left out). Returns [owner, name, absolute path, line, ...] for the
-      # agent.
-      def app_methods(prefixes, cwd, ignores)
-        ignore = ignores.empty? ? nil : Regexp.union(ignores.map { |r| Regexp.new(r) })
-        found = []
-        # Singleton classes come through ObjectSpace too: each module is seen once.
-        ObjectSpace.each_object(Module) do |mod|
-          next if refinement?(mod) || mod.singleton_class?
-
-          collect(found, mod, mod.instance_methods(false) + mod.private_instance_methods(false), '#', prefixes, cwd, ignore)
-          singles = mod.singleton_methods(false)
-          collect(found, mod.singleton_class, singles, '.', prefixes, cwd, ignore) unless singles.empty?
-        rescue StandardError
-          next # a module that will not list its methods
-        end
-        detached_app(found, prefixes, cwd, ignore) if TRACE_DETACHED
-        found
-      end
-
       # The app's methods that only an UnboundMethod holds (Sinatra's routes) are traced with a
       # TracePoint on each, which Ruby 3.3 and later undo completely at detach; Ruby 3.1 leaves
       # such a method's bytecode instrumented (about 2x on the method's own code), so there
-      # they are traced only when -m names them.
+      # they are traced only when -m names them. A version test: the only way to find out
+      # otherwise is to enable a TracePoint, which costs a YJIT process all its compiled code.
       TRACE_DETACHED = RUBY_VERSION >= '3.3'
 
-      # [um, name, path, line] for each such method under prefixes: um in the owner's place.
-      def detached_app(found, prefixes, cwd, ignore)
-        ObjectSpace.each_object(UnboundMethod) do |um|
-          file, line = um.source_location
-          path = file && file != FILE ? absolute(file, cwd) : nil
-          next if path.nil? || path.start_with?(OWN) || prefixes.none? { |p| path.start_with?(p) }
-          next if own?(um.owner, um.name) || ignore&.match?("#{label_of(um.owner)}##{um.name}")
-          next if found.each_slice(4).any? { |f, n| f.is_a?(UnboundMethod) && n == um.name && f == um }
+      # [um, name, -1, arity, path, line] for each detached method under prefixes.
+      def detached_app(prefixes, cwd, ignore)
+        found = []
+        return found unless TRACE_DETACHED
 
-          found.push(um, um.name, File.expand_path(path), line)
+        ObjectSpace.each_object(UnboundMethod) do |um|
+          path, line = app_location(um, prefixes, cwd)
+          next if path.nil? || um.owner.is_a?(Wrappers) || own?(um.owner, um.name)
+          next if ignore&.match?("#{label_of(um.owner)}##{um.name}")
+          next if found.each_slice(6).any? { |f, n| n == um.name && f == um }
+
+          found.push(um, um.name, -1, um.arity, path, line)
         rescue StandardError
           next
         end
+        found
       end
 
-      # One method just defined: [absolute path, line] if it is the app's (as app_methods), else nil.
-      def app_method(owner, name, prefixes, cwd, ignores)
-        ignore = ignores.empty? ? nil : Regexp.union(ignores.map { |r| Regexp.new(r) })
-        found = []
-        collect(found, owner, [name], owner.singleton_class? ? '.' : '#', prefixes, cwd, ignore)
-        found.empty? ? nil : found[2, 2]
+      # The -m expressions of owner's method name as a method of their own with the method's
+      # parameters, compiled where the method lives (constants in expressions resolve as they
+      # would there), returning their values, each rescued: wrap.c calls it with the traced
+      # call's own arguments and block (UnboundMethod#bind_call), so that it binds them exactly
+      # as the method does and sees them by their names. Returns its UnboundMethod.
+      # home: where the expressions are compiled, the module itself for its class methods.
+      def expressions(owner, home, name, exprs)
+        params = parameter_list(INSTANCE_METHOD.bind_call(owner, name))
+        values = exprs.map { |e| expr(e) }.join(",\n")
+        target = home.is_a?(Module) ? home : owner
+        source = "::TracerAgent::Wrap::HOLDER.module_eval do\n" \
+                 "def __tracer_expressions(#{params})\n[#{values}]\nend\nend\n"
+        target.class_eval(source, FILE, 0)
+        um = HOLDER.instance_method(:__tracer_expressions)
+        HOLDER.send(:remove_method, :__tracer_expressions)
+        um
       end
 
       private
@@ -234,20 +223,28 @@ module TracerAgent
         defined?(::Refinement) && mod.is_a?(::Refinement)
       end
 
-      # (instance_methods(false) also lists what modules prepended to owner define: only
-      # owner's own methods are taken, where they are defined.)
-      def collect(found, owner, names, sep, prefixes, cwd, ignore)
-        names.each do |name|
-          method = owner.instance_method(name)
+      def collect(found, owner, sep, prefixes, cwd, ignore)
+        list = own_methods(owner)
+        label = nil
+        list.each_slice(2) do |name, visibility|
+          method = INSTANCE_METHOD.bind_call(owner, name)
           next unless method.owner.equal?(owner)
 
-          file, line = method.source_location
-          path = file && file != FILE ? absolute(file, cwd) : nil
-          next if path.nil? || path.start_with?(OWN) || prefixes.none? { |p| path.start_with?(p) }
-          next if ignore&.match?("#{label_of(owner)}#{sep}#{name}")
+          path, line = app_location(method, prefixes, cwd)
+          next if path.nil?
+          next if ignore&.match?("#{label ||= label_of(owner)}#{sep}#{name}")
 
-          found.push(owner, name, File.expand_path(path), line)
+          found.push(owner, name, visibility, method.arity, path, line)
         end
+      end
+
+      # [absolute path, line] of a method defined in a file under prefixes, else nil.
+      def app_location(method, prefixes, cwd)
+        file, line = method.source_location
+        path = file ? absolute(file, cwd) : nil
+        return nil if path.nil? || path.start_with?(OWN) || prefixes.none? { |p| path.start_with?(p) }
+
+        [File.expand_path(path), line]
       end
 
       # The file as the agent's scope sees it (scope.c): relative to cwd unless absolute; nil for
@@ -260,168 +257,62 @@ module TracerAgent
       end
 
       def label_of(owner)
-        return owner.to_s unless owner.singleton_class?
-
-        owner.inspect[/\A#<Class:(.*)>\z/, 1] || owner.inspect
-      end
-
-      def wrapper?(owner, name)
-        !wrapper_index(owner, name).nil?
+        text = INSPECT.bind_call(owner)
+        SINGLETON_P.bind_call(owner) ? text[/\A#<Class:(.*)>\z/, 1] || text : text
       end
 
       def own?(mod, name)
-        mod.instance_methods(false).include?(name) || mod.private_instance_methods(false).include?(name)
+        METHOD_P.bind_call(mod, name, false) || PRIVATE_P.bind_call(mod, name, false)
       end
 
-      def visibility_of(owner, name)
-        if owner.private_method_defined?(name, false) then :private
-        elsif owner.protected_method_defined?(name, false) then :protected
-        else :public
-        end
-      end
-
-      # The wrapper is compiled where the original lives (constants in expressions resolve as
-      # they would there), and kept under kept as well; it reports with the token -slot, and
-      # its source location is FILE:slot, which is how it is recognised. Defined under the
-      # method's own name where Ruby allows it, which its frames then show.
-      def define(owner, name, slot, sig, saved, exprs, kept)
-        params, call = sig
-        token = -slot
-        enter = if exprs.empty? then "::TracerAgent.__enter(#{token})"
-                else "::TracerAgent.__enter_with(#{token}) { [#{exprs.map { |e| expr(e) }.join(', ')}] }"
-                end
-        def_name = definable?(name) ? name : kept
-        owner.class_eval(<<~RUBY, FILE, slot - 1)
-
-          def #{def_name}(#{params})
-            #{enter}
-            #{call.call(saved)}
-          ensure
-            ::TracerAgent.__leave(#{token})
-          end
-        RUBY
-        if def_name == name
-          owner.send(:alias_method, kept, name)
-        else
-          owner.send(:alias_method, name, kept)
-        end
-        owner.send(:private, kept)
-      end
-
-      # An expression as Ruby code: its value, or what it raised.
-      def expr(code)
-        body = code == '__source__' ? "(__l = ::Kernel.caller_locations(3, 1)[0]) && \"\#{__l.path}:\#{__l.lineno}\"" : code
-        RubyVM::InstructionSequence.compile("->{ #{body}\n}") # a syntax error shows as the value
-        "begin\n#{body}\nrescue ::Exception => __e\n::TracerAgent::ExprFailure.new(__e)\nend"
-      rescue SyntaxError => e
-        "::TracerAgent::ExprFailure.new(::SyntaxError.new(#{e.message.lines.first.to_s.strip.inspect}))"
-      end
-
-      def definable?(name)
-        s = name.to_s
-        s.match?(/\A[A-Za-z_][A-Za-z0-9_]*[?!=]?\z/) || OPERATORS.include?(s)
-      end
-
-      # [parameter list, ->(callee) { call with the same arguments }], from the original's own
-      # parameters: a call through the wrapper binds exactly what a direct call would, and
-      # -m expressions see the parameters by their names.
-      def signature(original)
-        params = original.parameters
-        # def m(...), and keywords named like `if:`, which no code can pass on by name
-        if params == [%i[rest *], %i[keyrest **], %i[block &]] ||
-           params.any? { |type, name| %i[key keyreq].include?(type) && RESERVED[name] }
-          return ['...', ->(callee) { "#{callee}(...)" }]
-        end
+      # The original's parameter list, with optional arguments defaulting to UNSET (shown as
+      # (default)), and names a C method has not got made up: arg0, arg1... by position, args
+      # for the rest.
+      def parameter_list(method)
+        params = method.parameters
+        return '*, **, &' if params == [%i[rest *], %i[keyrest **], %i[block &]]
 
         seen = {}
         taken = params.filter_map { |_, name| [name, true] if name }.to_h
-        defs = []
-        pos = [] # [:req | :opt | :rest, name]
-        kw = []  # [:req | :opt | :rest, name]
-        block = nil
-        params.each_with_index do |(type, name), i|
+        params.each_with_index.map do |(type, name), i|
           local = local_name(type, name, i, seen, taken)
           case type
-          when :req then defs << local.to_s; pos << [:req, local]
-          when :opt then defs << "#{local} = ::TracerAgent::UNSET"; pos << [:opt, local]
-          when :rest then defs << "*#{local}"; pos << [:rest, local]
-          when :keyreq then defs << "#{name}:"; kw << [:req, name]
-          when :key then defs << "#{name}: ::TracerAgent::UNSET"; kw << [:opt, name]
-          when :keyrest then defs << "**#{local}"; kw << [:rest, local]
-          when :nokey then defs << '**nil'
-          when :block then block = local
+          when :req then local.to_s
+          when :opt then "#{local} = ::TracerAgent::UNSET"
+          when :rest then "*#{local}"
+          when :keyreq then RESERVED[name] ? '**' : "#{name}:"
+          when :key then RESERVED[name] ? '**' : "#{name}: ::TracerAgent::UNSET"
+          when :keyrest then "**#{local}"
+          when :nokey then '**nil'
+          when :block then "&#{local}"
           end
-        end
-        block ||= :__tracer_block if passes_block?(original)
-        defs << "&#{block}" if block
-        [defs.join(', '), ->(callee) { call_source(callee, pos, kw, block) }]
+        end.uniq.join(', ')
       end
 
-      # Whether the original can use a block given to it: then the wrapper takes and passes one.
-      # Taking a block costs the interpreter a third of a wrapped call (measured on Ruby 3.1), and
-      # most methods never use theirs; when in doubt (C methods, no bytecode to read), it does.
-      def passes_block?(original)
-        return true if original.source_location.nil?
-
-        iseq = RubyVM::InstructionSequence.of(original)
-        iseq.nil? || iseq.disasm.match?(BLOCK_USE)
-      rescue StandardError
-        true
-      end
-
-      # A C method's parameters have no names (IO#write: [[:rest]]): the -m expressions know them
-      # as args (the rest) and arg0, arg1... (by position), unless the method has a parameter
-      # of that name (taken: the names it has).
       def local_name(type, name, index, seen, taken)
         if name.nil? && %i[req opt rest].include?(type)
           name = type == :rest ? :args : :"arg#{index}"
           name = nil if taken[name]
         end
-        usable = name && name.match?(/\A[a-z_][A-Za-z0-9_]*\z/) && !%i[* ** &].include?(name) && !seen[name]
+        usable = name && name.match?(/\A[a-z_][A-Za-z0-9_]*\z/) && !%i[* ** &].include?(name) && !seen[name] && !RESERVED[name]
         seen[name] = true if name
         usable ? name : :"__tracer_p#{index}"
       end
 
-      # Optional arguments are filled left to right: once one is left out, so are those after it
-      # (and the rest is empty), so one branch per optional argument covers every call.
-      def call_source(callee, pos, kw, block)
-        kw_pre, kw_args = keywords(kw)
-        opts = pos.select { |type, _| type == :opt }.map(&:last)
-        branches = (0..opts.size).map do |given|
-          left_out = opts.drop(given)
-          args = pos.reject { |type, n| (type == :opt && left_out.include?(n)) || (type == :rest && !left_out.empty?) }
-                    .map { |type, n| type == :rest ? "*#{n}" : n.to_s }
-          "#{callee}(#{(args + kw_args + (block ? ["&#{block}"] : [])).join(', ')})"
-        end
-        body = branches.last
-        opts.each_with_index.reverse_each do |n, i|
-          body = "(::TracerAgent::UNSET.equal?(#{n}) ? #{branches[i]} : #{body})"
-        end
-        kw_pre + body
-      end
-
-      # Keyword arguments passed on as given: an optional one only when the caller gave it.
-      def keywords(kw)
-        return ['', []] if kw.empty?
-
-        named = kw.reject { |type, _| type == :rest }
-        rest = kw.select { |type, _| type == :rest }.map { |_, n| "**#{n}" }
-        if named.none? { |type, _| type == :opt }
-          return ['', named.map { |_, n| "#{n}: #{n}" } + rest]
-        end
-
-        pre = "__tracer_kw = {#{named.select { |t, _| t == :req }.map { |_, n| "#{n}: #{n}" }.join(', ')}}; "
-        named.select { |t, _| t == :opt }.each do |_, n|
-          pre += "__tracer_kw[:#{n}] = #{n} unless ::TracerAgent::UNSET.equal?(#{n}); "
-        end
-        [pre, ['**__tracer_kw'] + rest]
+      # An expression as Ruby code: its value, or what it raised.
+      def expr(code)
+        body = code == '__source__' ? "(__l = ::Kernel.caller_locations(1, 1)[0]) && \"\#{__l.path}:\#{__l.lineno}\"" : code
+        RubyVM::InstructionSequence.compile("->{ #{body}\n}") # a syntax error shows as the value
+        "begin\n#{body}\nrescue ::Exception => __e\n::TracerAgent::ExprFailure.new(__e)\nend"
+      rescue SyntaxError => e
+        "::TracerAgent::ExprFailure.new(::SyntaxError.new(#{e.message.lines.first.to_s.strip.inspect}))"
       end
     end
   end
 
-  # Prepended to Module the first time a wrapper is put in place: it tells the agent of every
-  # method the app defines or aliases while wrappers are (an alias of a wrapper calls the
-  # saved original, which must then stay). It does nothing otherwise.
+  # Prepended to Module the first time a session wraps methods: it tells the agent of every
+  # method the app defines while a session wants to know (a class loaded after attach, a method
+  # defined again). It does nothing otherwise.
   module DefinitionWatch
     private
 

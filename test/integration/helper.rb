@@ -85,6 +85,12 @@ class Target
 
   def err = @err
 
+  # A line to the target's stdin (the apps that take commands read it).
+  def puts(line)
+    @stdin.puts(line)
+    @stdin.flush
+  end
+
   def alive?
     @wait.alive?
   end

@@ -69,31 +69,51 @@ check_error(const struct trc_message *m)
 static void
 build_spec(struct trc_buf *b)
 {
-	trc_pack_array(b, 5);
+	trc_pack_array(b, 6);
 	trc_pack_uint(b, TRC_MSG_SPEC);
 	trc_pack_uint(b, 3);
 	trc_pack_uint(b, 0);
 	trc_pack_bool(b, true);
 	trc_pack_nil(b);
+	trc_pack_str(b, "binding (why)", 13);
 }
 
 static int
 check_spec(const struct trc_message *m)
 {
-	return m->spec.index == 3 && m->spec.matched == 0 && m->spec.pending && m->spec.message.len == 0;
+	return m->spec.index == 3 && m->spec.matched == 0 && m->spec.pending && m->spec.message.len == 0 &&
+	       streq(m->spec.skipped, "binding (why)");
 }
 
 static void
 build_started(struct trc_buf *b)
 {
-	trc_pack_array(b, 1);
+	trc_pack_array(b, 3);
 	trc_pack_uint(b, TRC_MSG_STARTED);
+	trc_pack_uint(b, 4600);
+	trc_pack_uint(b, 812000000);
 }
 
 static int
 check_started(const struct trc_message *m)
 {
-	return m->type == TRC_MSG_STARTED;
+	return m->type == TRC_MSG_STARTED && m->started.wrapped == 4600 && m->started.install_ns == 812000000;
+}
+
+static void
+build_progress(struct trc_buf *b)
+{
+	trc_pack_array(b, 4);
+	trc_pack_uint(b, TRC_MSG_PROGRESS);
+	trc_pack_uint(b, TRC_STEP_WRAP);
+	trc_pack_uint(b, 62);
+	trc_pack_uint(b, 100);
+}
+
+static int
+check_progress(const struct trc_message *m)
+{
+	return m->progress.step == TRC_STEP_WRAP && m->progress.done == 62 && m->progress.total == 100;
 }
 
 static void
@@ -356,6 +376,7 @@ static const struct sample {
 	{ "ERROR", TRC_MSG_ERROR, build_error, check_error },
 	{ "SPEC", TRC_MSG_SPEC, build_spec, check_spec },
 	{ "STARTED", TRC_MSG_STARTED, build_started, check_started },
+	{ "PROGRESS", TRC_MSG_PROGRESS, build_progress, check_progress },
 	{ "EVAL", TRC_MSG_EVAL, build_eval, check_eval },
 	{ "EVAL failed", TRC_MSG_EVAL, build_eval_fail, check_eval_fail },
 	{ "DETACHED", TRC_MSG_DETACHED, build_detached, check_detached },

@@ -86,8 +86,10 @@ session_bytes(msgpack_sbuffer *sb, uint64_t n)
 	msgpack_packer pk;
 
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_array(&pk, 1);
+	msgpack_pack_array(&pk, 3);
 	msgpack_pack_uint8(&pk, TRC_MSG_STARTED);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_uint64(&pk, 1000);
 	msgpack_pack_array(&pk, 7);
 	msgpack_pack_uint8(&pk, TRC_EV_METHOD);
 	msgpack_pack_uint32(&pk, 0);

@@ -1,0 +1,74 @@
+# transparency_test.rb: what the app sees of tracing: nothing it calls behaves otherwise, and
+# nothing of tracer's piles up from one session to the next.
+require_relative 'helper'
+
+class TransparencyTest < Minitest::Test
+  include TracerTest
+
+  APP = File.join(ROOT, 'test', 'apps', 'kernel_methods.rb')
+
+  # One round of the app's calls: everything it printed up to END.
+  def round(t)
+    seen = t.out.size
+    t.puts('go')
+    t.wait_for(/\A.{#{seen}}.*^END$/m)
+    t.out[seen..].sub(/^END\n.*/m, '')
+  end
+
+  # Every public method of Kernel, BasicObject, Object, Module and Class, and the private ones a
+  # program calls without a receiver (block_given?, binding, caller, raise...), return the same
+  # while every method of those modules is wrapped as before and after, on this Ruby. Those a
+  # wrapper would change (they read their caller's frame) are left out, and tracer says which.
+  def test_core_methods_return_the_same_while_every_one_is_traced
+    t = target('', script: APP)
+    before = round(t)
+    refute_match(/MISSING/, before, 'the app calls every public method this Ruby has')
+    c = client('-p', t.pid, '-m', 'Kernel#', 'BasicObject#', 'Object#', 'Module#', 'Class#', '--yes')
+    c.wait_for(/attached to process #{t.pid}/)
+    traced = round(t)
+    c.wait_for(/^\s*Kernel#format <[\d.]+>$/)
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    after = round(t)
+    assert_equal before, traced, 'while traced'
+    assert_equal before, after, 'after detach'
+    kernel = c.err[/^\*\*\* Kernel#: not traced: (.*)$/, 1] or flunk("no note of what Kernel# left out: #{c.err}")
+    frame = kernel[/(?:\A|; )([^;]*) \(it reads its caller's frame, which a wrapper would hide\)/, 1].to_s.split(', ')
+    assert_empty %w[block_given? binding local_variables __method__ caller caller_locations eval raise proc lambda] - frame, kernel
+    assert_match(/\bobject_id\b[^;]* \(Ruby warns against redefining it\)/, kernel)
+    assert_match(/^\*\*\* BasicObject#: not traced: .*\b__send__\b.*\binstance_eval\b/, c.err)
+    assert_empty t.err, 'no warning in the app\'s log'
+  end
+
+  # Twenty sessions of every mode that wraps methods leave each class as the first one did:
+  # the same methods, the same ancestors (a Wrappers module in front of each class traced once),
+  # no hook; attach takes as long, and the process stays as lean (within 1 MiB of RSS).
+  def test_twenty_sessions_leave_nothing_that_grows
+    t = target('signatures')
+    probe = '[[Sig, SigChild].map { |c| [c.instance_methods(false).size, c.private_instance_methods(false).size, c.ancestors.size] }, ' \
+            'Object.private_instance_methods.grep(/tracer/).size, TracerAgent.stats[:hooks], ' \
+            'File.read("/proc/self/status")[/VmRSS:\s+(\d+)/, 1].to_i]'
+    modes = [%w[-f], %w[--top calls], %w[--top time], %w[-s 1000], %w[-m Sig#], %w[-m Sig.]]
+    counts = []
+    times = []
+    20.times do |i|
+      args = modes[i % modes.size]
+      start = Time.now
+      c = client('-p', t.pid, *args, '--duration', '0.3')
+      c.wait_for(/attached to process/)
+      times << Time.now - start
+      status = c.finish
+      assert status.success?, "#{args.join(' ')}: #{c.err}"
+      out, err, status = tracer('-p', t.pid, '-e', probe)
+      assert status.success?, err
+      counts << eval(out.delete_prefix('=> ')) # rubocop:disable Security/Eval
+    end
+    shapes = counts.map { |c| c[0..1] }
+    assert_equal [shapes.first] * 20, shapes, 'what each class holds, session after session'
+    assert_equal [0] * 20, counts.map { |c| c[2] }, 'no hook is left'
+    rss = counts.map(&:last)
+    assert_operator rss.last - rss.first, :<, 1024, "RSS in KiB after each session: #{rss.inspect}"
+    assert_operator times.last(5).sum / 5, :<, [times.first(5).sum / 5 * 3, 1.0].max, "attach times: #{times.map { |x| x.round(3) }.inspect}"
+    refute_match(/MISMATCH/, t.out)
+  end
+end
