@@ -55,11 +55,19 @@ static struct {
 	uint32_t wrapped;
 	uint64_t remove_total;
 	uint64_t longest_step;  /* ns: the longest any step held the GVL, this session */
-} P = { .cwd = Qnil, .ignore = Qnil, .found = Qnil, .pending = Qnil, .tracepoints = Qnil };
+	/* What the last plan with a scope found, kept for the next one: it holds as long as the
+	 * scope is the same and the app has defined no method since (trc_wrap_definitions). */
+	VALUE known;            /* found, or Qnil */
+	VALUE known_scope;      /* [prefixes, ignores, cwd] */
+	uint64_t known_at;
+	uint64_t found_at;      /* definitions when this plan began to find */
+	int found_known;        /* found came from known: each entry is checked again */
+} P = { .cwd = Qnil, .ignore = Qnil, .found = Qnil, .pending = Qnil, .tracepoints = Qnil, .known = Qnil,
+	.known_scope = Qnil };
 
 static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_methods, id_visibility_of,
     id_detached, id_detached_app, id_trace_detached, id_ignore_regexp, id_source_location, id_owner, id_name,
-    id_instance_method, id_arity, id_bind_call;
+    id_instance_method, id_arity, id_bind_call, id_still_defined;
 
 uint64_t
 trc_plan_now(void)
@@ -386,6 +394,11 @@ wrap_entry(const VALUE *e)
 	}
 	if (trc_wrap_refusal(owner, mid, 0) != NULL || basic_op(owner, mid))
 		return 0;
+	if (P.found_known) {
+		VALUE argv[2] = { owner, e[1] };
+		if (!RTEST(wrap_call(id_still_defined, 2, argv)))
+			return 0;
+	}
 	if ((m = trc_method_intern(owner, mid, e[4], FIX2INT(e[5]), -2)) == UINT32_MAX)
 		return 0;
 	return trc_wrap_put(owner, mid, visibility, FIX2INT(e[3]), m, P.gen, Qnil, &why) == 0;
@@ -440,6 +453,13 @@ defined_now(VALUE mod, ID mid)
 				   RARRAY_AREF(where, 3) };
 		P.wrapped += wrap_entry(e);
 	}
+}
+
+/* What a scope is, for telling whether what was found for one holds for another. */
+static VALUE
+scope_key(void)
+{
+	return rb_ary_new_from_args(3, P.scope->prefix_list, P.scope->ignore_list, P.cwd);
 }
 
 /* ---- every module, from the heap ---- */
@@ -525,6 +545,7 @@ trc_plan_begin(const struct trc_spec *specs, int nspecs, const struct trc_scope 
 	P.tracepoints = rb_ary_new();
 	P.pending = rb_ary_new();
 	P.found = rb_ary_new();
+	P.found_known = 0;
 	P.next_found = 0;
 	modules_forget();
 	P.cwd = Qnil;
@@ -544,6 +565,12 @@ trc_plan_begin(const struct trc_spec *specs, int nspecs, const struct trc_scope 
 
 		P.cwd = scope->cwd ? rb_str_new_cstr(scope->cwd) : Qnil;
 		P.ignore = ignore == Qundef ? Qnil : ignore;
+		if (!NIL_P(P.known) && P.known_at == trc_wrap_definitions() &&
+		    rb_equal(P.known_scope, scope_key()) == Qtrue) {
+			P.found = rb_ary_dup(P.known);
+			P.found_known = 1;
+			P.phase = PHASE_WRAP;   /* found already: nothing defined since */
+		}
 	} else {
 		P.phase = PHASE_WRAP;   /* nothing to find */
 	}
@@ -558,6 +585,7 @@ find(uint64_t deadline)
 	if (!P.walked) {
 		VALUE detached;
 
+		P.found_at = trc_wrap_definitions();
 		argv[0] = P.scope->prefix_list;
 		argv[1] = P.cwd;
 		argv[2] = P.ignore;
@@ -580,6 +608,9 @@ find(uint64_t deadline)
 	if (P.next >= P.nmodules) {
 		modules_forget();
 		P.phase = PHASE_WRAP;
+		P.known = rb_ary_dup(P.found);
+		P.known_scope = scope_key();
+		P.known_at = P.found_at;
 	}
 }
 
@@ -744,6 +775,8 @@ trc_plan_mark(void)
 	for (size_t i = P.next; i < P.nmodules; i++)
 		rb_gc_mark(P.modules[i]);
 	rb_gc_mark(P.found);
+	rb_gc_mark(P.known);
+	rb_gc_mark(P.known_scope);
 	rb_gc_mark(P.pending);
 	rb_gc_mark(P.tracepoints);
 }
@@ -767,4 +800,5 @@ trc_plan_init(void)
 	id_instance_method = rb_intern("instance_method");
 	id_arity = rb_intern("arity");
 	id_bind_call = rb_intern("bind_call");
+	id_still_defined = rb_intern("still_defined?");
 }

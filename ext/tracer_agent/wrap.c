@@ -52,6 +52,7 @@ static struct {
 	VALUE wrappers_class;   /* TracerAgent::Wrappers */
 	VALUE wrap_module;      /* TracerAgent::Wrap */
 	uint64_t alloc_failures;
+	uint64_t definitions;   /* methods the app defined since DefinitionWatch is in place */
 } W;
 
 static ID id_bind_call, id_private, id_protected, id_expressions;
@@ -628,11 +629,25 @@ trc_wrap_mark(void)
 
 /* ---- the app's definitions ---- */
 
-/* TracerAgent.__watching: whether method definitions matter now (Module#method_added). */
+/*
+ * TracerAgent.__watching, from Module#method_added once a session has put DefinitionWatch in
+ * place: whether this definition matters now (a session wants to know). Every definition but
+ * the agent's own is counted, session or not: what was found of the app's methods holds only as
+ * long as the count stays (plan.c).
+ */
 static VALUE
 agent_watching(VALUE self)
 {
-	return !W.defining && trc_hook_watching() && trc_control_main_ractor() ? Qtrue : Qfalse;
+	if (W.defining)
+		return Qfalse;
+	__atomic_fetch_add(&W.definitions, 1, __ATOMIC_RELAXED);
+	return trc_hook_watching() && trc_control_main_ractor() ? Qtrue : Qfalse;
+}
+
+uint64_t
+trc_wrap_definitions(void)
+{
+	return __atomic_load_n(&W.definitions, __ATOMIC_RELAXED);
 }
 
 /* TracerAgent.__defined(mod, name): the app defined a method while a session wants to know. */

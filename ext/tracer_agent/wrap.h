@@ -57,6 +57,8 @@ void trc_wrap_live(uint64_t gen);
  */
 int trc_wrap_remove_some(int (*more)(void *), void *arg);
 
+/* Methods the app has defined since a session first watched definitions (lib/tracer_agent/wrap.rb). */
+uint64_t trc_wrap_definitions(void);
 /* GVL held. How many wrappers are in place. */
 int trc_wrapped(void);
 /* Memory the wrappers' tables could not get, so far. */

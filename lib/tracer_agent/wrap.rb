@@ -61,6 +61,13 @@ module TracerAgent
     METHOD_P = Module.instance_method(:method_defined?)
     INSPECT = Module.instance_method(:inspect)
 
+    # The modules found to have none of the app's methods, by how many methods they had then:
+    # looked at again only once that number changes. Without it each session made an object or
+    # two for every method of every module (some 100,000 for a Rails app), and Ruby's heap grew
+    # to hold them over the first sessions. One map per scope (prefixes, ignores) of the last few
+    # sessions; each weak: it keeps no module alive.
+    NONE_OF_THE_APPS = {}
+
     class << self
       # Every module, singleton classes left out (app_methods_of looks at each one's own), less
       # the agent's own and refinements: what app_methods_of is then asked about, a few at a time.
@@ -81,10 +88,15 @@ module TracerAgent
       # [owner, name, visibility (0 public, 1 protected, 2 private), arity, path, line, ...].
       def app_methods_of(mod, prefixes, cwd, ignore)
         found = []
-        collect(found, mod, '#', prefixes, cwd, ignore)
-        unless SINGLETON_METHODS.bind_call(mod, false).empty?
-          collect(found, SINGLETON_CLASS.bind_call(mod), '.', prefixes, cwd, ignore)
-        end
+        own = own_methods(mod)
+        singles = SINGLETON_METHODS.bind_call(mod, false)
+        count = own.size + singles.size
+        none = none_of_the_apps(prefixes, cwd, ignore)
+        return found if none[mod] == count
+
+        collect(found, mod, own, '#', prefixes, cwd, ignore)
+        collect(found, SINGLETON_CLASS.bind_call(mod), own_methods(SINGLETON_CLASS.bind_call(mod)), '.', prefixes, cwd, ignore) unless singles.empty?
+        none[mod] = count if found.empty?
         found
       rescue StandardError
         found # a module that will not list its methods
@@ -94,6 +106,21 @@ module TracerAgent
       def watch
         Module.prepend(DefinitionWatch) unless Module < DefinitionWatch
       end
+
+      # (The same objects all session long: looked up once a session, not once a module.)
+      def none_of_the_apps(prefixes, cwd, ignore)
+        last = @none_for
+        return @none if last && last[0].equal?(prefixes) && last[1].equal?(cwd) && last[2].equal?(ignore)
+
+        key = [prefixes, cwd, ignore&.source]
+        NONE_OF_THE_APPS.clear if NONE_OF_THE_APPS.size >= 4 && !NONE_OF_THE_APPS.key?(key)
+        @none_for = [prefixes, cwd, ignore]
+        @none = NONE_OF_THE_APPS[key] ||= ObjectSpace::WeakMap.new
+      end
+
+      # Whether owner still defines name itself: what a session found for an earlier one may
+      # since have been removed (remove_method and undef_method define nothing).
+      def still_defined?(owner, name) = own?(owner, name)
 
       # The ignores as one Regexp (nil for none): compiled once per session.
       def ignore_regexp(ignores)
@@ -223,8 +250,7 @@ module TracerAgent
         defined?(::Refinement) && mod.is_a?(::Refinement)
       end
 
-      def collect(found, owner, sep, prefixes, cwd, ignore)
-        list = own_methods(owner)
+      def collect(found, owner, list, sep, prefixes, cwd, ignore)
         label = nil
         list.each_slice(2) do |name, visibility|
           method = INSTANCE_METHOD.bind_call(owner, name)

@@ -92,6 +92,15 @@ module Mixin
   def mixed = :mixed
 end
 
+# obj.name(*args), given to the block if one comes; :absent on a Ruby that has no such method
+# (its NoMethodError would show an address).
+def on(obj, name, *args)
+  return :absent unless obj.respond_to?(name)
+
+  v = obj.public_send(name, *args)
+  block_given? ? yield(v) : v
+end
+
 # Every object here prints without an address: its inspect is its own, or one of Ruby's that
 # shows none.
 def rounds
@@ -221,13 +230,16 @@ def rounds
     'to_s (Module)' => -> { Probe.to_s },
     'undef_method' => -> { c = Class.new(Probe) { undef_method :v }; c.method_defined?(:v) },
     'refine' => -> { Module.new { refine(String) { def shout = upcase } }.class },
+    'refinements' => -> { on(Module.new { refine(String) { nil } }, :refinements, &:size) },
+    'set_temporary_name' => -> { on(Module.new, :set_temporary_name, 'fake_name', &:name) },
+    'undefined_instance_methods' => -> { on(Class.new(Probe) { undef_method :v }, :undefined_instance_methods) },
     'const_source_location (inherited)' => -> { Probe.const_source_location(:Object).class },
     # Class
     'allocate' => -> { Probe.allocate.v },
     'new' => -> { Probe.new(8).v },
     'subclasses' => -> { Class.new.subclasses },
     'superclass' => -> { Probe.superclass },
-    'attached_object' => -> { Probe.singleton_class.attached_object },
+    'attached_object' => -> { on(Probe.singleton_class, :attached_object) },
     # Kernel, private: what a program calls without a receiver
     'block_given? (with a block)' => -> { o.frame_block_given { 1 } },
     'block_given? (without)' => -> { o.frame_block_given },

@@ -254,6 +254,7 @@ when 'each'
     sleep 0.001
   end
 when 'signatures'
+  require 'io/wait'
   # Methods of every parameter shape, called in every way; what each call returns is checked
   # against the first round's, before any tracer came: a wrapper must bind arguments, blocks
   # and keywords exactly as the method itself does. "MISMATCH ..." if it ever does not.
@@ -299,6 +300,15 @@ when 'signatures'
      Sig.public_instance_methods(false).sort, Sig.private_instance_methods(false).sort,
      Sig.protected_instance_methods(false).sort, Sig.new.public_methods.include?(:priv)]
   end
+  # A line on stdin asks what the process holds (no eval, whose thread would count too):
+  # "probe [[Sig's, SigChild's methods, private methods, ancestors], hooks, RSS KiB, YJIT KiB]".
+  probe = lambda do
+    GC.start
+    y = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? && RubyVM::YJIT.runtime_stats
+    [[Sig, SigChild].map { |c| [c.instance_methods(false).size, c.private_instance_methods(false).size, c.ancestors.size] },
+     TracerAgent.stats[:hooks], File.read('/proc/self/status')[/VmRSS:\s+(\d+)/, 1].to_i,
+     y ? (y[:code_region_size].to_i + y[:yjit_alloc_size].to_i) / 1024 : 0]
+  end
   baseline = calls.call
   ready
   rounds = 0
@@ -307,6 +317,7 @@ when 'signatures'
     puts "MISMATCH #{baseline.zip(got).reject { |a, b| a == b }.inspect}" if got != baseline
     rounds += 1
     puts "rounds #{rounds}" if (rounds % 100).zero?
+    puts "probe #{probe.call.inspect}" if $stdin.wait_readable(0) && $stdin.gets
     sleep 0.0005
   end
 when 'late'
