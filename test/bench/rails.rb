@@ -44,7 +44,14 @@ module RailsBench
   def self.run
     env = { 'RUBY' => RUBY }
     log 'examples/redmine/setup'
-    log RedmineLoad::Server.setup(env).strip
+    begin
+      log RedmineLoad::Server.setup(env).strip
+    rescue RuntimeError => e
+      raise unless (why = e.message[/native-gems: (Redmine cannot run on Ruby .*)/, 1])
+
+      puts "rails: no rows: #{why}"
+      return
+    end
     server = RedmineLoad::Server.new(env, workers: 4)
     log "serving on #{server.port}, workers #{server.workers.join(' ')}; warming up"
     server.warm

@@ -35,8 +35,13 @@ class RailsTest < Minitest::Test
   class << self
     def server
       return @server if @server
+      raise @failed if @failed
 
-      warn RedmineLoad::Server.setup(ENV_FOR_APP)
+      begin
+        warn RedmineLoad::Server.setup(ENV_FOR_APP)
+      rescue RuntimeError => e
+        raise @failed = e
+      end
       # serve picks a free port; another run may take it between the check and Apache's bind.
       tries = 0
       begin
@@ -61,6 +66,10 @@ class RailsTest < Minitest::Test
     super
     @server = self.class.server
   rescue RuntimeError => e
+    # Ruby 3.4 in make test-rubies' sid root: Debian built Redmine's native gems for 3.3 only,
+    # and its registry serves no source of some of them (examples/redmine/native-gems says
+    # which). No Redmine can start there; anything else that failed is a failure.
+    skip e.message[/native-gems: (Redmine cannot run on Ruby .*)/, 1] if e.message.include?('Redmine cannot run on Ruby')
     flunk e.message
   end
 
