@@ -17,7 +17,8 @@
 #
 # serve: loads the app, then serves "requests" on a schedule, one every 2 ms, each calling 40
 # of the app's methods (a fixed sample of 2,000); a request's latency is from when it was due
-# to when it ended, so a stall of the process shows whole in the requests it held up. A thread
+# to when it ended, so a stall of the process shows whole in the requests it held up (after
+# one, the schedule starts again from then: the backlog is not counted as late). A thread
 # wakes every millisecond and records the gaps between its wake-ups. Every 50 ms both go to
 # DIR/stats.json: [monotonic time, requests so far, the longest latency and the longest gap in
 # each 50 ms], the last 2,000 entries, which the driver reads (no tracer -e: one client at a
@@ -167,7 +168,10 @@ module BigApp
         s = slots[(t * 20).floor]
         s[0] = lat if lat > s[0]
       end
+      # The next request is due 2 ms later, or now if that is past: a stall shows in the
+      # requests it held, not again in every one of the backlog after it.
       due += 0.002
+      due = t if due < t
       sleep(due - t) if due > t
     end
   end
