@@ -173,6 +173,12 @@ module RedmineLoad
     sleep 0.02 while now < stop_at
     during.stop
     fig[:during] = during.result(within: 30)
+    if fig[:during][:requests].zero?
+      # No request ended while it attached: each one took at least the window, which is then
+      # the latency figures' lower bound (wrk has none to give).
+      fig[:during][:p50] = fig[:during][:p99] = fig[:during][:max] = fig[:during][:seconds] * 1000
+      fig[:notes] << format('no request ended in the %.0f s of the attach: its latencies are that, at least', fig[:during][:seconds])
+    end
     fig[:during][:cpu_ms] = cpu_ms(server.cpu - cpu0, fig[:during][:requests])
     log.("during (#{format('%.1f', now - t0)} s): #{line(fig[:during])}")
 
