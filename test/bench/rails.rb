@@ -1,0 +1,87 @@
+# frozen_string_literal: true
+#
+# rails.rb: the bench's rows for a real Rails app (issue 23): Debian's Redmine served by Apache
+# and Passenger with four workers of this Ruby ($RUBY, else this one), each loading the agent,
+# under wrk's load (examples/redmine). For each app-wide mode, one session on the same server
+# processes: requests/s and p99 latency before the command, during the attach (from the command
+# until every worker is attached, and a grace for the requests it held), while attached, and
+# after detach (^C), and the install time: from the command to every worker's STARTED
+# ("attached to process N") and, for the tables, to the first row of the app's methods.
+#
+#   ruby -Ilib test/bench/rails.rb           (make bench-ruby runs it after bench.rb; as root
+#                                             the first time: examples/redmine/setup installs)
+#
+# Knobs: BENCH_RAILS_WINDOW (seconds of load per phase, 8), BENCH_RAILS_LIMIT (seconds an
+# install may take before the session is given up, 90), BENCH_RAILS_MODES (calls,time,firehose).
+# Progress goes to stderr, the table to stdout.
+require 'rbconfig'
+require 'tmpdir'
+require_relative '../../examples/redmine/measure'
+
+module RailsBench
+  ROOT = File.expand_path('../..', __dir__)
+  TRACER = File.join(ROOT, 'client', 'tracer')
+  RUBY = ENV['RUBY'] || RbConfig.ruby
+  WINDOW = Float(ENV['BENCH_RAILS_WINDOW'] || 8)
+  LIMIT = Float(ENV['BENCH_RAILS_LIMIT'] || 90)
+  MODES = {
+    'calls' => ['--top calls', :top, ->(_) { %w[--top calls --interval 0.5 --json --rows 20] }],
+    'time' => ['--top time', :top, ->(_) { %w[--top time --interval 0.5 --json --rows 20] }],
+    'firehose' => ['-f -o FILE.zst', :trace, ->(dir) { ['-f', '--filter', "#{RedmineLoad::APP_DIR}/", '-o', File.join(dir, 'trace.log.zst')] }]
+  }.freeze
+
+  def self.log(msg) = warn("[rails] #{msg}")
+
+  def self.fmt(r, base)
+    return '-' unless r
+
+    ratio = base&.positive? ? format('%.2fx', r[:rps] / base) : '-'
+    format('%6.2f %5s %6.0f', r[:rps], ratio, r[:p99] || 0)
+  end
+
+  def self.secs(s) = s ? format('%.1f s', s) : 'never'
+
+  def self.run
+    env = { 'RUBY' => RUBY }
+    log 'examples/redmine/setup'
+    begin
+      log RedmineLoad::Server.setup(env).strip
+    rescue RuntimeError => e
+      raise unless (why = e.message[/native-gems: (Redmine cannot run on Ruby .*)/, 1])
+
+      puts "rails: no rows: #{why}"
+      return
+    end
+    server = RedmineLoad::Server.new(env, workers: 4)
+    log "serving on #{server.port}, workers #{server.workers.join(' ')}; warming up"
+    server.warm
+    methods = server.app_methods(TRACER)
+    version = `#{RUBY} -e 'print RUBY_DESCRIPTION'`
+    redmine = `dpkg-query -W -f='${Version}' redmine 2>/dev/null`
+    puts "rails: Debian's Redmine #{redmine}, Apache + Passenger, 4 workers of #{version}"
+    puts "rails: #{methods || '?'} methods under #{RedmineLoad::APP_DIR} per worker; wrk 2 threads, 8 connections, " \
+         "#{WINDOW.round} s per phase; columns: requests/s, ratio to before, p99 ms"
+    puts format('%-16s %9s %9s  %-20s %-20s %-20s %-20s %s', 'mode', 'attached', '1st row', 'before', 'during',
+                'attached', 'after', 'notes')
+    (ENV['BENCH_RAILS_MODES'] || MODES.keys.join(',')).split(',').each do |name|
+      label, kind, args = MODES.fetch(name)
+      Dir.mktmpdir('tracer-rails-bench') do |dir|
+        log "#{label}: one session"
+        cmd = ['--ps', server.regex, *args.(dir), '--timeout', LIMIT.to_s]
+        fig = RedmineLoad.session(server, TRACER, cmd, kind: kind, window: WINDOW, limit: LIMIT, duration: nil,
+                                                       log: ->(m) { log("  #{m}") })
+        base = fig[:before][:rps]
+        notes = fig[:notes].dup
+        notes << "client #{fig[:status].exitstatus}" unless fig[:status]&.success?
+        puts format('%-16s %9s %9s  %-20s %-20s %-20s %-20s %s', label, secs(fig[:all_attached]),
+                    kind == :top ? secs(fig[:rows]) : '-', fmt(fig[:before], base), fmt(fig[:during], base),
+                    fmt(fig[:attached], base), fmt(fig[:after], base), notes.join('; '))
+        $stdout.flush
+      end
+    end
+  ensure
+    server&.stop
+  end
+end
+
+RailsBench.run if $PROGRAM_NAME == __FILE__
