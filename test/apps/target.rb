@@ -388,6 +388,24 @@ when 'capture'
     end
     sleep 0.001
   end
+when 'many'
+  # MANY methods (default 20,000) of the app's own, in classes of 25, defined in files under
+  # the working directory as far as Ruby knows (what -f and --top calls wrap); a loop calls some.
+  n = Integer(ENV.fetch('MANY', '20000'))
+  classes = (0...(n / 25)).map do |c|
+    Class.new.tap do |k|
+      Object.const_set("Many#{c}", k)
+      k.class_eval((0...25).map { |i| "def m#{i}(a) = a + #{i}\n" }.join, File.join(Dir.pwd, "generated/many#{c / 100}.rb"), 1)
+    end
+  end
+  objs = classes.map(&:new)
+  ready
+  i = 0
+  loop do
+    objs[i % objs.size].m3(i)
+    i += 1
+    sleep 0.0005 if (i % 100).zero?
+  end
 when 'cpu'
   # Cpu#spin burns 30 ms of its thread's CPU time, Cpu#nap sleeps as long and burns next to none.
   cpu = Class.new do

@@ -1,0 +1,49 @@
+# install_test.rb: putting the wrappers of an app's every method in place, and taking them away:
+# what the operator sees meanwhile, and that the process answers the next client at once.
+require_relative 'helper'
+require 'pty'
+
+class InstallTest < Minitest::Test
+  include TracerTest
+
+  MANY = 40_000
+
+  # A terminal shows how far it has come while the wrappers go in place; then the trace starts.
+  def test_progress_on_a_terminal
+    t = target('many', env: { 'MANY' => MANY.to_s })
+    screen = +''
+    r, w, pid = PTY.spawn({ 'TERM' => 'xterm' }, TRACER, '-p', t.pid.to_s, '-f', '-o', '/dev/null', '--duration', '0.5')
+    begin
+      loop { screen << r.readpartial(4096) }
+    rescue EOFError, Errno::EIO
+      nil # the client exited
+    end
+    Process.wait(pid)
+    assert $?.success?, screen
+    assert_match(/\r\e\[K(finding the app's methods|wrapping 40,000 methods) in 1 process: \d+%/, screen)
+    assert_match(/\r\e\[K\*\*\* attached to process #{t.pid}/, screen, 'the line is taken away before the next note')
+    w.close
+  end
+
+  # However a client ends, the process answers the next one within a second: once its trace
+  # ran, once it was killed in the middle of putting the wrappers in place, once it was killed
+  # while tracing. Nothing of the session is left after.
+  def test_the_next_client_is_answered_within_a_second_however_the_last_one_ended
+    t = target('many', env: { 'MANY' => MANY.to_s })
+    ends = {
+      'detached' => ->(c) { c.wait_for(/attached to process/); c.signal('INT'); c.finish },
+      'killed while installing' => ->(c) { sleep 0.05; refute_match(/attached to process/, c.err); c.kill },
+      'killed while tracing' => ->(c) { c.wait_for(/attached to process/); c.kill },
+    }
+    ends.each do |how, finish|
+      c = client('-p', t.pid, '-f', '-o', '/dev/null')
+      finish.call(c)
+      start = Time.now
+      out, err, status = tracer('-p', t.pid, '-e', 'TracerAgent.stats.values_at(:wrapped, :hooks)')
+      took = Time.now - start
+      assert status.success?, "#{how}: #{err}"
+      assert_equal "=> [0, 0]\n", out, how
+      assert_operator took, :<, 1.5, "#{how}: the next client waited #{took.round(2)} s (tracer itself starts in a few ms)"
+    end
+  end
+end
