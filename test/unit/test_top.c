@@ -5,6 +5,8 @@
 #include "output.h"
 #include "test.h"
 #include "top.h"
+#include "top_json.h"
+#include "top_text.h"
 
 #define MS 1000000ull
 
