@@ -40,6 +40,7 @@ void test_decode(void);
 void test_encode(void);
 void test_export(void);
 void test_replay(void);
+void test_opt(void);
 void test_ring(void);
 void test_spec(void);
 void test_spool(void);

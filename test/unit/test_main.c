@@ -14,6 +14,7 @@ static const struct suite {
 	{ "decode", test_decode },
 	{ "encode", test_encode },
 	{ "export", test_export },
+	{ "opt", test_opt },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
 	{ "spec", test_spec },
