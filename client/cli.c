@@ -847,7 +847,7 @@ main(int argc, char **argv)
 	struct opts o = { .run = { .slow_ms = DEFAULT_SLOW_MS, .prefix = DEFAULT_PREFIX,
 				   .timeout = DEFAULT_TIMEOUT, .rows = DEFAULT_ROWS,
 				   .interval = DEFAULT_INTERVAL, .sample = 1 } };
-	struct trc_opt_state st;
+	struct trc_opt_state st = { 0 };
 	struct trc_spec *specs;
 	struct trc_ps ps = { .known = NULL };
 	char *heap, *shapes;

@@ -74,6 +74,8 @@ set_secs(struct parse *p, const struct trc_opt *d, const char *v)
 	char name[48], *end;
 	double s, max = d->max > 0 ? d->max : SECS_MAX;
 
+	if (v == NULL)          /* an entry with an optional value must say its default */
+		return fail(p, "option '--%s' needs a value", d->name);
 	errno = 0;
 	s = strtod(v, &end);
 	if (*v == '\0' || *end != '\0' || errno != 0 || !isfinite(s) || s <= 0 || s > SECS_MAX)
@@ -111,6 +113,8 @@ add_to_list(struct parse *p, const struct trc_opt *d, const char *v)
 	struct trc_opt_list *l = field(p, d);
 	char name[48];
 
+	if (v == NULL)          /* as for seconds: a list has no default */
+		return fail(p, "option '--%s' needs a value", d->name);
 	if (d->max > 0 && (double)l->n >= d->max)
 		return fail(p, "%s: at most %.0f may be given", what(d, name, sizeof(name)), d->max);
 	l->v = xreallocarray(l->v, l->n + 2, sizeof(*l->v));

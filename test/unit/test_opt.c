@@ -44,7 +44,15 @@ static const struct trc_opt table[] = {
 };
 #define N (sizeof(table) / sizeof(table[0]))
 
-/* Parses the words (after a program name) into *o; returns trc_opt_parse's result. */
+static void
+release(struct o *o)
+{
+	trc_opt_list_release(&o->list);
+	trc_opt_list_release(&o->rest);
+}
+
+/* Parses the words (after a program name) into *o, emptied first; returns trc_opt_parse's
+ * result. */
 static int
 parse(struct o *o, struct trc_opt_state *st, int argc, const char **words)
 {
@@ -52,6 +60,7 @@ parse(struct o *o, struct trc_opt_state *st, int argc, const char **words)
 
 	for (int i = 0; i < argc; i++)
 		argv[i + 1] = words[i];
+	release(o);
 	*o = (struct o){ 0 };
 	return trc_opt_parse(table, N, argc + 1, (char **)argv, o, st);
 }
@@ -60,16 +69,9 @@ parse(struct o *o, struct trc_opt_state *st, int argc, const char **words)
 			 (const char *[]){ __VA_ARGS__ })
 
 static void
-release(struct o *o)
-{
-	trc_opt_list_release(&o->list);
-	trc_opt_list_release(&o->rest);
-}
-
-static void
 test_values(void)
 {
-	struct o o;
+	struct o o = { 0 };
 	struct trc_opt_state st;
 
 	test_cond("flags and values", PARSE("-f", "--name=x", "-l", "a", "b", "--num", "3",
@@ -95,7 +97,7 @@ test_values(void)
 static void
 test_errors(void)
 {
-	struct o o;
+	struct o o = { 0 };
 	struct trc_opt_state st;
 
 	test_cond("out of range", PARSE("--num", "11") < 0);
@@ -131,7 +133,7 @@ test_errors(void)
 static void
 test_rest(void)
 {
-	struct o o;
+	struct o o = { 0 };
 	struct trc_opt_state st;
 
 	test_cond("a command without words", PARSE("-x") < 0);
