@@ -13,6 +13,7 @@
 #include <editline/readline.h>
 
 #include "buf.h"
+#include "escape.h"
 #include "xmalloc.h"
 
 #define HISTORY_FILE ".tracer_history"
@@ -233,18 +234,22 @@ show_prompt(struct trc_repl *r)
 	ev_io_start(r->loop, &r->in_w);
 }
 
+/* The value's inspect, or the error (with its lines), escaped: they come from the process. */
 static void
 print_answer(struct trc_repl *r, bool ok, const char *text, size_t len)
 {
+	char *safe = ok ? trc_escape_dup(text, len) : trc_escape_lines_dup(text, len);
+
 	if (ok) {
 		trc_output_write(r->out, "=> ", 3);
-		trc_output_write(r->out, text, len);
+		trc_output_write(r->out, safe, strlen(safe));
 		trc_output_putc(r->out, '\n');
 		trc_output_flush(r->out);
-		return;
+	} else {
+		trc_output_flush(r->out);
+		fprintf(stderr, "%s\n", safe);
 	}
-	trc_output_flush(r->out);
-	fprintf(stderr, "%.*s\n", (int)len, text);
+	free(safe);
 }
 
 void

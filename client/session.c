@@ -12,6 +12,7 @@
 #include "attach.h"
 #include "conn.h"
 #include "encode.h"
+#include "escape.h"
 #include "heapfile.h"
 #include "proc.h"
 #include "spool.h"
@@ -182,16 +183,21 @@ start_duration(struct trc_session *s)
 	ev_timer_start(s->loop, &s->duration_w);
 }
 
+/* One line: prefix, the target's text (escaped), suffix. */
 static void
 put_line(struct trc_session *s, const char *prefix, struct trc_str text, const char *suffix)
 {
 	struct trc_output *o = s->job->out;
+	struct trc_buf b;
 
+	trc_buf_init(&b);
+	trc_buf_adds(&b, s->tag);
+	trc_buf_adds(&b, prefix);
+	trc_escape(&b, text.ptr, text.len);
+	trc_buf_adds(&b, suffix);
 	trc_output_close_line(o);
-	trc_output_write(o, s->tag, strlen(s->tag));
-	trc_output_write(o, prefix, strlen(prefix));
-	trc_output_write(o, text.ptr, text.len);
-	trc_output_write(o, suffix, strlen(suffix));
+	trc_output_write(o, b.data, b.len);
+	trc_buf_release(&b);
 }
 
 static void
@@ -316,11 +322,13 @@ static void
 start_interactive(struct trc_session *s, const struct trc_message *m)
 {
 	const struct trc_str *v = &m->welcome.ruby_version;
+	char *version = trc_escape_dup(v->ptr, v->len);
 
 	ev_timer_stop(s->loop, &s->timeout_w);
 	s->state = S_INTERACTIVE;
-	trc_output_note(s->job->out, "attached to process %d (Ruby %.*s); exit or Ctrl+D detaches",
-			(int)s->pid, (int)v->len, v->ptr);
+	trc_output_note(s->job->out, "attached to process %d (Ruby %s); exit or Ctrl+D detaches",
+			(int)s->pid, version);
+	free(version);
 	start_duration(s);
 	ev_timer_start(s->loop, &s->alive_w);
 	s->cbs->ready(s, s->ctx);
@@ -364,10 +372,15 @@ on_error(struct trc_session *s, const struct trc_message *m)
 
 	s->busy = m->error.code == TRC_ERR_BUSY;
 
-	if (m->error.message.len == 0)
+	char *text;
+
+	if (m->error.message.len == 0) {
 		finish(s, code, "process %d refused: error %" PRIu32, (int)s->pid, m->error.code);
-	else
-		finish(s, code, "%.*s", (int)m->error.message.len, m->error.message.ptr);
+		return;
+	}
+	text = trc_escape_dup(m->error.message.ptr, m->error.message.len);
+	finish(s, code, "%s", text);
+	free(text);
 }
 
 /* A spec that matched nothing is worth a warning, named by the spec as the user wrote it. */
@@ -392,10 +405,14 @@ on_spec(struct trc_session *s, const struct trc_message *m)
 	 */
 	if (m->spec.matched != 0 || optional || (s->job->exec && (m->spec.pending || nothing)))
 		return;
-	if (msg->len > 0)
-		trc_output_note(s->job->out, "%s%s: %.*s", s->tag, spec, (int)msg->len, msg->ptr);
-	else
+	if (msg->len > 0) {
+		char *text = trc_escape_dup(msg->ptr, msg->len);
+
+		trc_output_note(s->job->out, "%s%s: %s", s->tag, spec, text);
+		free(text);
+	} else {
 		trc_output_note(s->job->out, "%s%s: matched no method", s->tag, spec);
+	}
 }
 
 static void
@@ -454,10 +471,14 @@ on_eval(struct trc_session *s, const struct trc_message *m)
 		       (int)s->pid, m->eval.id);
 		return;
 	}
-	if (m->eval.ok)
+	if (m->eval.ok) {
 		e->print(s, *t);
-	else
-		remember(s, TRC_EXIT_ERROR, "%s %.*s", e->failure, (int)t->len, t->ptr);
+	} else {
+		char *text = trc_escape_lines_dup(t->ptr, t->len);
+
+		remember(s, TRC_EXIT_ERROR, "%s %s", e->failure, text);
+		free(text);
+	}
 	detach(s);
 }
 

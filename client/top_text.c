@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "utf8.h"
+#include "xmalloc.h"
 
 #define GAP 2                   /* spaces between columns */
 #define MAX_COLS 8
@@ -20,33 +22,23 @@ ms(uint64_t ns)
 }
 
 static void
-put_safe(struct trc_buf *out, const char *s, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		unsigned char u = (unsigned char)s[i];
-
-		if (u < 0x20 || u == 0x7f)
-			trc_buf_addc(out, '?');
-		else
-			trc_buf_addc(out, s[i]);
-	}
-}
-
-static void
 put_spaces(struct trc_buf *out, size_t n)
 {
 	while (n-- > 0)
 		trc_buf_addc(out, ' ');
 }
 
-/* s in exactly w columns: cut from the left behind "..." if longer, padded on the right if pad. */
+/*
+ * s (escaped text) in exactly w columns: cut from the left behind "..." if longer, padded on
+ * the right if pad.
+ */
 static void
 put_left_cut(struct trc_buf *out, const char *s, size_t len, size_t w, bool pad)
 {
 	size_t have = trc_utf8_width(s, len), start;
 
 	if (have <= w) {
-		put_safe(out, s, len);
+		trc_buf_add(out, s, len);
 		if (pad)
 			put_spaces(out, w - have);
 		return;
@@ -57,7 +49,7 @@ put_left_cut(struct trc_buf *out, const char *s, size_t len, size_t w, bool pad)
 	}
 	start = trc_utf8_tail(s, len, w - 3);
 	trc_buf_adds(out, "...");
-	put_safe(out, s + start, len - start);
+	trc_buf_add(out, s + start, len - start);
 }
 
 /* Columns. */
@@ -84,10 +76,16 @@ struct layout {
 	size_t n;
 };
 
-/* A cell's text: points into the entry, or into buf. */
+/* A cell's text, safe to print: points into a row's escaped names, or into buf. */
 struct cell {
 	const char *p;
 	size_t len;
+};
+
+/* A row with its names escaped (escape.h), which widths are then measured on. */
+struct text_row {
+	const struct trc_top_shown *shown;
+	struct cell file, label;
 };
 
 static const char *
@@ -114,17 +112,17 @@ num_cell(char *buf, size_t size, const char *fmt, ...)
 }
 
 static struct cell
-get_cell(const struct trc_top_shown *row, enum col c, char *buf, size_t size)
+get_cell(const struct text_row *row, enum col c, char *buf, size_t size)
 {
-	const struct trc_top_entry *e = row->e;
+	const struct trc_top_entry *e = row->shown->e;
 
 	switch (c) {
 	case C_FILE:
-		return (struct cell){ e->file, e->file_len };
+		return row->file;
 	case C_LINE:
 		return num_cell(buf, size, "%" PRId32, e->line);
 	case C_LABEL:
-		return (struct cell){ e->label, e->label_len };
+		return row->label;
 	case C_COUNT:
 		return num_cell(buf, size, "%" PRIu64, e->count);
 	case C_TOTAL:
@@ -134,7 +132,7 @@ get_cell(const struct trc_top_shown *row, enum col c, char *buf, size_t size)
 	case C_AVG:
 		return num_cell(buf, size, "%.3f", e->count ? ms(e->total_ns) / (double)e->count : 0.0);
 	case C_PIDS:
-		return num_cell(buf, size, "%" PRIu32, row->npids);
+		return num_cell(buf, size, "%" PRIu32, row->shown->npids);
 	}
 	return (struct cell){ "", 0 };
 }
@@ -160,7 +158,8 @@ choose_cols(struct layout *l, const struct trc_top_mode_def *d, bool pids)
 }
 
 static void
-natural_widths(struct layout *l, const struct trc_top_mode_def *d, const struct trc_top_shown *rows, size_t n)
+natural_widths(struct layout *l, const struct trc_top_mode_def *d, const struct text_row *rows,
+	       size_t n)
 {
 	char buf[32];
 
@@ -228,7 +227,7 @@ put_cell(struct trc_buf *out, const struct layout *l, size_t i, struct cell c)
 	}
 	w = trc_utf8_width(c.p, c.len);
 	put_spaces(out, w < l->width[i] ? l->width[i] - w : 0);
-	put_safe(out, c.p, c.len);
+	trc_buf_add(out, c.p, c.len);
 }
 
 /* Titles are ASCII, and keep their start when narrowed: FILENAME -> FILE. */
@@ -245,7 +244,7 @@ put_titles(struct trc_buf *out, const struct layout *l, const struct trc_top_mod
 }
 
 static void
-put_row(struct trc_buf *out, const struct layout *l, const struct trc_top_shown *row)
+put_row(struct trc_buf *out, const struct layout *l, const struct text_row *row)
 {
 	char buf[32];
 
@@ -279,12 +278,17 @@ add_filter(struct trc_buf *b, const struct trc_top_view *v)
 	add_list(b, v->filter, v->nfilter, ", ");
 }
 
-/* A line of text cut to the view's width, control characters as '?'. */
+/* A line of text (the targets' directories in it too) escaped, then cut to the view's width. */
 static void
 put_line(struct trc_buf *out, const struct trc_buf *line, const struct trc_top_view *v)
 {
-	put_safe(out, line->data, trc_utf8_head(line->data, line->len, v->width));
+	struct trc_buf safe;
+
+	trc_buf_init(&safe);
+	trc_escape(&safe, line->data, line->len);
+	trc_buf_add(out, safe.data, trc_utf8_head(safe.data, safe.len, v->width));
 	trc_buf_addc(out, '\n');
+	trc_buf_release(&safe);
 }
 
 /*
@@ -338,13 +342,47 @@ put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_vi
 	trc_buf_release(&h);
 }
 
+/*
+ * The rows' file names and labels escaped into names (one buffer, so the cells point into it
+ * only once it is complete). The caller frees the array and releases names.
+ */
+static struct text_row *
+escape_rows(const struct trc_top_shown *shown, size_t n, struct trc_buf *names)
+{
+	struct text_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
+	size_t *offs = xcalloc(2 * n + 1, sizeof(*offs));
+	const char *base;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct trc_top_entry *e = shown[i].e;
+
+		offs[2 * i] = names->len;
+		trc_escape(names, e->file, e->file_len);
+		offs[2 * i + 1] = names->len;
+		trc_escape(names, e->label, e->label_len);
+	}
+	offs[2 * n] = names->len;
+	base = names->data != NULL ? names->data : "";
+	for (size_t i = 0; i < n; i++) {
+		rows[i].shown = &shown[i];
+		rows[i].file = (struct cell){ base + offs[2 * i], offs[2 * i + 1] - offs[2 * i] };
+		rows[i].label = (struct cell){ base + offs[2 * i + 1], offs[2 * i + 2] - offs[2 * i + 1] };
+	}
+	free(offs);
+	return rows;
+}
+
 void
 trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struct trc_buf *out)
 {
 	struct layout l;
 	size_t n;
-	struct trc_top_shown *rows = trc_top_rows(t, v, &n);
+	struct trc_top_shown *shown = trc_top_rows(t, v, &n);
+	struct trc_buf names;
+	struct text_row *rows;
 
+	trc_buf_init(&names);
+	rows = escape_rows(shown, n, &names);
 	put_header(out, t, v, n);
 	trc_buf_addc(out, '\n');
 	choose_cols(&l, trc_top_def(t), v->pids_column);
@@ -354,5 +392,7 @@ trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struc
 	for (size_t i = 0; i < n; i++)
 		put_row(out, &l, &rows[i]);
 	free(rows);
+	free(shown);
+	trc_buf_release(&names);
 }
 

@@ -14,8 +14,8 @@
 
 /*
  * Appends the header line, a blank line and the table (column titles, then the rows sorted by
- * the mode's main figure), each line ending in '\n', to out. Control characters in names are
- * shown as '?'; long names lose their left part to a leading "...". Pure.
+ * the mode's main figure), each line ending in '\n', to out. What the targets named is escaped
+ * (escape.h); long names lose their left part to a leading "...". Pure.
  */
 void trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v,
 			 struct trc_buf *out);

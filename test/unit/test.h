@@ -38,6 +38,7 @@ void test_compress(void);
 void test_conn(void);
 void test_decode(void);
 void test_encode(void);
+void test_escape(void);
 void test_export(void);
 void test_replay(void);
 void test_opt(void);

@@ -13,6 +13,7 @@ static const struct suite {
 	{ "conn", test_conn },
 	{ "decode", test_decode },
 	{ "encode", test_encode },
+	{ "escape", test_escape },
 	{ "export", test_export },
 	{ "opt", test_opt },
 	{ "replay", test_replay },

@@ -462,17 +462,22 @@ test_utf8_and_controls(void)
 	struct trc_top_row rows[] = {
 		R("/app/\xc3\xa9t\xc3\xa9/caf\xc3\xa9/na\xc3\xafve/r\xc3\xa9sum\xc3\xa9.rb", 1, "E", 2),
 		R("/app/x\ny.rb", 2, "Bad\x1b[2J", 1),
+		R("/c1.rb", 3, "\xc2\x9b" "2J\x9b", 1),
+		{ { "/n.rb", 5 }, 4, { "K#a\0b", 5 }, 1, 0, 0 },
 	};
 	struct trc_top_view v = view(40, 25);
 	char *s;
 
-	feed(t, 100, rows, 2, 0, 0);
+	feed(t, 100, rows, 4, 0, 0);
 	s = text(t, &v);
-	test_str("cut on a character boundary, controls as '?'", table_of(s),
-		 "FILENAME          LINE  EXCEPTION  COUNT\n"
-		 "...\xc3\xafve/r\xc3\xa9sum\xc3\xa9.rb     1  E              2\n"
-		 "/app/x?y.rb          2  Bad?[2J        1\n");
+	test_str("cut on a character boundary, controls escaped", table_of(s),
+		 "FILENAME       LINE  EXCEPTION     COUNT\n"
+		 ".../r\xc3\xa9sum\xc3\xa9.rb     1  E                 2\n"
+		 "/app/x\\ny.rb      2  Bad\\e[2J          1\n"
+		 "/c1.rb            3  ...x9b2J\\x9b      1\n"
+		 "/n.rb             4  K#a\\x00b          1\n");
 	test_cond("no escape reaches the terminal", strchr(s, '\x1b') == NULL);
+	test_cond("no C1 control either", strstr(s, "\xc2\x9b") == NULL);
 	free(s);
 	trc_top_free(t);
 }
