@@ -246,21 +246,49 @@ print_text(struct trc_session *s, struct trc_str text)
 	}
 }
 
-/* The copy's pid, and how to use it: it stays stopped until someone continues it. */
-static void
-print_fork(struct trc_session *s, struct trc_str pid)
+/* The reply's text as a pid: digits only, a positive pid_t; else 0. */
+static pid_t
+parse_pid(struct trc_str text)
 {
-	char gdb[32], cont[32];
-	int n = (int)(pid.len < 12 ? pid.len : 12), w;
-	struct trc_buf b;
+	long long v = 0;
 
-	snprintf(gdb, sizeof(gdb), "gdb -p %.*s", n, pid.ptr);
-	w = snprintf(cont, sizeof(cont), "kill -CONT %.*s", n, pid.ptr) + 4;
+	if (text.len == 0 || text.len > 10)
+		return 0;
+	for (uint32_t i = 0; i < text.len; i++) {
+		if (text.ptr[i] < '0' || text.ptr[i] > '9')
+			return 0;
+		v = v * 10 + (text.ptr[i] - '0');
+	}
+	return v > 0 && v <= INT32_MAX ? (pid_t)v : 0;
+}
+
+/*
+ * The copy's pid, and how to use it: it stays stopped until someone continues it. The pid goes
+ * into commands the user may paste, so it must be a number and a child of the target (which
+ * names it as it sees it: in a container, its pid in there; the commands need ours).
+ */
+static void
+print_fork(struct trc_session *s, struct trc_str reply)
+{
+	pid_t copy = parse_pid(reply), here = copy > 0 ? trc_proc_child(s->pid, copy) : 0;
+	char gdb[32], cont[32], *text;
+	struct trc_buf b;
+	int w;
+
+	if (here == 0) {
+		text = trc_escape_dup(reply.ptr, reply.len < 64 ? reply.len : 64);
+		remember(s, TRC_EXIT_ERROR, "fork failed: process %d answered '%s', which is no child "
+			 "of it", (int)s->pid, text);
+		free(text);
+		return;
+	}
+	snprintf(gdb, sizeof(gdb), "gdb -p %d", (int)here);
+	w = snprintf(cont, sizeof(cont), "kill -CONT %d", (int)here) + 4;
 	trc_buf_init(&b);
-	trc_buf_addf(&b, "process %.*s is a copy of process %d, stopped before it ran anything\n"
+	trc_buf_addf(&b, "process %d is a copy of process %d, stopped before it ran anything\n"
 		     "  %-*slook inside it (only the thread that forked is in it)\n"
 		     "  %-*slet it go: it exits at once, and process %d reaps it",
-		     n, pid.ptr, (int)s->pid, w, gdb, w, cont, (int)s->pid);
+		     (int)here, (int)s->pid, w, gdb, w, cont, (int)s->pid);
 	print_text(s, (struct trc_str){ b.data, (uint32_t)b.len });
 	trc_buf_release(&b);
 }

@@ -4,6 +4,8 @@
 #   truncated  a WELCOME, then the first bytes of an EVAL reply, then closes the connection
 #   huge       a WELCOME, then an EVAL reply whose string claims 4 GiB, and stays connected
 #   garbage    bytes that are no message at all, then closes the connection
+#   fork_text  answers an eval (tracer --fork) with a "pid" that is a shell command
+#   fork_pid1  answers it with pid 1, which is no child of this process
 require 'fiddle'
 require 'socket'
 $stdout.sync = true
@@ -14,6 +16,7 @@ def mp(v)
   when Integer then v < 128 ? [v].pack('C') : "\xcf".b + [v].pack('Q>')
   when String then (v.bytesize < 32 ? [0xa0 | v.bytesize].pack('C') : "\xdb".b + [v.bytesize].pack('N')) + v.b
   when true then "\xc3".b
+  when false then "\xc2".b
   when Array then [0x90 | v.size].pack('C') + v.map { |e| mp(e) }.join.b
   end
 end
@@ -59,6 +62,14 @@ when 'huge'
 when 'garbage'
   sock.write("\xc1\xff\x00garbage".b + Random.new(42).bytes(1000))
   sock.close
+when 'fork_text', 'fork_pid1'
+  # HELLO, then the EVAL (id 1) the WELCOME brings, then the DETACH its answer brings.
+  sock.readpartial(4096)
+  sock.write(welcome)
+  sock.readpartial(4096)
+  sock.write(mp([68, 1, true, mode == 'fork_text' ? '12; touch /tmp/tracer-pwned' : '1']))
+  sock.readpartial(4096)
+  sock.write(mp([69, 0, 0]))
 else
   abort "fake_agent: unknown mode #{mode}"
 end

@@ -113,4 +113,18 @@ class ProtocolTest < Minitest::Test
     end
     assert t.alive?
   end
+
+  # --fork prints the copy's pid into commands to paste: only a number that is the target's
+  # child gets there, whatever the target answers.
+  { 'fork_text' => /answered '12; touch \/tmp\/tracer-pwned', which is no child of it/,
+    'fork_pid1' => /answered '1', which is no child of it/ }.each do |mode, why|
+    define_method("test_fork_reply_#{mode}_is_refused") do
+      t = target(mode, agent: false, script: FAKE_AGENT)
+      out, err, status = tracer('-p', t.pid, '--fork')
+      assert_equal 1, status.exitstatus, err
+      assert_empty out
+      assert_match(/\Atracer: fork failed: process #{t.pid} #{why}$/, err)
+      refute_match(/gdb|kill -CONT/, err)
+    end
+  end
 end
