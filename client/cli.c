@@ -331,12 +331,21 @@ add_filter(void *opts, const char *v)
 	l->v[l->n] = NULL;
 }
 
+/* --devmode: rbtrace looks methods up again on each event, for apps that reload code. */
+static void
+rbtrace_only(void *opts, const char *v)
+{
+	(void)opts, (void)v;
+	fputs("tracer: --devmode is rbtrace's: tracer always traces the methods defined or redefined "
+	      "while it is attached (ignored)\n", stderr);
+}
+
 #define FIELD(f, type) TRC_OPT_FIELD(struct opts, f, type)
 
 /* Every option: its names, its value and where it goes, its help line. Order: the help's. */
 static const struct trc_opt options[] = {
-	{ .name = "pid", .short_name = 'p', .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED,
-	  .cb = add_pid, .metavar = "PID", .help = "process to attach to; repeat for several" },
+	{ .name = "pid", .short_name = 'p', .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_LIST,
+	  .cb = add_pid, .metavar = "PID...", .help = "processes to attach to (-p A B, -p A -p B)" },
 	{ .name = "ps", .type = TRC_OPT_STRING, .arg = TRC_ARG_REQUIRED, .flags = TRC_OPT_REGEX,
 	  .off = FIELD(run.ps_regex, const char *), .metavar = "REGEX",
 	  .help = "attach to your processes matching REGEX (below)" },
@@ -402,7 +411,7 @@ static const struct trc_opt options[] = {
 	  .metavar = "[FILE]", .help = "dump the object shapes to FILE (Ruby 3.2+)" },
 	{ .name = "memory", .type = TRC_OPT_MODE, .mode = DOES(TRC_MODE_MEMORY),
 	  .help = "report RSS, mappings, GC, objects by type and class" },
-	{ .name = "backtraces", .type = TRC_OPT_UINT, .arg = TRC_ARG_OPTIONAL,
+	{ .name = "backtraces", .short_name = 'b', .type = TRC_OPT_UINT, .arg = TRC_ARG_OPTIONAL,
 	  .off = FIELD(run.frames, unsigned), .min = 1, .max = MAX_FRAMES,
 	  .what = "--backtraces frames", .mode = DOES(TRC_MODE_BACKTRACES), .metavar = "[N]",
 	  .help = "print every thread's backtrace (N frames of each)" },
@@ -453,11 +462,13 @@ static const struct trc_opt options[] = {
 	  .help = "show this help and exit" },
 	{ .name = "version", .short_name = 'v', .type = TRC_OPT_BOOL, .off = FIELD(version, bool),
 	  .help = "show the version and exit" },
+	/* rbtrace's spellings that mean nothing here: a note, no help line. */
+	{ .name = "devmode", .type = TRC_OPT_CALLBACK, .cb = rbtrace_only },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
 static const char usage_text[] =
-	"Usage: tracer (-p PID [-p PID...] | --ps REGEX) (-m SPEC... | -c NAME... | -f |\n"
+	"Usage: tracer (-p PID... | --ps REGEX) (-m SPEC... | -c NAME... | -f |\n"
 	"              -s [MS] | --top MODE | -e CODE | -i | --heapdump [FILE] |\n"
 	"              --memory | --shapesdump [FILE] | --backtraces [N] |\n"
 	"              --backtrace N | --fork) [options]\n"
@@ -857,6 +868,9 @@ main(int argc, char **argv)
 		die(TRC_EXIT_USAGE, "%s", st.error);
 	if (o.help) {
 		usage();
+		/* rbtrace's -h is its heap dump: someone who typed "-p PID -h" may have meant it. */
+		if (argc > 2)
+			fputs("tracer: -h is --help here; rbtrace's -h (a heap dump) is --heapdump\n", stderr);
 		return TRC_EXIT_OK;
 	}
 	if (o.version) {
