@@ -73,6 +73,7 @@ static const struct col_def {
 struct layout {
 	enum col col[MAX_COLS];
 	size_t width[MAX_COLS];
+	size_t typical[MAX_COLS];       /* what nine rows in ten need (title included) */
 	size_t n;
 };
 
@@ -157,24 +158,35 @@ choose_cols(struct layout *l, const struct trc_top_mode_def *d, bool pids)
 		l->col[l->n++] = C_PIDS;
 }
 
+static int
+cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Each column's widest cell, and the width nine cells in ten fit in (for fit()). */
 static void
 natural_widths(struct layout *l, const struct trc_top_mode_def *d, const struct text_row *rows,
 	       size_t n)
 {
+	size_t *w = xcalloc(n ? n : 1, sizeof(*w));
 	char buf[32];
 
 	for (size_t i = 0; i < l->n; i++) {
-		const char *title = col_title(d, l->col[i]);
+		size_t title = strlen(col_title(d, l->col[i]));
 
-		l->width[i] = strlen(title);
 		for (size_t r = 0; r < n; r++) {
 			struct cell c = get_cell(&rows[r], l->col[i], buf, sizeof(buf));
-			size_t w = trc_utf8_width(c.p, c.len);
 
-			if (w > l->width[i])
-				l->width[i] = w;
+			w[r] = trc_utf8_width(c.p, c.len);
 		}
+		qsort(w, n, sizeof(*w), cmp_size);
+		l->width[i] = n > 0 && w[n - 1] > title ? w[n - 1] : title;
+		l->typical[i] = n > 0 && w[(n - 1) * 9 / 10] > title ? w[(n - 1) * 9 / 10] : title;
 	}
+	free(w);
 }
 
 /* Takes up to *over columns from column col, down to min; returns what is still over. */
@@ -193,9 +205,21 @@ shrink(struct layout *l, enum col col, size_t min, size_t over)
 	return over;
 }
 
+/* The typical width of column col, at least min. */
+static size_t
+typical(const struct layout *l, enum col col, size_t min)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->col[i] == col)
+			return l->typical[i] > min ? l->typical[i] : min;
+	return min;
+}
+
 /*
- * FILENAME gives up width first, then the label, each down to a readable minimum; on a very
- * narrow terminal both go on down to "...x". Numbers never shrink.
+ * The few names far longer than the rest give way first (one ERB template's generated method
+ * must not cut every file name to a stub): each name column shrinks to what nine rows in ten
+ * need. Then FILENAME gives up width, then the label, each down to a readable minimum; on a
+ * very narrow terminal both go on down to "...x". Numbers never shrink.
  */
 static void
 fit(struct layout *l, size_t width)
@@ -207,6 +231,8 @@ fit(struct layout *l, size_t width)
 	if (over <= width)
 		return;
 	over -= width;
+	over = shrink(l, C_LABEL, typical(l, C_LABEL, TRC_TOP_MIN_LABEL), over);
+	over = shrink(l, C_FILE, typical(l, C_FILE, TRC_TOP_MIN_FILE), over);
 	over = shrink(l, C_FILE, TRC_TOP_MIN_FILE, over);
 	over = shrink(l, C_LABEL, TRC_TOP_MIN_LABEL, over);
 	over = shrink(l, C_FILE, TRC_TOP_MIN_CUT, over);

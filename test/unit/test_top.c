@@ -730,6 +730,35 @@ test_many_rows(void)
 	trc_top_free(t);
 }
 
+/*
+ * One very long label (an ERB template's generated method) gives way alone: the file names,
+ * which would fit beside every other label, are not cut to stubs for it.
+ */
+static void
+test_one_long_label(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	static const char long_label[] = "ActionView::Base#_app_views_orders_index_html_erb___"
+		"1234567890123456789_47000000000000_and_some_more_of_it_to_be_very_long";
+	struct trc_top_row rows[] = {
+		R("/srv/app/app/models/order_item.rb", 10, "OrderItem#total", 9),
+		R("/srv/app/app/views/orders/index.html.erb", 1, long_label, 8),
+		R("/srv/app/app/models/order.rb", 20, "Order#total", 7),
+	};
+	struct trc_top_view v = view(100, 25);
+	char *s;
+
+	feed(t, 100, rows, 3, 0, 0);
+	s = text(t, &v);
+	test_str("the long label is cut, the file names are whole", table_of(s),
+		 "FILENAME                                  LINE  METHOD                                         CALLS\n"
+		 "/srv/app/app/models/order_item.rb           10  OrderItem#total                                    9\n"
+		 "/srv/app/app/views/orders/index.html.erb     1  ...000000_and_some_more_of_it_to_be_very_long      8\n"
+		 "/srv/app/app/models/order.rb                20  Order#total                                        7\n");
+	free(s);
+	trc_top_free(t);
+}
+
 void
 test_top(void)
 {
@@ -744,6 +773,7 @@ test_top(void)
 	test_gc();
 	test_width_fitting();
 	test_label_cut();
+	test_one_long_label();
 	test_utf8_and_controls();
 	test_json_escaping();
 	test_json_like_exporters();
