@@ -15,10 +15,16 @@
 #include "escape.h"
 #include "heapfile.h"
 #include "proc.h"
+#include "replay.h"
 #include "spool.h"
 #include "xmalloc.h"
 
-#define DETACH_WAIT 2.0         /* seconds of silence before a detach counts as unconfirmed */
+/*
+ * Seconds a detach may take, whatever the agent sends meanwhile: --duration and Ctrl-C end a
+ * session within 2 s even when an agent never stops sending (what a real one still has in its
+ * ring goes out in well under a second; its own limit counts the rest as lost).
+ */
+#define DETACH_WAIT 1.8
 #define ALIVE_EVERY 1.0         /* seconds between liveness checks while tracing */
 #define GONE_EVERY 0.01         /* after a lost connection: look for the exit this often, */
 #define GONE_CHECKS 50          /* this many times */
@@ -63,6 +69,7 @@ struct trc_session {
 	int gone_checks;
 	bool truncated;                 /* the connection ended inside a message */
 	uint64_t received;              /* trace events (calls, returns, raises, values, slow calls) */
+	size_t name_bytes;              /* of the definitions a spool kept (names_fit) */
 	char tag[24];		/* "[PID] " with several targets, else "" */
 	bool traced;                    /* STARTED came */
 	bool busy;                      /* the agent said another client traces it */
@@ -548,12 +555,38 @@ on_top(struct trc_session *s, const struct trc_message *m)
 		trc_top_feed(s->job->top.table, s->pid, m);
 }
 
+/*
+ * A spool formats later what it keeps now, so its printer's bound on names (replay.h) would
+ * be met only then, after the disk took gigabytes of an agent that never stops defining
+ * methods: the bound is kept here as the definitions come. False once it is passed.
+ */
+static bool
+names_fit(struct trc_session *s, const struct trc_message *m)
+{
+	size_t n = 0;
+
+	if (s->spool == NULL)
+		return true;
+	if (m->type == TRC_EV_METHOD)
+		n = (size_t)m->method.cls.len + m->method.sep.len + m->method.name.len +
+		    m->method.path.len;
+	else if (m->type == TRC_EV_THREAD)
+		n = m->thread.name.len;
+	if (n > TRC_REPLAY_MAX_NAME_BYTES - s->name_bytes)
+		return false;
+	s->name_bytes += n;
+	return true;
+}
+
 static void
 on_event(struct trc_session *s, const struct trc_message *m)
 {
 	if ((m->type >= TRC_EV_CALL && m->type <= TRC_EV_SLOW) || m->type == TRC_EV_GC)
 		s->received++;
-	if (!trc_sink_active(&s->sink))
+	if (!names_fit(s, m))
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: method and thread names "
+		       "past %u MiB", (int)s->pid, TRC_REPLAY_MAX_NAME_BYTES >> 20);
+	else if (!trc_sink_active(&s->sink))
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: trace event while not "
 		       "tracing", (int)s->pid);
 	else if (trc_sink_feed(&s->sink, m) < 0)
@@ -700,15 +733,14 @@ on_detach_wait(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct trc_session *s = w->data;
 
-	(void)revents;
-	/* Still delivering what the ring held (a flood's worth takes a while on a busy machine). */
-	if (s->conn.fd >= 0 && ev_now(loop) - s->conn.last_read < DETACH_WAIT) {
-		ev_timer_set(w, s->conn.last_read + DETACH_WAIT - ev_now(loop), 0);
-		ev_timer_start(loop, w);
-		return;
-	}
-	finish(s, TRC_EXIT_ERROR, "process %d did not confirm the detach within %g s", (int)s->pid,
-	       DETACH_WAIT);
+	(void)w, (void)revents;
+	/* Still sending: the rest of the trace is left out, and the run says so. */
+	if (s->conn.fd >= 0 && ev_now(loop) - s->conn.last_read < 0.1)
+		finish(s, TRC_EXIT_ERROR, "process %d still sent its trace %g s after the detach: "
+		       "stopped reading, the rest is left out", (int)s->pid, DETACH_WAIT);
+	else
+		finish(s, TRC_EXIT_ERROR, "process %d did not confirm the detach within %g s",
+		       (int)s->pid, DETACH_WAIT);
 }
 
 /*

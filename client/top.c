@@ -34,6 +34,7 @@ struct trc_top {
 	uint64_t events, lost;
 	struct trc_top_gc gc;
 	uint64_t events_at_reset;       /* events when the rows were last cleared */
+	size_t bytes;                   /* of the entries' names (TRC_TOP_MAX_BYTES) */
 };
 
 const char *
@@ -98,6 +99,7 @@ trc_top_reset(struct trc_top *t)
 	for (size_t i = 0; i < t->nentries; i++)
 		free(t->entries[i].file);
 	t->nentries = 0;
+	t->bytes = 0;
 	memset(t->slots, 0, t->nslots * sizeof(*t->slots));
 	t->events_at_reset = t->events;
 }
@@ -255,6 +257,18 @@ add_entry(struct trc_top *t, const struct trc_top_row *r, uint32_t h)
 	return t->nentries++;
 }
 
+/* Whether the row's names fit in what is left of TRC_TOP_MAX_BYTES; counts them if so. */
+static bool
+fits(struct trc_top *t, const struct trc_top_row *r)
+{
+	size_t n = (size_t)r->file.len + r->label.len + 2;
+
+	if (n > TRC_TOP_MAX_BYTES - t->bytes)
+		return false;
+	t->bytes += n;
+	return true;
+}
+
 static void
 mark_pid(struct trc_top *t, size_t k, size_t p)
 {
@@ -270,7 +284,7 @@ add_row(struct trc_top *t, size_t p, const struct trc_top_row *r)
 
 	if (t->slots[slot] != 0) {
 		k = t->slots[slot] - 1;
-	} else if (t->nentries < TRC_TOP_MAX_ENTRIES) {
+	} else if (t->nentries < TRC_TOP_MAX_ENTRIES && fits(t, r)) {
 		k = add_entry(t, r, h);
 	} else {
 		t->lost += r->count;

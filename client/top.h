@@ -10,8 +10,10 @@
 #include "decode.h"
 #include "tracer_protocol.h"
 
-/* Distinct (file, line, label) rows kept between resets; rows beyond are counted as lost. */
+/* Distinct (file, line, label) rows kept between resets, and the bytes of their names; rows
+ * beyond either are counted as lost. */
 #define TRC_TOP_MAX_ENTRIES (1u << 20)
+#define TRC_TOP_MAX_BYTES (64u << 20)
 
 /* How a mode is shown: its columns and what its figures mean. */
 struct trc_top_mode_def {
@@ -79,7 +81,7 @@ const struct trc_top_entry *trc_top_entry(const struct trc_top *t, size_t i);
 uint32_t *trc_top_pid_counts(const struct trc_top *t, const pid_t *pids, size_t npids);
 
 /* Events and lost events reported by the agents since the table was made, plus the counts of
- * rows that did not fit (TRC_TOP_MAX_ENTRIES) in lost. */
+ * rows that did not fit (TRC_TOP_MAX_ENTRIES, TRC_TOP_MAX_BYTES) in lost. */
 uint64_t trc_top_events(const struct trc_top *t);
 uint64_t trc_top_lost(const struct trc_top *t);
 /* Whether the agents reported events since the rows were last cleared. */

@@ -6,6 +6,9 @@
 #   garbage    bytes that are no message at all, then closes the connection
 #   fork_text  answers an eval (tracer --fork) with a "pid" that is a shell command
 #   fork_pid1  answers it with pid 1, which is no child of this process
+#   stream_defs  starts a trace, then sends new method definitions with 60 KB names, and calls of
+#              them, for as long as the client reads; it never confirms a detach
+#   stream_calls the same with 10 methods only, defined once: an endless stream of calls
 require 'fiddle'
 require 'socket'
 $stdout.sync = true
@@ -70,6 +73,25 @@ when 'fork_text', 'fork_pid1'
   sock.write(mp([68, 1, true, mode == 'fork_text' ? '12; touch /tmp/tracer-pwned' : '1']))
   sock.readpartial(4096)
   sock.write(mp([69, 0, 0]))
+when 'stream_defs', 'stream_calls'
+  # HELLO, then the TRACE the WELCOME brings: its spec matches, the hooks are on.
+  sock.readpartial(4096)
+  sock.write(welcome)
+  sock.readpartial(4096)
+  sock.write(mp([66, 0, 1, false, '']) + mp([67]))
+  name = 'm' * 60_000
+  ts = mono
+  begin
+    (0..).each do |i|
+      idx = mode == 'stream_defs' ? i : i % 10
+      out = +''.b
+      out << mp([128, idx, 'K', '#', "#{name}#{i}", 'x.rb', 1]) if mode == 'stream_defs' || i < 10
+      out << mp([130, 0, idx, ts += 1000]) << mp([131, 0, idx, ts += 1000])
+      sock.write(out)
+    end
+  rescue Errno::EPIPE, Errno::ECONNRESET
+    nil # the client is gone: what a real agent would see too
+  end
 else
   abort "fake_agent: unknown mode #{mode}"
 end

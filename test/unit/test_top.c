@@ -730,6 +730,33 @@ test_many_rows(void)
 	trc_top_free(t);
 }
 
+/* A target that sends new rows with long names is bounded in bytes, not only in rows. */
+static void
+test_bytes_bound(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	static char name[60000];
+	struct trc_top_row row;
+	int32_t line = 0;
+
+	memset(name, 'x', sizeof(name) - 1);
+	row = R(name, 0, "K#m", 1);
+	while (trc_top_lost(t) == 0 && line < 10000) {
+		row.line = ++line;
+		feed(t, 100, &row, 1, 1, 0);
+	}
+	test_cond("rows stop at the bound in bytes",
+		  trc_top_size(t) == TRC_TOP_MAX_BYTES / (sizeof(name) - 1 + 3 + 2) &&
+		  trc_top_lost(t) == 1);
+	row.line = 1;
+	feed(t, 100, &row, 1, 1, 0);
+	test_cond("a row held still counts", trc_top_lost(t) == 1);
+	trc_top_reset(t);
+	feed(t, 100, &row, 1, 1, 0);
+	test_cond("a reset makes room", trc_top_size(t) == 1 && trc_top_lost(t) == 1);
+	trc_top_free(t);
+}
+
 /*
  * One very long label (an ERB template's generated method) gives way alone: the file names,
  * which would fit beside every other label, are not cut to stubs for it.
@@ -782,4 +809,5 @@ test_top(void)
 	test_sampled();
 	test_added_pids();
 	test_many_rows();
+	test_bytes_bound();
 }
