@@ -19,6 +19,7 @@
 #include "compress.h"
 #include "exec.h"
 #include "live.h"
+#include "outfile.h"
 #include "output.h"
 #include "proc.h"
 #include "repl.h"
@@ -38,7 +39,7 @@ tmpdir(void)
 
 /*
  * A dump's file: FILE (absolute: cli.c made it so), or $TMPDIR/tracer-WHAT-PID-DATE-TIME.json.
- * The client makes the file itself (heapfile.c): the path only says where, in the messages,
+ * The client makes the file itself (newfile.c): the path only says where, in the messages,
  * whatever directory the target runs in.
  */
 static char *
@@ -88,17 +89,6 @@ setup_failed(int code, const char *fmt, ...)
 	return code;
 }
 
-/* The trace's descriptor: stdout, or -o FILE opened. Returns -1 with errno on failure. */
-static int
-open_output(const struct trc_run_opts *o)
-{
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (o->append ? O_APPEND : O_TRUNC);
-
-	if (o->output == NULL)
-		return STDOUT_FILENO;
-	return open(o->output, flags, 0666);
-}
-
 /*
  * -o FILE.gz, FILE.zst: every byte is compressed on its way to the file. With --append the
  * new stream is one more gzip member or zstd frame after those already there, which gzip -dc
@@ -146,6 +136,7 @@ struct run {
 	ev_timer wait_w, grace_w;
 	struct trc_repl *repl;          /* -i */
 	char *spool_dir;                /* tracing to a file: where its scratch files go (spool.h) */
+	struct trc_outfile file;        /* -o FILE */
 };
 
 /*
@@ -418,6 +409,7 @@ make_job(struct run *r, const struct trc_run_opts *o)
 	j->trace.start_time = o->start_time;
 	j->trace.no_duration = o->no_duration;
 	j->stats = o->stats;
+	j->dump_named = o->heapdump_path != NULL || o->shapesdump_path != NULL;
 	j->export = r->export;
 	j->top.mode = o->top_mode;
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
@@ -727,8 +719,7 @@ free_run(struct run *r)
 	free(r->found);
 	if (r->export != NULL)
 		trc_export_free(r->export);
-	if (r->out.fd >= 0 && r->out.fd != STDOUT_FILENO)
-		close(r->out.fd);
+	trc_outfile_release(&r->file);
 	trc_output_release(&r->out);
 	if (r->top != NULL)
 		trc_top_free(r->top);
@@ -764,10 +755,12 @@ spool_dir(int fd, enum trc_mode mode)
 static int
 set_up(struct run *r, const struct trc_run_opts *o)
 {
-	int fd = open_output(o);
+	char why[PATH_MAX + 256];
+	int fd = STDOUT_FILENO;
 
-	if (fd < 0)
-		return setup_failed(TRC_EXIT_ERROR, "cannot open '%s': %s", o->output, strerror(errno));
+	if (o->output != NULL && (fd = trc_outfile_open(&r->file, o->output, o->append, why,
+							 sizeof(why))) < 0)
+		return setup_failed(TRC_EXIT_ERROR, "%s", why);
 	trc_output_init(&r->out, fd, STDERR_FILENO);
 	if (compress_output(&r->out, o) < 0)
 		return setup_failed(TRC_EXIT_ERROR, "cannot compress '%s': %s", o->output,
@@ -796,6 +789,29 @@ has_work(const struct run *r)
 	return !r->stopping && (r->running > 0 || r->ps != NULL || r->execing);
 }
 
+/*
+ * The last bytes out, and -o FILE in place. A write that failed (a full disk) leaves a trace
+ * cut short: the file keeps what was written, and the run fails, saying so.
+ */
+static void
+end_output(struct run *r)
+{
+	char why[PATH_MAX * 2 + 256];
+	bool failed = trc_output_end(&r->out) < 0 && r->out.error != EPIPE;
+
+	if (failed && r->o->output != NULL)
+		fprintf(stderr, "tracer: cannot write '%s': %s: the trace in it is partial\n",
+			r->o->output, strerror(r->out.error));
+	else if (failed)
+		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(r->out.error));
+	if (r->o->output != NULL && trc_outfile_commit(&r->file, why, sizeof(why)) < 0) {
+		fprintf(stderr, "tracer: %s\n", why);
+		failed = true;
+	}
+	if (failed && r->code < TRC_EXIT_ERROR)
+		r->code = TRC_EXIT_ERROR;
+}
+
 /* After the loop: the terminal back, the last words, the file completed; the exit code. */
 static int
 finish_run(struct run *r)
@@ -810,11 +826,7 @@ finish_run(struct run *r)
 	/* Every session has ended its part: the file can be completed. */
 	if (r->export != NULL)
 		trc_export_finish(r->export);
-	if (trc_output_end(&r->out) < 0 && r->out.error != EPIPE) {
-		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(r->out.error));
-		if (r->code < TRC_EXIT_ERROR)
-			r->code = TRC_EXIT_ERROR;
-	}
+	end_output(r);
 	/* --ps processes that all went away, or refused: then their outcome is the run's. */
 	if (!r->worked && r->churn > r->code)
 		r->code = r->churn;
@@ -824,7 +836,8 @@ finish_run(struct run *r)
 int
 trc_run(const struct trc_run_opts *o)
 {
-	struct run r = { .o = o, .code = TRC_EXIT_OK, .ps = watched(o), .out.fd = -1 };
+	struct run r = { .o = o, .code = TRC_EXIT_OK, .ps = watched(o), .out.fd = -1,
+			 .file.fd = -1, .file.nf.fd = -1 };
 	bool full_screen;
 	int code = set_up(&r, o);
 

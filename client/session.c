@@ -13,7 +13,7 @@
 #include "conn.h"
 #include "encode.h"
 #include "escape.h"
-#include "heapfile.h"
+#include "newfile.h"
 #include "proc.h"
 #include "replay.h"
 #include "spool.h"
@@ -63,13 +63,14 @@ struct trc_session {
 	uint64_t recent;                /* bytes received since rate_w last ran */
 	bool flood;
 	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
-	struct trc_heapfile heap;       /* --heapdump, --shapesdump: the file the agent writes */
+	struct trc_newfile heap;        /* --heapdump, --shapesdump: the file the agent writes */
 	char *cwd;                      /* from WELCOME, or NULL */
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
 	int gone_checks;
 	bool truncated;                 /* the connection ended inside a message */
 	uint64_t received;              /* trace events (calls, returns, raises, values, slow calls) */
 	size_t name_bytes;              /* of the definitions a spool kept (names_fit) */
+	bool cut_short;                 /* the spool said the trace is cut short */
 	char tag[24];		/* "[PID] " with several targets, else "" */
 	bool traced;                    /* STARTED came */
 	bool busy;                      /* the agent said another client traces it */
@@ -83,7 +84,10 @@ struct trc_session {
 	void *ctx;
 };
 
-/* The end of the trace: what a spool still holds goes to the printer or exporter first. */
+/*
+ * The end of the trace: what a spool still holds goes to the printer or exporter first. A
+ * trace its spool could not keep whole (a full disk) fails the session: its note says why.
+ */
 static void
 close_sink(struct trc_session *s)
 {
@@ -91,6 +95,8 @@ close_sink(struct trc_session *s)
 	ev_timer_stop(s->loop, &s->rate_w);
 	trc_sink_close(&s->sink);
 	s->spool = NULL;
+	if (s->cut_short && s->code < TRC_EXIT_ERROR)
+		s->code = TRC_EXIT_ERROR;
 }
 
 static void
@@ -149,7 +155,7 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	trc_conn_close(&s->conn);
 	close_sink(s);
 	/* A dump that did not complete leaves nothing behind. */
-	trc_heapfile_release(&s->heap);
+	trc_newfile_release(&s->heap);
 	s->cbs->done(s, s->ctx);
 }
 
@@ -220,21 +226,32 @@ dump_name(const struct trc_session *s)
 	return s->job->mode == TRC_MODE_SHAPESDUMP ? "shapes dump" : "heap dump";
 }
 
-/* The agent has written and closed the file and answers its size: now it gets its name. */
+/*
+ * The agent has written and closed the file and answers its size: now it gets its name, if it
+ * is whole. A full file system may have cut it with no error the process heard of: then it is
+ * removed (by the release that ends the session), and the dump failed.
+ */
 static void
 print_dump(struct trc_session *s, struct trc_str size)
 {
-	struct trc_str path = { s->heap.path, (uint32_t)strlen(s->heap.path) };
-	char head[32], tail[64];
+	char head[32], tail[64], *bytes;
+	struct trc_str path;
 
-	if (trc_heapfile_commit(&s->heap) < 0) {
+	if (trc_newfile_check(&s->heap) < 0) {
+		remember(s, TRC_EXIT_ERROR, "%s failed: '%s' cannot be whole: %s (removed)",
+			 dump_name(s), s->heap.path, strerror(errno));
+		return;
+	}
+	if (trc_newfile_commit(&s->heap) < 0) {
 		remember(s, TRC_EXIT_ERROR, "%s failed: cannot rename '%s' to '%s': %s", dump_name(s),
 			 s->heap.tmp, s->heap.path, strerror(errno));
 		return;
 	}
+	path = (struct trc_str){ s->heap.path, (uint32_t)strlen(s->heap.path) };
+	bytes = trc_escape_dup(size.ptr, size.len < 30 ? size.len : 30);
 	snprintf(head, sizeof(head), "%s written to ", dump_name(s));
-	snprintf(tail, sizeof(tail), " (%.*s bytes)\n", (int)(size.len < 30 ? size.len : 30),
-		 size.ptr);
+	snprintf(tail, sizeof(tail), " (%s bytes)\n", bytes);
+	free(bytes);
 	put_line(s, head, path, tail);
 }
 
@@ -861,8 +878,10 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	s->flood = true;        /* until the first RATE_EVERY says otherwise */
 	if (trc_sink_active(&s->sink) && job->spool_dir != NULL) {
 		s->spool = trc_spool_new(job->spool_dir, s->sink, job->out);
-		if (s->spool != NULL)
+		if (s->spool != NULL) {
+			trc_spool_report(s->spool, &s->cut_short);
 			s->sink = trc_spool_sink(s->spool);
+		}
 		else
 			trc_output_note(job->out, "%sno scratch file beside the output (%s): events are "
 					"formatted as they come", s->tag, strerror(errno));
@@ -874,7 +893,7 @@ void
 trc_session_start(struct trc_session *s)
 {
 	/* Made before attaching: a file that cannot be made is not worth the target's time. */
-	if (passes_file(s) && trc_heapfile_open(&s->heap, s->text) < 0) {
+	if (passes_file(s) && trc_newfile_open(&s->heap, s->text, 0600, s->job->dump_named) < 0) {
 		finish(s, TRC_EXIT_ERROR, "cannot create the %s file beside '%s': %s", dump_name(s),
 		       s->text, strerror(errno));
 		return;
@@ -973,7 +992,7 @@ trc_session_free(struct trc_session *s)
 	trc_conn_close(&s->conn);
 	stop_timers(s);
 	close_sink(s);
-	trc_heapfile_release(&s->heap);
+	trc_newfile_release(&s->heap);
 	free(s->text);
 	free(s->cwd);
 	free(s->error);
