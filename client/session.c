@@ -471,6 +471,11 @@ static void
 on_started(struct trc_session *s, const struct trc_message *m)
 {
 	(void)m;
+	/* Stopped while the hooks went on: they come off with the detach already asked. */
+	if (s->state == S_DETACHING) {
+		s->traced = true;
+		return;
+	}
 	ev_timer_stop(s->loop, &s->timeout_w);
 	s->state = S_TRACING;
 	s->traced = true;
@@ -622,8 +627,9 @@ static const struct msg_handler {
 	{ TRC_EV_RETURN, TRACE_STATES, on_event },
 	{ TRC_MSG_WELCOME, IN(S_WELCOMING), on_welcome },
 	{ TRC_MSG_ERROR, CONNECTED, on_error },
-	{ TRC_MSG_SPEC, IN(S_STARTING), on_spec },
-	{ TRC_MSG_STARTED, IN(S_STARTING), on_started },
+	/* A detach may cross them (Ctrl-C while attaching): they come all the same. */
+	{ TRC_MSG_SPEC, IN(S_STARTING) | IN(S_DETACHING), on_spec },
+	{ TRC_MSG_STARTED, IN(S_STARTING) | IN(S_DETACHING), on_started },
 	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_INTERACTIVE) | IN(S_DETACHING), on_eval },
 	{ TRC_MSG_DETACHED, WELCOMED, on_detached },
 	{ TRC_MSG_TOP, TRACE_STATES, on_top },

@@ -9,6 +9,8 @@
 #   stream_defs  starts a trace, then sends new method definitions with 60 KB names, and calls of
 #              them, for as long as the client reads; it never confirms a detach
 #   stream_calls the same with 10 methods only, defined once: an endless stream of calls
+#   slow_start takes a TRACE, says "got trace", and puts its hooks in (SPEC, STARTED) only once
+#              the client's DETACH came: a client stopped while attaching crosses them
 require 'fiddle'
 require 'socket'
 $stdout.sync = true
@@ -92,6 +94,13 @@ when 'stream_defs', 'stream_calls'
   rescue Errno::EPIPE, Errno::ECONNRESET
     nil # the client is gone: what a real agent would see too
   end
+when 'slow_start'
+  sock.readpartial(4096)
+  sock.write(welcome)
+  sock.readpartial(4096)
+  puts 'got trace'
+  sock.readpartial(4096) # the DETACH
+  sock.write(mp([66, 0, 1, false, '']) + mp([67]) + mp([69, 0, 0]))
 else
   abort "fake_agent: unknown mode #{mode}"
 end

@@ -188,4 +188,30 @@ class ProtocolTest < Minitest::Test
       assert_operator File.size(path), :<, 64 << 20
     end
   end
+
+  # Ctrl-C while the agent puts its hooks in: its SPEC and STARTED cross the client's DETACH,
+  # and are no protocol error (they were, in 4 of 40 runs against a real agent).
+  def test_sigint_while_attaching_crosses_started
+    t = target('slow_start', agent: false, script: FAKE_AGENT)
+    c = client('-p', t.pid, '-m', 'K#m')
+    t.wait_for(/^got trace$/)
+    c.signal('INT')
+    status = c.finish
+    refute_match(/protocol error/, c.err)
+    assert status.success?, c.err
+    assert_match(/^\*\*\* detached from process #{t.pid}$/, c.err)
+  end
+
+  # The same against real agents, at whatever point of the attach the signal lands.
+  def test_sigint_at_any_point_of_the_attach
+    t = target('sleep')
+    10.times do |i|
+      c = client('-p', t.pid, '-m', 'Worker#work')
+      sleep(0.005 * i) # where in the attach the signal lands; any outcome but an error of protocol
+      c.signal('INT')
+      c.finish
+      refute_match(/protocol error/, c.err)
+    end
+    assert_equal "=> 1\n", tracer('-p', t.pid, '-e', '1').first
+  end
 end
