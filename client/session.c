@@ -426,6 +426,15 @@ on_error(struct trc_session *s, const struct trc_message *m)
 
 	char *text;
 
+	/*
+	 * Only an app that turned evals off gets this code (an agent still loading, whose check
+	 * raised, says so with another): the client words it, with where it is turned off.
+	 */
+	if (m->error.code == TRC_ERR_EVAL_DISABLED) {
+		finish(s, code, "eval is disabled in process %d (TRACER_AGENT_EVAL=0 or "
+		       "TracerAgent.allow_eval = false)", (int)s->pid);
+		return;
+	}
 	if (m->error.message.len == 0) {
 		finish(s, code, "process %d refused: error %" PRIu32, (int)s->pid, m->error.code);
 		return;

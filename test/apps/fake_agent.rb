@@ -9,6 +9,8 @@
 #   stream_defs  starts a trace, then sends new method definitions with 60 KB names, and calls of
 #              them, for as long as the client reads; it never confirms a detach
 #   stream_calls the same with 10 methods only, defined once: an endless stream of calls
+#   refuse_4, refuse_6  answers an eval with TRC_MSG_ERROR code 4 (evals disabled) or 6 (internal:
+#              the app's check raised, as it does while tracer_agent is still loading)
 #   slow_start takes a TRACE, says "got trace", and puts its hooks in (SPEC, STARTED) only once
 #              the client's DETACH came: a client stopped while attaching crosses them
 require 'fiddle'
@@ -94,6 +96,13 @@ when 'stream_defs', 'stream_calls'
   rescue Errno::EPIPE, Errno::ECONNRESET
     nil # the client is gone: what a real agent would see too
   end
+when 'refuse_4', 'refuse_6'
+  sock.readpartial(4096)
+  sock.write(welcome)
+  sock.readpartial(4096)
+  code = Integer(mode[/\d+/])
+  sock.write(mp([65, code, code == 4 ? 'eval is disabled' : 'cannot tell whether evals are allowed: ' \
+                                                            "NoMethodError: undefined method `eval_allowed?'"]))
 when 'slow_start'
   sock.readpartial(4096)
   sock.write(welcome)

@@ -214,4 +214,18 @@ class ProtocolTest < Minitest::Test
     end
     assert_equal "=> 1\n", tracer('-p', t.pid, '-e', '1').first
   end
+
+  # "disabled" only for the code that means it; an agent whose check raised (still loading)
+  # says so with another code, and the client must not call that disabled.
+  def test_eval_refusals_say_what_they_are
+    t = target('refuse_4', agent: false, script: FAKE_AGENT)
+    _, err, status = tracer('-p', t.pid, '-e', '1')
+    assert_equal 1, status.exitstatus
+    assert_equal "tracer: eval is disabled in process #{t.pid} (TRACER_AGENT_EVAL=0 or TracerAgent.allow_eval = false)\n", err
+    t = target('refuse_6', agent: false, script: FAKE_AGENT)
+    _, err, status = tracer('-p', t.pid, '-e', '1')
+    assert_equal 1, status.exitstatus
+    refute_match(/disabled/, err)
+    assert_match(/^tracer: cannot tell whether evals are allowed: NoMethodError/, err)
+  end
 end
