@@ -19,6 +19,7 @@
 #define HISTORY_FILE ".tracer_history"
 #define HISTORY_MAX 1000
 #define READ_CHUNK 4096
+#define EVAL_OVERHEAD 64        /* bytes of an EVAL message besides its text */
 
 enum repl_state {
 	R_WAITING,      /* not attached yet */
@@ -130,6 +131,13 @@ take_line(struct trc_repl *r, const char *line)
 	}
 	if (r->lines.len == 0 && blank(line))
 		return false;
+	/* The agent takes no longer message (tracer_protocol.h): said here, not refused there. */
+	if (r->lines.len + strlen(line) + 1 > TRC_MAX_MESSAGE - EVAL_OVERHEAD) {
+		fprintf(stderr, "tracer: this code is over %u MiB, the most one message carries: "
+			"not run\n", TRC_MAX_MESSAGE >> 20);
+		r->lines.len = 0;
+		return false;
+	}
 	trc_buf_adds(&r->lines, line);
 	trc_buf_addc(&r->lines, '\n');
 	ask(r, R_CHECKING, TRC_EVAL_COMPLETE);
