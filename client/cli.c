@@ -1,50 +1,35 @@
-/* cli.c: tracer's command line: option table, usage, exit codes, main loop; the only file that exits. */
+/* cli.c: tracer's command line: the option table, usage, the checks before a run, exit codes; the only file that exits. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <dirent.h>
-#include <math.h>
-#include <regex.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
-#include <ev.h>
-
-#include "compress.h"
-#include "exec.h"
-#include "export.h"
-#include "output.h"
-#include "progress.h"
+#include "opt.h"
 #include "proc.h"
-#include "live.h"
 #include "ps.h"
-#include "repl.h"
+#include "run.h"
 #include "session.h"
 #include "spec.h"
-#include "spool.h"
 #include "top.h"
 #include "trace.h"
 #include "tracer_protocol.h"
 #include "xmalloc.h"
 
-#define TRC_CLIENT_VERSION "0.1.0"
 #define DEFAULT_SLOW_MS 250
 #define DEFAULT_PREFIX 2
 #define DEFAULT_TIMEOUT 5.0
 #define HELP_COLUMN 28
 #define DEFAULT_ROWS 25
 #define DEFAULT_INTERVAL 1.0
-#define DEFAULT_RESCAN 1.0      /* seconds between --ps's looks for new processes, but --top's */
-#define DEFAULT_RESET 300.0
-#define MIN_INTERVAL 0.01
-#define MAX_INTERVAL 3600.0
+#define MIN_INTERVAL (TRC_TOP_INTERVAL_MIN_MS / 1000.0)
+#define MAX_INTERVAL (TRC_TOP_INTERVAL_MAX_MS / 1000.0)
+#define MAX_FRAMES 1000000
+#define MAX_PREFIX 100
 /* TRC_TRACE_MAX_INDENT, for the help text. */
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
@@ -52,63 +37,31 @@
 /* What --all left behind after detach, from make bench (README, Performance). */
 #define TRC_RESIDUE_TEXT "1.6x to 3.4x on Ruby 3.1 to 3.4 without YJIT, up to 18x on Ruby 3.4 with YJIT"
 
-/* The command line, as given. */
+/*
+ * The command line, as given: what the run reads (the options write its fields directly), and
+ * what only the checks before it need.
+ */
 struct opts {
-	pid_t *pids;            /* -p's, then those --ps found at the start */
-	size_t npids;
-	size_t npids_given;     /* how many of them -p gave */
+	struct trc_run_opts run;
 	const char **specs;     /* -m's, and each line of the -c files */
 	char **spec_origins;    /* per spec: NULL for -m, "FILE:LINE" (owned, as is its text) for -c */
 	size_t nspecs;
-	bool firehose, slow, start_time, no_duration, append, stats;
-	bool help, version, yes, gc;
-	bool slowcpu, slowwall;         /* --slowcpu, -s given */
-	uint32_t slow_ms;
-	unsigned prefix;
-	const char *output, *eval;
-	/* looking inside: -i, --heapdump, --shapesdump, --memory, --backtraces, --backtrace, --fork */
-	bool interactive, heapdump, shapesdump, memory, backtraces, backtrace, fork;
-	const char *heapdump_path, *shapesdump_path;    /* NULL: the default name */
-	unsigned frames;        /* --backtraces N, --backtrace N; 0: all */
-	double duration, timeout;
-	/* --top and --ps */
-	bool top, all, json;
-	enum trc_top_mode top_mode;
-	const char **filters, **ignores;        /* filters: absolute, owned */
-	size_t nfilters, nignores;
-	unsigned rows;
-	unsigned sample;                /* --sample; 1: every allocation */
-	bool sample_by_time;            /* --sample-time N (in sample) */
+	bool slow_methods;      /* --slow-methods given */
+	bool help, version, yes;
 	const char *sample_option;      /* --sample or --sample-time, whichever was given */
-	double interval, reset;         /* reset 0: not given */
-	const char *ps;
-	const char *top_option;         /* the last option given that only --top takes, or NULL */
-	const char *scope_option;       /* the last of --filter, --all, --ignore given, or NULL */
-	/* trace output */
-	enum trc_format format;
-	bool format_given;
-	const char *text_option;        /* the last option given that only --format text takes */
-	/* --exec */
-	const char **exec_argv;         /* the command and its arguments, NULL-terminated */
-	size_t nexec;
-	double wait;                    /* --wait: 0 when not given */
 };
 
-enum arg_kind {
-	ARG_NONE,               /* -f */
-	ARG_REQUIRED,           /* -p PID, -pPID, --pid=PID */
-	ARG_OPTIONAL,           /* -s, -s 100, --slow=100: the next word if it is no option */
-	ARG_LIST,               /* -m A B C: one value, then every following word that is no option */
-	ARG_REST,               /* -x CMD ARGS...: every word after it, options included */
-};
+/* What an option makes tracer do (struct trc_opt's mode): an enum trc_mode, plus one. */
+#define DOES(mode) ((int)(mode) + 1)
 
-struct option_def {
-	const char *name;
-	char short_name;        /* 0: long only */
-	enum arg_kind arg;
-	const char *metavar;
-	const char *help;
-	void (*set)(struct opts *o, const char *value);  /* value NULL when none was given */
+/* The option groups the checks ask about (struct trc_opt's group). */
+enum {
+	G_TOP = 1,      /* only --top takes them */
+	G_TEXT,         /* only --format text takes them */
+	G_SCOPE,        /* -f, -s without -m, --top: which calls and files count */
+	G_FORMAT,       /* --format */
+	G_WALL,         /* -s: slow by the wall clock */
+	G_CPU,          /* --slowcpu: slow by the thread's CPU time */
 };
 
 static void __attribute__((noreturn, format(printf, 2, 3)))
@@ -127,43 +80,26 @@ die(enum trc_exit code, const char *fmt, ...)
 	exit(code);
 }
 
-static unsigned long
-parse_uint(const char *what, const char *s, unsigned long min, unsigned long max)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < min || v > max)
-		die(TRC_EXIT_USAGE, "invalid %s '%s': expected a whole number from %lu to %lu", what, s,
-		    min, max);
-	return v;
-}
-
-static double
-parse_secs(const char *what, const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (*s == '\0' || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0 || v > 1e7)
-		die(TRC_EXIT_USAGE, "invalid %s '%s': expected a number of seconds above 0", what, s);
-	return v;
-}
+/* ---- the options whose values need more than the parser checks ---- */
 
 static void
-set_pid(struct opts *o, const char *v)
+add_pid(void *opts, const char *v)
 {
-	pid_t pid = (pid_t)parse_uint("pid", v, 1, INT_MAX);
+	struct trc_run_opts *r = &((struct opts *)opts)->run;
+	char *end;
+	unsigned long n;
+	pid_t pid;
 
-	for (size_t i = 0; i < o->npids; i++)
-		if (o->pids[i] == pid)
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > INT_MAX)
+		die(TRC_EXIT_USAGE, "invalid pid '%s': expected a whole number from 1 to %d", v, INT_MAX);
+	pid = (pid_t)n;
+	for (size_t i = 0; i < r->npids; i++)
+		if (r->pids[i] == pid)
 			die(TRC_EXIT_USAGE, "pid %d given twice", (int)pid);
-	o->pids = xreallocarray(o->pids, o->npids + 1, sizeof(*o->pids));
-	o->pids[o->npids++] = pid;
+	r->pids = xreallocarray(r->pids, r->npids + 1, sizeof(*r->pids));
+	r->pids[r->npids++] = pid;
 }
 
 /* origin: NULL for -m; else "FILE:LINE", and both it and v are the spec's own. */
@@ -177,9 +113,17 @@ add_spec(struct opts *o, const char *v, char *origin)
 }
 
 static void
-set_methods(struct opts *o, const char *v)
+add_method(void *opts, const char *v)
 {
-	add_spec(o, v, NULL);
+	add_spec(opts, v, NULL);
+}
+
+/* rbtrace's --slow-methods: -s (unless --slowcpu says otherwise) over these methods only. */
+static void
+add_slow_method(void *opts, const char *v)
+{
+	add_spec(opts, v, NULL);
+	((struct opts *)opts)->slow_methods = true;
 }
 
 /*
@@ -283,8 +227,9 @@ read_tracer(const char *path, size_t *len)
 
 /* -c NAME|FILE: every spec the tracer file lists, in its order, after those given before. */
 static void
-set_config(struct opts *o, const char *v)
+add_config(void *opts, const char *v)
 {
+	struct opts *o = opts;
 	char *path = find_tracer(v);
 	size_t len, pos = 0, n, before = o->nspecs;
 	char *text = read_tracer(path, &len);
@@ -300,181 +245,22 @@ set_config(struct opts *o, const char *v)
 }
 
 static void
-set_exec(struct opts *o, const char *v)
+set_format(void *opts, const char *v)
 {
-	o->exec_argv = xreallocarray(o->exec_argv, o->nexec + 2, sizeof(*o->exec_argv));
-	o->exec_argv[o->nexec++] = v;
-	o->exec_argv[o->nexec] = NULL;
-}
+	struct opts *o = opts;
 
-static void
-set_wait(struct opts *o, const char *v)
-{
-	o->wait = parse_secs("--wait", v);
-}
-
-static void
-set_firehose(struct opts *o, const char *v)
-{
-	(void)v;
-	o->firehose = true;
-}
-
-static void
-set_slow(struct opts *o, const char *v)
-{
-	o->slow = o->slowwall = true;
-	o->slow_ms = v ? (uint32_t)parse_uint("--slow threshold", v, 0, UINT32_MAX) : DEFAULT_SLOW_MS;
-}
-
-static void
-set_slowcpu(struct opts *o, const char *v)
-{
-	o->slow = o->slowcpu = true;
-	o->slow_ms = v ? (uint32_t)parse_uint("--slowcpu threshold", v, 0, UINT32_MAX)
-		       : DEFAULT_SLOW_MS;
-}
-
-/* rbtrace's --slow-methods: -s (unless --slowcpu says otherwise) over these methods only. */
-static void
-set_slow_methods(struct opts *o, const char *v)
-{
-	set_methods(o, v);
-	o->slow = true;
-}
-
-static void
-set_start_time(struct opts *o, const char *v)
-{
-	(void)v;
-	o->start_time = true;
-	o->text_option = "--start-time";
-}
-
-static void
-set_stats(struct opts *o, const char *v)
-{
-	(void)v;
-	o->stats = true;
-}
-
-static void
-set_no_duration(struct opts *o, const char *v)
-{
-	(void)v;
-	o->no_duration = true;
-	o->text_option = "--no-duration";
-}
-
-static void
-set_prefix(struct opts *o, const char *v)
-{
-	o->prefix = (unsigned)parse_uint("--prefix", v, 0, 100);
-	o->text_option = "--prefix";
-}
-
-static void
-set_format(struct opts *o, const char *v)
-{
-	if (trc_format_parse(v, &o->format) < 0)
+	if (trc_format_parse(v, &o->run.format) < 0)
 		die(TRC_EXIT_USAGE, "invalid --format '%s': expected " TRC_FORMAT_LIST, v);
-	o->format_given = true;
 }
 
 static void
-set_output(struct opts *o, const char *v)
+set_top(void *opts, const char *v)
 {
-	o->output = v;
-}
+	struct opts *o = opts;
 
-static void
-set_append(struct opts *o, const char *v)
-{
-	(void)v;
-	o->append = true;
-}
-
-static void
-set_eval(struct opts *o, const char *v)
-{
-	o->eval = v;
-}
-
-static void
-set_heapdump(struct opts *o, const char *v)
-{
-	o->heapdump = true;
-	o->heapdump_path = v;
-}
-
-static void
-set_interactive(struct opts *o, const char *v)
-{
-	(void)v;
-	o->interactive = true;
-}
-
-static void
-set_shapesdump(struct opts *o, const char *v)
-{
-	o->shapesdump = true;
-	o->shapesdump_path = v;
-}
-
-static void
-set_memory(struct opts *o, const char *v)
-{
-	(void)v;
-	o->memory = true;
-}
-
-static void
-set_backtraces(struct opts *o, const char *v)
-{
-	o->backtraces = true;
-	o->frames = v ? (unsigned)parse_uint("--backtraces frames", v, 1, 1000000) : 0;
-}
-
-static void
-set_backtrace(struct opts *o, const char *v)
-{
-	o->backtrace = true;
-	o->frames = (unsigned)parse_uint("--backtrace frames", v, 1, 1000000);
-}
-
-static void
-set_fork(struct opts *o, const char *v)
-{
-	(void)v;
-	o->fork = true;
-}
-
-static void
-set_duration(struct opts *o, const char *v)
-{
-	o->duration = parse_secs("--duration", v);
-}
-
-static void
-set_timeout(struct opts *o, const char *v)
-{
-	o->timeout = parse_secs("--timeout", v);
-}
-
-static void
-set_top(struct opts *o, const char *v)
-{
-	if (trc_top_mode_parse(v, &o->top_mode) < 0)
+	if (trc_top_mode_parse(v, &o->run.top_mode) < 0)
 		die(TRC_EXIT_USAGE, "invalid --top mode '%s': expected calls, time, objects-total, "
 		    "objects, arrays, strings or exceptions", v);
-	o->top = true;
-}
-
-static void
-set_rows(struct opts *o, const char *v)
-{
-	o->rows = (unsigned)parse_uint("--rows", v, 1, TRC_TOP_MAX_ENTRIES);
-	o->top_option = "--rows";
 }
 
 /* --sample N (by_time false, N from 1) or --sample-time N (from 2): one or the other. */
@@ -482,32 +268,32 @@ static void
 set_sampling(struct opts *o, const char *v, bool by_time)
 {
 	const char *name = by_time ? "--sample-time" : "--sample";
+	char *end;
+	unsigned long n;
 
-	if (o->sample_option != NULL && o->sample_by_time != by_time)
+	if (o->sample_option != NULL && o->run.sample_by_time != by_time)
 		die(TRC_EXIT_USAGE, "--sample and --sample-time exclude each other");
-	o->sample = (unsigned)parse_uint(name, v, by_time ? 2 : 1, TRC_TOP_MAX_SAMPLE);
-	o->sample_by_time = by_time;
-	o->top_option = o->sample_option = name;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < (by_time ? 2 : 1) ||
+	    n > TRC_TOP_MAX_SAMPLE)
+		die(TRC_EXIT_USAGE, "invalid %s '%s': expected a whole number from %d to %d", name, v,
+		    by_time ? 2 : 1, TRC_TOP_MAX_SAMPLE);
+	o->run.sample = (unsigned)n;
+	o->run.sample_by_time = by_time;
+	o->sample_option = name;
 }
 
 static void
-set_sample(struct opts *o, const char *v)
+set_sample(void *opts, const char *v)
 {
-	set_sampling(o, v, false);
+	set_sampling(opts, v, false);
 }
 
 static void
-set_sample_time(struct opts *o, const char *v)
+set_sample_time(void *opts, const char *v)
 {
-	set_sampling(o, v, true);
-}
-
-static const char **
-push(const char **list, size_t *n, const char *v)
-{
-	list = xreallocarray(list, *n + 1, sizeof(*list));
-	list[(*n)++] = v;
-	return list;
+	set_sampling(opts, v, true);
 }
 
 /*
@@ -532,188 +318,157 @@ absolute_prefix(const char *v)
 }
 
 static void
-set_filter(struct opts *o, const char *v)
+add_filter(void *opts, const char *v)
 {
+	struct trc_opt_list *l = &((struct opts *)opts)->run.filters;
+
 	if (*v == '\0')
 		die(TRC_EXIT_USAGE, "--filter needs a non-empty PREFIX");
-	if (o->nfilters == TRC_MAX_PREFIXES)
+	if (l->n == TRC_MAX_PREFIXES)
 		die(TRC_EXIT_USAGE, "--filter: at most %d prefixes", TRC_MAX_PREFIXES);
-	o->filters = push(o->filters, &o->nfilters, absolute_prefix(v));
-	o->scope_option = "--filter";
+	l->v = xreallocarray(l->v, l->n + 2, sizeof(*l->v));
+	l->v[l->n++] = absolute_prefix(v);
+	l->v[l->n] = NULL;
 }
 
+/* --devmode: rbtrace looks methods up again on each event, for apps that reload code. */
 static void
-set_all(struct opts *o, const char *v)
+rbtrace_only(void *opts, const char *v)
 {
-	(void)v;
-	o->all = true;
-	o->scope_option = "--all";
+	(void)opts, (void)v;
+	fputs("tracer: --devmode is rbtrace's: tracer always traces the methods defined or redefined "
+	      "while it is attached (ignored)\n", stderr);
 }
 
-static void
-check_regex(const char *what, const char *v)
-{
-	regex_t re;
-	char why[128];
-	int rc = regcomp(&re, v, REG_EXTENDED | REG_NOSUB);
+#define FIELD(f, type) TRC_OPT_FIELD(struct opts, f, type)
 
-	if (rc != 0) {
-		regerror(rc, &re, why, sizeof(why));
-		regfree(&re);
-		die(TRC_EXIT_USAGE, "invalid %s regex '%s': %s", what, v, why);
-	}
-	regfree(&re);
-}
-
-static void
-set_ignore(struct opts *o, const char *v)
-{
-	check_regex("--ignore", v);
-	if (o->nignores == TRC_MAX_IGNORES)
-		die(TRC_EXIT_USAGE, "--ignore: at most %d regexes", TRC_MAX_IGNORES);
-	o->ignores = push(o->ignores, &o->nignores, v);
-	o->scope_option = "--ignore";
-}
-
-static void
-set_interval(struct opts *o, const char *v)
-{
-	o->interval = parse_secs("--interval", v);
-	if (o->interval < MIN_INTERVAL || o->interval > MAX_INTERVAL)
-		die(TRC_EXIT_USAGE, "invalid --interval '%s': expected %g to %g seconds", v,
-		    MIN_INTERVAL, MAX_INTERVAL);
-	o->top_option = "--interval";
-}
-
-static void
-set_reset(struct opts *o, const char *v)
-{
-	o->reset = parse_secs("--reset", v);
-	o->top_option = "--reset";
-}
-
-static void
-set_json(struct opts *o, const char *v)
-{
-	(void)v;
-	o->json = true;
-	o->top_option = "--json";
-}
-
-static void
-set_ps(struct opts *o, const char *v)
-{
-	check_regex("--ps", v);
-	o->ps = v;
-}
-
-static void
-set_gc(struct opts *o, const char *v)
-{
-	(void)v;
-	o->gc = true;
-}
-
-static void
-set_yes(struct opts *o, const char *v)
-{
-	(void)v;
-	o->yes = true;
-}
-
-static void
-set_help(struct opts *o, const char *v)
-{
-	(void)v;
-	o->help = true;
-}
-
-static void
-set_version(struct opts *o, const char *v)
-{
-	(void)v;
-	o->version = true;
-}
-
-static const struct option_def options[] = {
-	{ "pid", 'p', ARG_REQUIRED, "PID", "process to attach to; repeat for several", set_pid },
-	{ "ps", 0, ARG_REQUIRED, "REGEX", "attach to your processes matching REGEX (below)",
-	  set_ps },
-	{ "exec", 'x', ARG_REST, "CMD [ARG...]", "start CMD, trace it from its first line (below); "
-	  "the rest is CMD's", set_exec },
-	{ "wait", 0, ARG_REQUIRED, "SECS", "--exec: attach SECS after CMD starts, not at its "
-	  "first line", set_wait },
-	{ "methods", 'm', ARG_LIST, "SPEC...", "trace calls of these methods (see below)",
-	  set_methods },
-	{ "config", 'c', ARG_LIST, "NAME|FILE...", "trace the methods a tracer file lists (below)",
-	  set_config },
-	{ "firehose", 'f', ARG_NONE, NULL, "trace every method call", set_firehose },
-	{ "slow", 's', ARG_OPTIONAL, "[MS]", "show calls slower than MS milliseconds (250)",
-	  set_slow },
-	{ "slowcpu", 0, ARG_OPTIONAL, "[MS]", "show calls that used more than MS milliseconds of CPU "
-	  "(250)", set_slowcpu },
-	{ "slow-methods", 0, ARG_LIST, "M...", "-s (or --slowcpu) for these methods only: "
-	  "-s -m M...", set_slow_methods },
-	{ "start-time", 't', ARG_NONE, NULL, "show the wall-clock start time of each call",
-	  set_start_time },
-	{ "no-duration", 'n', ARG_NONE, NULL, "hide the time spent in each call", set_no_duration },
-	{ "stats", 0, ARG_NONE, NULL, "at detach, print the events the agent sent, received and lost", set_stats },
-	{ "gc", 0, ARG_NONE, NULL, "tracing, --top: also show garbage collections and their pauses",
-	  set_gc },
-	{ "prefix", 'r', ARG_REQUIRED, "N", "indent nested calls by N spaces (2), "
-	  MAX_INDENT_TEXT " levels at most",
-	  set_prefix },
-	{ "output", 'o', ARG_REQUIRED, "FILE", "write the trace to FILE instead of stdout; "
-	  "FILE.gz, FILE.zst: compressed", set_output },
-	{ "append", 'a', ARG_NONE, NULL, "append to the --output FILE (.gz, .zst too)", set_append },
-	{ "format", 0, ARG_REQUIRED, "FORMAT", "write the trace as FORMAT (text; see below)",
-	  set_format },
-	{ "eval", 'e', ARG_REQUIRED, "CODE", "evaluate Ruby CODE in the process, print the result",
-	  set_eval },
-	{ "interactive", 'i', ARG_NONE, NULL, "a Ruby prompt whose lines run in the process (below)",
-	  set_interactive },
-	{ "heapdump", 0, ARG_OPTIONAL, "[FILE]",
-	  "dump the heap to FILE ($TMPDIR/tracer-heap-PID-DATE-TIME.json)", set_heapdump },
-	{ "shapesdump", 0, ARG_OPTIONAL, "[FILE]", "dump the object shapes to FILE (Ruby 3.2+)",
-	  set_shapesdump },
-	{ "memory", 0, ARG_NONE, NULL, "report RSS, mappings, GC, objects by type and class",
-	  set_memory },
-	{ "backtraces", 0, ARG_OPTIONAL, "[N]", "print every thread's backtrace (N frames of each)",
-	  set_backtraces },
-	{ "backtrace", 0, ARG_REQUIRED, "N", "print the main thread's N innermost frames",
-	  set_backtrace },
-	{ "fork", 0, ARG_NONE, NULL, "make a stopped copy of the process, for gdb (below)",
-	  set_fork },
-	{ "top", 0, ARG_REQUIRED, "MODE", "live table of calls, time, allocations... (below)",
-	  set_top },
-	{ "rows", 0, ARG_REQUIRED, "N", "--top: show the N first rows (25)", set_rows },
-	{ "sample", 0, ARG_REQUIRED, "N", "--top of allocations: look up 1 in N, counted as N "
-	  "(below)", set_sample },
-	{ "sample-time", 0, ARG_REQUIRED, "N", "--top of allocations: count them 1/N of the "
-	  "time, scaled (below)", set_sample_time },
-	{ "filter", 0, ARG_REQUIRED, "PREFIX", "-f, -s, --top: the app is the files under PREFIX; "
-	  "repeatable", set_filter },
-	{ "all", 0, ARG_NONE, NULL, "-f, -s, --top: every call and file, not only the app's "
-	  "(see below)", set_all },
-	{ "ignore", 0, ARG_REQUIRED, "REGEX", "-f, -s, --top: leave out methods whose Class#method "
-	  "matches; repeatable", set_ignore },
-	{ "yes", 'y', ARG_NONE, NULL, "do not ask before --all (see below)", set_yes },
-	{ "interval", 0, ARG_REQUIRED, "SECS", "--top: refresh every SECS seconds (1)",
-	  set_interval },
-	{ "reset", 0, ARG_REQUIRED, "SECS", "--top: clear the table every SECS seconds (300)",
-	  set_reset },
-	{ "json", 0, ARG_NONE, NULL, "--top: print each table as one line of JSON", set_json },
-	{ "duration", 0, ARG_REQUIRED, "SECS", "detach after SECS seconds (may be fractional)",
-	  set_duration },
-	{ "timeout", 0, ARG_REQUIRED, "SECS", "give up when the agent has not answered in SECS (5)",
-	  set_timeout },
-	{ "help", 'h', ARG_NONE, NULL, "show this help and exit", set_help },
-	{ "version", 'v', ARG_NONE, NULL, "show the version and exit", set_version },
+/* Every option: its names, its value and where it goes, its help line. Order: the help's. */
+static const struct trc_opt options[] = {
+	{ .name = "pid", .short_name = 'p', .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_LIST,
+	  .cb = add_pid, .metavar = "PID...", .help = "processes to attach to (-p A B, -p A -p B)" },
+	{ .name = "ps", .type = TRC_OPT_STRING, .arg = TRC_ARG_REQUIRED, .flags = TRC_OPT_REGEX,
+	  .off = FIELD(run.ps_regex, const char *), .metavar = "REGEX",
+	  .help = "attach to your processes matching REGEX (below)" },
+	{ .name = "exec", .short_name = 'x', .type = TRC_OPT_LIST, .arg = TRC_ARG_REST,
+	  .off = FIELD(run.exec, struct trc_opt_list), .metavar = "CMD [ARG...]",
+	  .help = "start CMD, trace it from its first line (below); the rest is CMD's" },
+	{ .name = "wait", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.wait, double), .metavar = "SECS",
+	  .help = "--exec: attach SECS after CMD starts, not at its first line" },
+	{ .name = "methods", .short_name = 'm', .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_LIST,
+	  .cb = add_method, .mode = DOES(TRC_MODE_TRACE), .metavar = "SPEC...",
+	  .help = "trace calls of these methods (see below)" },
+	{ .name = "config", .short_name = 'c', .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_LIST,
+	  .cb = add_config, .mode = DOES(TRC_MODE_TRACE), .metavar = "NAME|FILE...",
+	  .help = "trace the methods a tracer file lists (below)" },
+	{ .name = "firehose", .short_name = 'f', .type = TRC_OPT_BOOL,
+	  .off = FIELD(run.firehose, bool), .mode = DOES(TRC_MODE_TRACE),
+	  .help = "trace every method call" },
+	{ .name = "slow", .short_name = 's', .type = TRC_OPT_UINT, .arg = TRC_ARG_OPTIONAL,
+	  .off = FIELD(run.slow_ms, unsigned), .max = TRC_SLOW_MS_MAX, .dflt = DEFAULT_SLOW_MS,
+	  .what = "--slow threshold", .mode = DOES(TRC_MODE_TRACE), .group = G_WALL,
+	  .metavar = "[MS]", .help = "show calls slower than MS milliseconds (250)" },
+	{ .name = "slowcpu", .type = TRC_OPT_UINT, .arg = TRC_ARG_OPTIONAL,
+	  .off = FIELD(run.slow_ms, unsigned), .max = TRC_SLOW_MS_MAX, .dflt = DEFAULT_SLOW_MS,
+	  .what = "--slowcpu threshold", .mode = DOES(TRC_MODE_TRACE), .group = G_CPU,
+	  .metavar = "[MS]", .help = "show calls that used more than MS milliseconds of CPU (250)" },
+	{ .name = "slow-methods", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_LIST,
+	  .cb = add_slow_method, .mode = DOES(TRC_MODE_TRACE), .metavar = "M...",
+	  .help = "-s (or --slowcpu) for these methods only: -s -m M..." },
+	{ .name = "start-time", .short_name = 't', .type = TRC_OPT_BOOL,
+	  .off = FIELD(run.start_time, bool), .group = G_TEXT,
+	  .help = "show the wall-clock start time of each call" },
+	{ .name = "no-duration", .short_name = 'n', .type = TRC_OPT_BOOL,
+	  .off = FIELD(run.no_duration, bool), .group = G_TEXT,
+	  .help = "hide the time spent in each call" },
+	{ .name = "stats", .type = TRC_OPT_BOOL, .off = FIELD(run.stats, bool),
+	  .help = "at detach, print the events the agent sent, received and lost" },
+	{ .name = "gc", .type = TRC_OPT_BOOL, .off = FIELD(run.gc, bool),
+	  .help = "tracing, --top: also show garbage collections and their pauses" },
+	{ .name = "prefix", .short_name = 'r', .type = TRC_OPT_UINT, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.prefix, unsigned), .max = MAX_PREFIX, .group = G_TEXT, .metavar = "N",
+	  .help = "indent nested calls by N spaces (2), " MAX_INDENT_TEXT " levels at most" },
+	{ .name = "output", .short_name = 'o', .type = TRC_OPT_STRING, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.output, const char *), .metavar = "FILE",
+	  .help = "write the trace to FILE instead of stdout; FILE.gz, FILE.zst: compressed" },
+	{ .name = "append", .short_name = 'a', .type = TRC_OPT_BOOL, .off = FIELD(run.append, bool),
+	  .help = "append to the --output FILE (.gz, .zst too)" },
+	{ .name = "format", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_format,
+	  .group = G_FORMAT, .metavar = "FORMAT",
+	  .help = "write the trace as FORMAT (text; see below)" },
+	{ .name = "eval", .short_name = 'e', .type = TRC_OPT_STRING, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.eval, const char *), .mode = DOES(TRC_MODE_EVAL), .metavar = "CODE",
+	  .help = "evaluate Ruby CODE in the process, print the result" },
+	{ .name = "interactive", .short_name = 'i', .type = TRC_OPT_MODE,
+	  .mode = DOES(TRC_MODE_INTERACTIVE),
+	  .help = "a Ruby prompt whose lines run in the process (below)" },
+	{ .name = "heapdump", .type = TRC_OPT_STRING, .arg = TRC_ARG_OPTIONAL,
+	  .off = FIELD(run.heapdump_path, const char *), .mode = DOES(TRC_MODE_HEAPDUMP),
+	  .metavar = "[FILE]",
+	  .help = "dump the heap to FILE ($TMPDIR/tracer-heap-PID-DATE-TIME.json)" },
+	{ .name = "shapesdump", .type = TRC_OPT_STRING, .arg = TRC_ARG_OPTIONAL,
+	  .off = FIELD(run.shapesdump_path, const char *), .mode = DOES(TRC_MODE_SHAPESDUMP),
+	  .metavar = "[FILE]", .help = "dump the object shapes to FILE (Ruby 3.2+)" },
+	{ .name = "memory", .type = TRC_OPT_MODE, .mode = DOES(TRC_MODE_MEMORY),
+	  .help = "report RSS, mappings, GC, objects by type and class" },
+	{ .name = "backtraces", .short_name = 'b', .type = TRC_OPT_UINT, .arg = TRC_ARG_OPTIONAL,
+	  .off = FIELD(run.frames, unsigned), .min = 1, .max = MAX_FRAMES,
+	  .what = "--backtraces frames", .mode = DOES(TRC_MODE_BACKTRACES), .metavar = "[N]",
+	  .help = "print every thread's backtrace (N frames of each)" },
+	{ .name = "backtrace", .type = TRC_OPT_UINT, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.frames, unsigned), .min = 1, .max = MAX_FRAMES,
+	  .what = "--backtrace frames", .mode = DOES(TRC_MODE_BACKTRACE), .metavar = "N",
+	  .help = "print the main thread's N innermost frames" },
+	{ .name = "fork", .type = TRC_OPT_MODE, .mode = DOES(TRC_MODE_FORK),
+	  .help = "make a stopped copy of the process, for gdb (below)" },
+	{ .name = "top", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_top,
+	  .mode = DOES(TRC_MODE_TOP), .metavar = "MODE",
+	  .help = "live table of calls, time, allocations... (below)" },
+	{ .name = "rows", .type = TRC_OPT_UINT, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.rows, unsigned), .min = 1, .max = TRC_TOP_MAX_ENTRIES, .group = G_TOP,
+	  .metavar = "N", .help = "--top: show the N first rows (25)" },
+	{ .name = "sample", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_sample,
+	  .group = G_TOP, .metavar = "N",
+	  .help = "--top of allocations: look up 1 in N, counted as N (below)" },
+	{ .name = "sample-time", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED,
+	  .cb = set_sample_time, .group = G_TOP, .metavar = "N",
+	  .help = "--top of allocations: count them 1/N of the time, scaled (below)" },
+	{ .name = "filter", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = add_filter,
+	  .group = G_SCOPE, .metavar = "PREFIX",
+	  .help = "-f, -s, --top: the app is the files under PREFIX; repeatable" },
+	{ .name = "all", .type = TRC_OPT_BOOL, .off = FIELD(run.all, bool), .group = G_SCOPE,
+	  .help = "-f, -s, --top: every call and file, not only the app's (see below)" },
+	{ .name = "ignore", .type = TRC_OPT_LIST, .arg = TRC_ARG_REQUIRED, .flags = TRC_OPT_REGEX,
+	  .off = FIELD(run.ignores, struct trc_opt_list), .max = TRC_MAX_IGNORES, .group = G_SCOPE,
+	  .metavar = "REGEX",
+	  .help = "-f, -s, --top: leave out methods whose Class#method matches; repeatable" },
+	{ .name = "yes", .short_name = 'y', .type = TRC_OPT_BOOL, .off = FIELD(yes, bool),
+	  .help = "do not ask before --all (see below)" },
+	{ .name = "interval", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.interval, double), .min = MIN_INTERVAL, .max = MAX_INTERVAL,
+	  .group = G_TOP, .metavar = "SECS", .help = "--top: refresh every SECS seconds (1)" },
+	{ .name = "reset", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.reset, double), .group = G_TOP, .metavar = "SECS",
+	  .help = "--top: clear the table every SECS seconds (300)" },
+	{ .name = "json", .type = TRC_OPT_BOOL, .off = FIELD(run.json, bool), .group = G_TOP,
+	  .help = "--top: print each table as one line of JSON" },
+	{ .name = "duration", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.duration, double), .metavar = "SECS",
+	  .help = "detach after SECS seconds (may be fractional)" },
+	{ .name = "timeout", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.timeout, double), .metavar = "SECS",
+	  .help = "give up when the agent has not answered in SECS (5)" },
+	{ .name = "help", .short_name = 'h', .type = TRC_OPT_BOOL, .off = FIELD(help, bool),
+	  .help = "show this help and exit" },
+	{ .name = "version", .short_name = 'v', .type = TRC_OPT_BOOL, .off = FIELD(version, bool),
+	  .help = "show the version and exit" },
+	/* rbtrace's spellings that mean nothing here: a note, no help line. */
+	{ .name = "devmode", .type = TRC_OPT_CALLBACK, .cb = rbtrace_only },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
 static const char usage_text[] =
-	"Usage: tracer (-p PID [-p PID...] | --ps REGEX) (-m SPEC... | -c NAME... | -f |\n"
+	"Usage: tracer (-p PID... | --ps REGEX) (-m SPEC... | -c NAME... | -f |\n"
 	"              -s [MS] | --top MODE | -e CODE | -i | --heapdump [FILE] |\n"
 	"              --memory | --shapesdump [FILE] | --backtraces [N] |\n"
 	"              --backtrace N | --fork) [options]\n"
@@ -836,201 +591,91 @@ static void
 usage(void)
 {
 	fputs(usage_text, stdout);
-	for (size_t i = 0; i < NOPTIONS; i++) {
-		const struct option_def *d = &options[i];
-		char left[64];
-		int n;
-
-		if (d->short_name)
-			n = snprintf(left, sizeof(left), "  -%c, --%s", d->short_name, d->name);
-		else
-			n = snprintf(left, sizeof(left), "      --%s", d->name);
-		if (d->metavar)
-			snprintf(left + n, sizeof(left) - (size_t)n, " %s", d->metavar);
-		printf("%-*s%s\n", HELP_COLUMN, left, d->help);
-	}
+	trc_opt_help(stdout, options, NOPTIONS, HELP_COLUMN);
 	fputs(spec_text, stdout);
 }
 
-static bool
-is_option(const char *s)
-{
-	return s[0] == '-' && s[1] != '\0';
-}
-
-/* Gives d its value(s): glued is the value written into the same word (--x=V, -xV), or NULL. */
-static void
-apply(struct opts *o, const struct option_def *d, const char *spelled, const char *glued,
-      int argc, char **argv, int *i)
-{
-	const char *v = glued;
-
-	if (d->arg == ARG_NONE && v != NULL)
-		die(TRC_EXIT_USAGE, "option '%s' takes no value", spelled);
-	if (d->arg == ARG_OPTIONAL && v == NULL && *i + 1 < argc && !is_option(argv[*i + 1]))
-		v = argv[++*i];
-	if ((d->arg == ARG_REQUIRED || d->arg == ARG_LIST) && v == NULL) {
-		if (*i + 1 >= argc)
-			die(TRC_EXIT_USAGE, "option '%s' needs a value", spelled);
-		v = argv[++*i];
-	}
-	if (d->arg == ARG_REST && v == NULL && *i + 1 >= argc)
-		die(TRC_EXIT_USAGE, "option '%s' needs a command", spelled);
-	if (d->arg == ARG_REST && v == NULL)
-		v = argv[++*i];
-	d->set(o, v);
-	while (d->arg == ARG_LIST && *i + 1 < argc && !is_option(argv[*i + 1]))
-		d->set(o, argv[++*i]);
-	while (d->arg == ARG_REST && *i + 1 < argc)
-		d->set(o, argv[++*i]);
-}
+/* ---- the checks before a run: each says what is wrong with the command line ---- */
 
 static void
-parse_long(struct opts *o, int argc, char **argv, int *i)
+check_format(const struct opts *o, const struct trc_opt_state *st)
 {
-	const char *name = argv[*i] + 2, *eq = strchr(name, '=');
-	size_t len = eq ? (size_t)(eq - name) : strlen(name);
-	char spelled[32];
+	const struct trc_opt *text = st->group_by[G_TEXT];
 
-	for (size_t k = 0; k < NOPTIONS; k++) {
-		if (strlen(options[k].name) == len && strncmp(options[k].name, name, len) == 0) {
-			snprintf(spelled, sizeof(spelled), "--%s", options[k].name);
-			apply(o, &options[k], spelled, eq ? eq + 1 : NULL, argc, argv, i);
-			return;
-		}
-	}
-	die(TRC_EXIT_USAGE, "unknown option '--%.*s'", (int)len, name);
-}
-
-/* "-tn", "-p123", "-s": letters until one that takes a value, which gets the rest. */
-static void
-parse_short(struct opts *o, int argc, char **argv, int *i)
-{
-	const char *word = argv[*i];
-
-	for (size_t k = 1; word[k] != '\0'; k++) {
-		const struct option_def *d = NULL;
-		char spelled[3] = { '-', word[k], '\0' };
-
-		for (size_t j = 0; j < NOPTIONS && d == NULL; j++)
-			if (options[j].short_name == word[k])
-				d = &options[j];
-		if (d == NULL)
-			die(TRC_EXIT_USAGE, "unknown option '-%c'", word[k]);
-		if (d->arg != ARG_NONE) {
-			apply(o, d, spelled, word[k + 1] ? word + k + 1 : NULL, argc, argv, i);
-			return;
-		}
-		apply(o, d, spelled, NULL, argc, argv, i);
-	}
-}
-
-static void
-parse_args(struct opts *o, int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		if (!is_option(argv[i]) || strcmp(argv[i], "--") == 0)
-			die(TRC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
-		if (argv[i][1] == '-')
-			parse_long(o, argc, argv, &i);
-		else
-			parse_short(o, argc, argv, &i);
-	}
-}
-
-static void
-check_format(const struct opts *o, bool tracing)
-{
-	if (o->format_given && !tracing)
+	if (st->group_by[G_FORMAT] != NULL && o->run.mode != TRC_MODE_TRACE)
 		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -c, -f, -s)");
-	if (o->format != TRC_FORMAT_TEXT && o->text_option != NULL)
-		die(TRC_EXIT_USAGE, "%s goes with --format text", o->text_option);
-	if (o->append && trc_format_is_document(o->format))
+	if (o->run.format != TRC_FORMAT_TEXT && text != NULL)
+		die(TRC_EXIT_USAGE, "--%s goes with --format text", text->name);
+	if (o->run.append && trc_format_is_document(o->run.format))
 		die(TRC_EXIT_USAGE, "--append would put a second JSON document after the first: "
-		    "--format %s makes one document per file", trc_format_name(o->format));
+		    "--format %s makes one document per file", trc_format_name(o->run.format));
 }
 
-/* Which of the ways of looking inside was asked for (check_mode made sure one was). */
-static enum trc_mode
-looking_mode(const struct opts *o)
+/* Options that only --top takes, or only -f, -s and --top: with what they go. */
+static void
+check_groups(const struct opts *o, const struct trc_opt_state *st)
 {
-	const struct {
-		bool on;
-		enum trc_mode mode;
-	} looks[] = {
-		{ o->interactive, TRC_MODE_INTERACTIVE }, { o->heapdump, TRC_MODE_HEAPDUMP },
-		{ o->shapesdump, TRC_MODE_SHAPESDUMP }, { o->memory, TRC_MODE_MEMORY },
-		{ o->backtraces, TRC_MODE_BACKTRACES }, { o->backtrace, TRC_MODE_BACKTRACE },
-		{ o->fork, TRC_MODE_FORK },
-	};
+	const struct trc_run_opts *r = &o->run;
+	const struct trc_opt *top = st->group_by[G_TOP], *scope = st->group_by[G_SCOPE];
+	bool tracing = r->mode == TRC_MODE_TRACE;
 
-	for (size_t i = 0; i < sizeof(looks) / sizeof(looks[0]); i++)
-		if (looks[i].on)
-			return looks[i].mode;
-	return TRC_MODE_EVAL;
+	if (top != NULL && r->mode != TRC_MODE_TOP)
+		die(TRC_EXIT_USAGE, "--%s goes with --top", top->name);
+	if (r->sample > 1 && (r->top_mode == TRC_TOP_CALLS || r->top_mode == TRC_TOP_TIME ||
+			      r->top_mode == TRC_TOP_EXCEPTIONS))
+		die(TRC_EXIT_USAGE, "%s goes with --top objects, objects-total, arrays or "
+		    "strings: the other tables count every event", o->sample_option);
+	if (scope != NULL && r->mode != TRC_MODE_TOP && !r->firehose && !(r->slow && o->nspecs == 0))
+		die(TRC_EXIT_USAGE, "--%s goes with -f, -s (without -m) or --top", scope->name);
+	if (r->gc && !tracing && r->mode != TRC_MODE_TOP)
+		die(TRC_EXIT_USAGE, "--gc goes with tracing (-m, -c, -f, -s) or --top");
+	if (r->all && r->filters.n > 0)
+		die(TRC_EXIT_USAGE, "--all counts every file: it excludes --filter");
 }
 
-/* Exactly one thing to do, and no option that cannot apply to it. */
-static enum trc_mode
-check_mode(const struct opts *o)
+/* Exactly one thing to do (the parser refused two), and no option that cannot apply to it. */
+static void
+check_mode(struct opts *o, const struct trc_opt_state *st)
 {
-	bool tracing = o->nspecs > 0 || o->firehose || o->slow;
-	int modes = tracing + o->top + (o->eval != NULL) + o->interactive + o->heapdump +
-		    o->shapesdump + o->memory + o->backtraces + o->backtrace + o->fork;
+	struct trc_run_opts *r = &o->run;
 
-	if (o->nexec > 0 && (o->npids > 0 || o->ps != NULL))
+	if (r->exec.n > 0 && (r->npids > 0 || r->ps_regex != NULL))
 		die(TRC_EXIT_USAGE, "--exec traces the program it starts: it excludes -p and --ps");
-	if (o->npids == 0 && o->ps == NULL && o->nexec == 0)
+	if (r->npids == 0 && r->ps_regex == NULL && r->exec.n == 0)
 		die(TRC_EXIT_USAGE, "no process given: use -p PID, --ps REGEX or --exec CMD");
-	if (o->wait > 0 && o->nexec == 0)
+	if (r->wait > 0 && r->exec.n == 0)
 		die(TRC_EXIT_USAGE, "--wait goes with --exec");
-	if (modes == 0)
+	if (st->mode == 0)
 		die(TRC_EXIT_USAGE, "nothing to do: give -m, -c, -f, -s, --top, -e, -i, --heapdump, "
 		    "--shapesdump, --memory, --backtraces, --backtrace or --fork");
-	if (modes > 1)
-		die(TRC_EXIT_USAGE, "tracing (-m, -c, -f, -s), --top, -e, -i, --heapdump, "
-		    "--shapesdump, --memory, --backtraces, --backtrace and --fork exclude each other");
-	if (o->slowcpu && o->slowwall)
+	r->mode = (enum trc_mode)(st->mode - 1);
+	r->slow = st->group_by[G_WALL] != NULL || st->group_by[G_CPU] != NULL || o->slow_methods;
+	r->slowcpu = st->group_by[G_CPU] != NULL;
+	if (st->group_by[G_WALL] != NULL && st->group_by[G_CPU] != NULL)
 		die(TRC_EXIT_USAGE, "-s measures wall-clock time, --slowcpu CPU time: give one");
-	if (o->nexec > 0 && !tracing && !o->top)
+	if (r->exec.n > 0 && r->mode != TRC_MODE_TRACE && r->mode != TRC_MODE_TOP)
 		die(TRC_EXIT_USAGE, "--exec traces (-m, -c, -f, -s) or counts (--top): -e, -i, "
 		    "--heapdump, --shapesdump, --memory, --backtraces, --backtrace and --fork go with "
 		    "-p or --ps");
-	if (o->interactive && o->output != NULL)
+	if (r->mode == TRC_MODE_INTERACTIVE && r->output != NULL)
 		die(TRC_EXIT_USAGE, "-i answers on the terminal: it excludes --output");
-	if (o->firehose && (o->nspecs > 0 || o->slow))
+	if (r->firehose && (o->nspecs > 0 || r->slow))
 		die(TRC_EXIT_USAGE, "--firehose traces every call: it excludes -m, -c and -s");
-	if (o->append && o->output == NULL)
+	if (r->append && r->output == NULL)
 		die(TRC_EXIT_USAGE, "--append needs --output FILE");
-	if (o->top_option != NULL && !o->top)
-		die(TRC_EXIT_USAGE, "%s goes with --top", o->top_option);
-	if (o->sample > 1 && (o->top_mode == TRC_TOP_CALLS || o->top_mode == TRC_TOP_TIME ||
-			      o->top_mode == TRC_TOP_EXCEPTIONS))
-		die(TRC_EXIT_USAGE, "%s goes with --top objects, objects-total, arrays or "
-		    "strings: the other tables count every event", o->sample_option);
-	if (o->scope_option != NULL && !o->top && !o->firehose && !(o->slow && o->nspecs == 0))
-		die(TRC_EXIT_USAGE, "%s goes with -f, -s (without -m) or --top", o->scope_option);
-	if (o->gc && !tracing && !o->top)
-		die(TRC_EXIT_USAGE, "--gc goes with tracing (-m, -c, -f, -s) or --top");
-	if (o->all && o->nfilters > 0)
-		die(TRC_EXIT_USAGE, "--all counts every file: it excludes --filter");
-	check_format(o, tracing);
-	if (o->top)
-		return TRC_MODE_TOP;
-	if (tracing)
-		return TRC_MODE_TRACE;
-	return looking_mode(o);
+	check_groups(o, st);
+	check_format(o, st);
 }
 
 /* Whether the job hooks every call in the VM: --all with -f, -s alone, --top calls or time. */
 static bool
-hooks_every_call(const struct opts *o)
+hooks_every_call(const struct trc_run_opts *r)
 {
-	if (!o->all)
+	if (!r->all)
 		return false;
-	if (o->top)
-		return o->top_mode == TRC_TOP_CALLS || o->top_mode == TRC_TOP_TIME;
-	return o->firehose || (o->slow && o->nspecs == 0);
+	if (r->mode == TRC_MODE_TOP)
+		return r->top_mode == TRC_TOP_CALLS || r->top_mode == TRC_TOP_TIME;
+	return r->firehose || (r->slow && r->nspecs == 0);
 }
 
 /*
@@ -1048,15 +693,15 @@ confirm_lasting_cost(const struct opts *o, const struct trc_spec *specs)
 	for (size_t i = 0; i < o->nspecs && op == NULL; i++)
 		if (trc_spec_basic_op(&specs[i]))
 			op = &specs[i];
-	if (!hooks_every_call(o) && op == NULL)
+	if (!hooks_every_call(&o->run) && op == NULL)
 		return;
-	if (hooks_every_call(o))
+	if (hooks_every_call(&o->run))
 		fprintf(stderr, "tracer: --all hooks every method call in the VM. Ruby keeps part of those "
 			"hooks after tracer detaches: the process%s then stay%s slower until %s restart%s "
 			"(measured on small method calls: " TRC_RESIDUE_TEXT "). Without --all only the "
 			"app's own methods are traced, and nothing is left behind.\n",
-			o->npids > 1 ? "es" : "", o->npids > 1 ? "" : "s", o->npids > 1 ? "they" : "it",
-			o->npids > 1 ? "" : "s");
+			o->run.npids > 1 ? "es" : "", o->run.npids > 1 ? "" : "s",
+			o->run.npids > 1 ? "they" : "it", o->run.npids > 1 ? "" : "s");
 	if (op != NULL)
 		fprintf(stderr, "tracer: '%s' names an operation Ruby's VM runs without a method call "
 			"(Integer#+, Array#[], Hash#[]= and the like). Wrapping it makes the VM take the slow "
@@ -1099,27 +744,28 @@ parse_specs(const struct opts *o)
 
 /* --ps: adds the matching processes to the -p ones; ps then knows them. */
 static void
-find_ps(struct opts *o, struct trc_ps *ps)
+find_ps(struct trc_run_opts *r, struct trc_ps *ps)
 {
 	pid_t *found;
 	size_t n;
 
-	o->npids_given = o->npids;
-	if (o->ps == NULL)
+	r->npids_given = r->npids;
+	if (r->ps_regex == NULL)
 		return;
-	trc_ps_init(ps, o->ps);         /* checked by set_ps */
+	trc_ps_init(ps, r->ps_regex);   /* checked by the parser */
+	r->ps = ps;
 	if (trc_ps_scan(ps, &found, &n) < 0)
 		die(TRC_EXIT_ERROR, "cannot list the processes in /proc: %s", strerror(errno));
 	if (n == 0)
-		die(TRC_EXIT_ERROR, "no process matches %s with tracer_agent loaded", o->ps);
+		die(TRC_EXIT_ERROR, "no process matches %s with tracer_agent loaded", r->ps_regex);
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
 
-		while (k < o->npids && o->pids[k] != found[i])
+		while (k < r->npids && r->pids[k] != found[i])
 			k++;
-		if (k == o->npids) {
-			o->pids = xreallocarray(o->pids, o->npids + 1, sizeof(*o->pids));
-			o->pids[o->npids++] = found[i];
+		if (k == r->npids) {
+			r->pids = xreallocarray(r->pids, r->npids + 1, sizeof(*r->pids));
+			r->pids[r->npids++] = found[i];
 		}
 	}
 	free(found);
@@ -1140,53 +786,42 @@ die_denied(pid_t pid)
 
 /* The pids -p gave must be there; those --ps found may be gone already (their sessions say). */
 static void
-check_targets(const struct opts *o)
+check_targets(const struct trc_run_opts *r)
 {
-	if (o->heapdump_path != NULL && o->npids > 1)
+	bool one = r->mode == TRC_MODE_INTERACTIVE || r->mode == TRC_MODE_FORK;
+
+	if (r->heapdump_path != NULL && r->npids > 1)
 		die(TRC_EXIT_USAGE, "--heapdump FILE takes one pid; leave FILE out for several");
-	if (o->shapesdump_path != NULL && o->npids > 1)
+	if (r->shapesdump_path != NULL && r->npids > 1)
 		die(TRC_EXIT_USAGE, "--shapesdump FILE takes one pid; leave FILE out for several");
 	/* One prompt, one stopped copy: which process would be meant is not for tracer to guess. */
-	if ((o->interactive || o->fork) && o->npids > 1)
-		die(TRC_EXIT_USAGE, o->ps != NULL ? "%s takes one process, and %zu are given or match"
-						  : "%s takes one process, and you gave %zu",
-		    o->interactive ? "-i" : "--fork", o->npids);
-	for (size_t i = 0; i < o->npids_given; i++) {
-		switch (trc_proc_check(o->pids[i])) {
+	if (one && r->npids > 1)
+		die(TRC_EXIT_USAGE, r->ps_regex != NULL ? "%s takes one process, and %zu are given or match"
+							: "%s takes one process, and you gave %zu",
+		    r->mode == TRC_MODE_INTERACTIVE ? "-i" : "--fork", r->npids);
+	for (size_t i = 0; i < r->npids_given; i++) {
+		switch (trc_proc_check(r->pids[i])) {
 		case TRC_PROC_GONE:
-			die(TRC_EXIT_ERROR, "no such process %d", (int)o->pids[i]);
+			die(TRC_EXIT_ERROR, "no such process %d", (int)r->pids[i]);
 		case TRC_PROC_DENIED:
-			die_denied(o->pids[i]);
+			die_denied(r->pids[i]);
 		case TRC_PROC_ALIVE:
 			break;
 		}
 	}
 }
 
-static const char *
-tmpdir(void)
-{
-	const char *t = getenv("TMPDIR");
-
-	return t != NULL && *t != '\0' ? t : "/tmp";
-}
-
 /*
- * A dump's file, FILE or $TMPDIR/tracer-WHAT-PID-DATE-TIME.json. The client makes the file
- * itself (heapfile.c), here: an absolute path only says where, in the messages, whatever
- * directory the target runs in.
+ * --heapdump FILE, --shapesdump FILE, as an absolute path (the caller frees it), or NULL: the
+ * client makes the file, and its messages say where, whatever directory the target runs in.
  */
 static char *
-dump_path(const char *file, const char *what, pid_t pid)
+absolute_dump(const char *file)
 {
-	char cwd[PATH_MAX], stamp[32];
-	time_t now = time(NULL);
-	struct tm tm;
+	char cwd[PATH_MAX];
 
-	if (file == NULL) {
-		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
-		return xasprintf("%s/tracer-%s-%d-%s.json", tmpdir(), what, (int)pid, stamp);
-	}
+	if (file == NULL)
+		return NULL;
 	if (file[0] == '/')
 		return xstrdup(file);
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
@@ -1194,795 +829,67 @@ dump_path(const char *file, const char *what, pid_t pid)
 	return xasprintf("%s/%s", cwd, file);
 }
 
-/* What a session's eval sends: the code, a dump's path, the frames asked for, or "". */
-static char *
-eval_text(const struct opts *o, enum trc_mode mode, pid_t pid)
+static void
+free_opts(struct opts *o, struct trc_spec *specs)
 {
-	switch (mode) {
-	case TRC_MODE_EVAL:
-		return xstrdup(o->eval);
-	case TRC_MODE_HEAPDUMP:
-		return dump_path(o->heapdump_path, "heap", pid);
-	case TRC_MODE_SHAPESDUMP:
-		return dump_path(o->shapesdump_path, "shapes", pid);
-	case TRC_MODE_BACKTRACES:
-	case TRC_MODE_BACKTRACE:
-		return o->frames > 0 ? xasprintf("%u", o->frames) : xstrdup("");
-	default:
-		return xstrdup("");
+	struct trc_run_opts *r = &o->run;
+
+	for (size_t i = 0; i < r->nspecs; i++)
+		trc_spec_release(&specs[i]);
+	free(specs);
+	for (size_t i = 0; i < o->nspecs; i++) {
+		if (o->spec_origins[i] != NULL)
+			free((void *)o->specs[i]);      /* a tracer file's line */
+		free(o->spec_origins[i]);
 	}
-}
-
-static int
-open_output(const struct opts *o)
-{
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (o->append ? O_APPEND : O_TRUNC);
-	int fd;
-
-	if (o->output == NULL)
-		return STDOUT_FILENO;
-	if ((fd = open(o->output, flags, 0666)) < 0)
-		die(TRC_EXIT_ERROR, "cannot open '%s': %s", o->output, strerror(errno));
-	return fd;
-}
-
-/*
- * -o FILE.gz, FILE.zst: every byte is compressed on its way to the file. With --append the
- * new stream is one more gzip member or zstd frame after those already there, which gzip -dc
- * and zstd -dc read on as one text.
- */
-static void
-compress_output(struct trc_output *out, const struct opts *o)
-{
-	enum trc_compression kind = o->output ? trc_compression_of(o->output) : TRC_COMPRESS_NONE;
-	struct trc_codec codec;
-
-	if (trc_compress_codec(kind, &codec) < 0)
-		die(TRC_EXIT_ERROR, "cannot compress '%s': %s", o->output, strerror(errno));
-	trc_output_set_codec(out, codec);
-}
-
-/* The running client: the shared output, the job, one session per pid, the loop. */
-struct cli {
-	const struct opts *o;
-	struct ev_loop *loop;
-	struct trc_output out;
-	struct trc_job job;
-	struct trc_session_cbs cbs;
-	struct trc_session **sessions;  /* in order of start; finished ones stay */
-	bool *found;                    /* per session: --ps found it (-p did not name it) */
-	size_t nsessions, cap, running;
-	struct trc_ps *ps;              /* --ps, tracing or --top: looks for new processes */
-	ev_timer rescan_w, end_w;       /* rescans; --duration for them all */
-	bool stopping;                  /* stop_all() ran: no new session, the loop ends */
-	bool worked;                    /* a target was traced, or answered */
-	bool specs_checked;             /* check_specs() has judged the -m specs */
-	enum trc_exit churn;            /* the worst outcome of --ps processes that went away */
-	int interrupts;
-	bool output_failed;
-	enum trc_exit code;
-	ev_signal signal_w[3];
-	ev_prepare flush_w;
-	struct trc_top *top;            /* --top: the table, and its live view */
-	struct trc_live *live;
-	struct trc_export *export;      /* --format other than text */
-	/* --exec: the program, which the run waits for; --wait; the end of its connections */
-	bool execing;
-	struct trc_exec exec;
-	ev_timer wait_w, grace_w;
-	struct trc_repl *repl;          /* -i */
-	char *spool_dir;                /* tracing to a file: where its scratch files go (spool.h) */
-};
-
-/*
- * Whether the loop goes on with no session running: --ps waits for new processes until
- * stopped, --exec for its program to end (connecting again after an exec, maybe).
- */
-static bool
-waits_for_more(const struct cli *c)
-{
-	if (c->execing)
-		return !c->exec.exited;
-	return c->ps != NULL && !c->stopping;
-}
-
-/* An error of the run, under the trace; held with the notes while a screen is up. */
-static void __attribute__((format(printf, 2, 3)))
-say_error(struct cli *c, const char *fmt, ...)
-{
-	struct trc_buf b;
-	va_list ap;
-
-	trc_buf_init(&b);
-	trc_buf_adds(&b, "tracer: ");
-	va_start(ap, fmt);
-	trc_buf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	trc_buf_addc(&b, '\n');
-	trc_output_flush(&c->out);
-	if (c->out.err_fd < 0)
-		trc_buf_add(&c->out.err, b.data, b.len);
-	else
-		fwrite(b.data, 1, b.len, stderr);
-	trc_buf_release(&b);
-}
-
-static void
-stop_all(struct cli *c, enum trc_stop_reason why)
-{
-	c->stopping = true;
-	ev_timer_stop(c->loop, &c->rescan_w);
-	ev_timer_stop(c->loop, &c->end_w);
-	if (c->execing) {
-		ev_timer_stop(c->loop, &c->wait_w);
-		trc_exec_stop_listening(&c->exec);
-	}
-	for (size_t i = 0; i < c->nsessions; i++)
-		trc_session_stop(c->sessions[i], why);
-	if (c->running == 0 && !waits_for_more(c))
-		ev_break(c->loop, EVBREAK_ALL);
-}
-
-/*
- * What a changing set of processes brings, and no error of the run: a process --ps found went
- * away (before or while attached), another client traces it, or the run stopped before it
- * answered. Its message becomes a note, and counts only if nothing else could be traced.
- */
-static bool
-is_churn(const struct cli *c, const struct trc_session *s, size_t i)
-{
-	enum trc_exit st = trc_session_status(s);
-
-	if (!c->found[i] || st == TRC_EXIT_OK)
-		return false;
-	return st == TRC_EXIT_EXITED || trc_session_busy(s) ||
-	       (c->stopping && !trc_session_traced(s)) ||
-	       trc_proc_check(trc_session_pid(s)) == TRC_PROC_GONE;
-}
-
-static size_t
-session_index(const struct cli *c, const struct trc_session *s)
-{
-	size_t i = 0;
-
-	while (i < c->nsessions && c->sessions[i] != s)
-		i++;
-	return i;
-}
-
-/*
- * -m: once every target so far has answered (or ended), the specs that matched nothing in
- * any are said; when no spec matched anything, there is nothing to trace: the run ends with 1.
- */
-static void
-check_specs(struct cli *c)
-{
-	const struct trc_job *j = &c->job;
-	size_t traced = 0, unmatched = 0;
-	struct trc_buf names;
-
-	/* --exec: the program defines what it runs as it goes, and runs on regardless. */
-	if (c->specs_checked || j->mode != TRC_MODE_TRACE || j->nspecs == 0 || j->exec)
-		return;
-	for (size_t i = 0; i < c->nsessions; i++) {
-		if (!trc_session_traced(c->sessions[i]) && !trc_session_finished(c->sessions[i]))
-			return;
-		traced += trc_session_traced(c->sessions[i]);
-	}
-	if (traced == 0)
-		return;
-	c->specs_checked = true;
-	trc_buf_init(&names);
-	for (size_t k = 0; k < j->nspecs; k++) {
-		bool hit = false;
-
-		for (size_t i = 0; i < c->nsessions && !hit; i++)
-			hit = trc_session_spec_matched(c->sessions[i], k);
-		if (!hit)
-			trc_buf_addf(&names, "%s%s", unmatched++ ? ", " : "", j->specs[k].text);
-	}
-	trc_buf_addc(&names, '\0');
-	if (unmatched == j->nspecs) {
-		if (traced == 1)
-			say_error(c, "no method matches -m %s in process %d", names.data,
-				  (int)trc_session_pid(c->sessions[0]));
-		else
-			say_error(c, "no method matches -m %s in any of the %zu processes", names.data,
-				  traced);
-		if (c->code < TRC_EXIT_ERROR)
-			c->code = TRC_EXIT_ERROR;
-		stop_all(c, TRC_STOP_END);
-	} else if (unmatched > 0 && traced > 1) {
-		trc_output_note(&c->out, "no method matches %s in any of the %zu processes", names.data,
-				traced);
-	}
-	trc_buf_release(&names);
-}
-
-static void
-on_session_started(struct trc_session *s, void *ctx)
-{
-	struct cli *c = ctx;
-
-	(void)s;
-	c->worked = true;
-	check_specs(c);
-}
-
-/* A session's outcome: its error said (as a note if churn), its code counted. */
-static void
-account(struct cli *c, struct trc_session *s)
-{
-	const char *err = trc_session_error(s);
-	enum trc_exit st = trc_session_status(s);
-
-	if (trc_session_traced(s) || (c->job.mode != TRC_MODE_TRACE && c->job.mode != TRC_MODE_TOP &&
-				      st == TRC_EXIT_OK))
-		c->worked = true;
-	if (is_churn(c, s, session_index(c, s))) {
-		if (err != NULL)
-			trc_output_note(&c->out, "%s", err);
-		if (st > c->churn)
-			c->churn = st;
-		return;
-	}
-	if (err != NULL)
-		say_error(c, "%s", err);
-	if (st > c->code)
-		c->code = st;
-}
-
-static void
-on_session_done(struct trc_session *s, void *ctx)
-{
-	struct cli *c = ctx;
-
-	trc_output_flush(&c->out);
-	account(c, s);
-	c->running--;
-	check_specs(c);
-	if (c->running == 0 && !waits_for_more(c)) {
-		ev_break(c->loop, EVBREAK_ALL);
-		return;
-	}
-	if (c->running == 0 && c->ps != NULL)
-		trc_output_note(&c->out, "no process left; waiting for one that matches %s",
-				c->o->ps);
-	if (c->live != NULL)
-		trc_live_update(c->live);
-}
-
-static void abort_all(struct cli *c);
-
-/*
- * --exec: tracer and its program share the terminal, whose Ctrl-C reaches both: the program
- * decides what to do with its SIGINT, traced; a second one detaches, a third leaves at once.
- * SIGTERM and SIGHUP, sent to tracer alone, are passed on.
- */
-static void
-on_exec_signal(struct cli *c, int sig)
-{
-	if (sig != SIGINT) {
-		trc_exec_signal(&c->exec, sig);
-		return;
-	}
-	if (++c->interrupts == 2)
-		stop_all(c, TRC_STOP_SIGNAL);
-	else if (c->interrupts > 2)
-		abort_all(c);
-}
-
-/* First signal: detach cleanly. Second: leave now. With -i, Ctrl+C is the prompt's first. */
-static void
-on_signal(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	struct cli *c = w->data;
-
-	(void)loop, (void)revents;
-	if (c->execing) {
-		on_exec_signal(c, w->signum);
-		return;
-	}
-	if (c->repl != NULL && w->signum == SIGINT && trc_repl_interrupt(c->repl))
-		return;
-	if (++c->interrupts == 1) {
-		stop_all(c, TRC_STOP_SIGNAL);
-		return;
-	}
-	abort_all(c);
-}
-
-static void
-abort_all(struct cli *c)
-{
-	for (size_t i = 0; i < c->nsessions; i++)
-		trc_session_abort(c->sessions[i]);
-}
-
-/* Runs before the loop blocks: whatever the callbacks printed goes out in one write. */
-static void
-on_idle_flush(struct ev_loop *loop, ev_prepare *w, int revents)
-{
-	struct cli *c = w->data;
-
-	(void)loop, (void)revents;
-	if (trc_output_flush(&c->out) < 0 && !c->output_failed) {
-		c->output_failed = true;
-		stop_all(c, TRC_STOP_OUTPUT);
-	}
-}
-
-static void
-watch_signals(struct cli *c)
-{
-	static const int signals[] = { SIGINT, SIGTERM, SIGHUP };
-
-	signal(SIGPIPE, SIG_IGN);
-	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
-		ev_signal_init(&c->signal_w[i], on_signal, signals[i]);
-		c->signal_w[i].data = c;
-		ev_signal_start(c->loop, &c->signal_w[i]);
-	}
-	ev_prepare_init(&c->flush_w, on_idle_flush);
-	c->flush_w.data = c;
-	ev_prepare_start(c->loop, &c->flush_w);
-}
-
-static void
-make_job(struct cli *c, const struct opts *o, enum trc_mode mode, const struct trc_spec *specs)
-{
-	struct trc_job *j = &c->job;
-
-	j->mode = mode;
-	j->trace_flags = TRC_TRACE_RAISE | (o->firehose ? TRC_TRACE_FIREHOSE : 0) |
-			 (o->slow ? TRC_TRACE_SLOW : 0) | (o->gc ? TRC_TRACE_GC : 0) |
-			 (o->slowcpu ? TRC_TRACE_SLOWCPU : 0);
-	j->slow_ms = o->slow_ms;
-	j->specs = specs;
-	j->nspecs = o->nspecs;
-	j->trace.prefix = o->prefix;
-	j->trace.start_time = o->start_time;
-	j->trace.no_duration = o->no_duration;
-	j->stats = o->stats;
-	j->export = c->export;
-	j->top.mode = o->top_mode;
-	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
-	j->top.flags = (o->gc ? TRC_TOP_GC : 0) | (o->sample_by_time ? TRC_TOP_BY_TIME : 0);
-	j->top.sample = o->sample;
-	j->scope.all = o->all;
-	j->scope.prefixes = o->filters;
-	j->scope.nprefixes = o->nfilters;
-	j->scope.ignores = o->ignores;
-	j->scope.nignores = o->nignores;
-	j->top.table = c->top;
-	j->label_pids = o->npids > 1 || c->ps != NULL;
-	j->exec = o->nexec > 0;
-	j->timeout = o->timeout;
-	/* with --ps or --exec: on_end, for every process and every exec */
-	j->duration = c->ps != NULL || j->exec ? 0 : o->duration;
-	j->out = &c->out;
-	j->spool_dir = c->spool_dir;
-}
-
-/* A session for pid, counted as running: the caller starts it. */
-static struct trc_session *
-add_session(struct cli *c, pid_t pid, bool found)
-{
-	char *text = eval_text(c->o, c->job.mode, pid);
-	struct trc_session *s = trc_session_new(c->loop, &c->job, pid, text, &c->cbs, c);
-
-	free(text);
-	if (c->nsessions == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 8;
-		c->sessions = xreallocarray(c->sessions, c->cap, sizeof(*c->sessions));
-		c->found = xreallocarray(c->found, c->cap, sizeof(*c->found));
-	}
-	c->sessions[c->nsessions] = s;
-	c->found[c->nsessions++] = found;
-	c->running++;
-	if (c->top != NULL)
-		trc_top_add_pid(c->top, pid);
-	if (c->live != NULL)
-		trc_live_set_sessions(c->live, c->sessions, c->nsessions);
-	return s;
-}
-
-/* -i: attached; the prompt's turn. */
-static void
-on_session_ready(struct trc_session *s, void *ctx)
-{
-	struct cli *c = ctx;
-
-	c->worked = true;
-	trc_repl_start(c->repl, s);
-}
-
-static void
-on_session_answer(struct trc_session *s, void *ctx, bool ok, const char *text, size_t len)
-{
-	struct cli *c = ctx;
-
-	(void)s;
-	trc_repl_answer(c->repl, ok, text, len);
-}
-
-static void
-start_sessions(struct cli *c)
-{
-	const struct opts *o = c->o;
-
-	c->cbs = (struct trc_session_cbs){ on_session_started, on_session_done, on_session_ready,
-					   on_session_answer };
-	for (size_t i = 0; i < o->npids; i++)
-		add_session(c, o->pids[i], i >= o->npids_given);
-	for (size_t i = 0; i < o->npids; i++)
-		trc_session_start(c->sessions[i]);
-}
-
-static bool
-has_session(const struct cli *c, pid_t pid)
-{
-	for (size_t i = 0; i < c->nsessions; i++)
-		if (trc_session_pid(c->sessions[i]) == pid && !trc_session_finished(c->sessions[i]))
-			return true;
-	return false;
-}
-
-/* Workers come and go: every rescan attaches to the matching processes that are new. */
-static void
-on_rescan(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct cli *c = w->data;
-	pid_t *fresh;
-	size_t n;
-
-	(void)loop, (void)revents;
-	if (trc_ps_scan(c->ps, &fresh, &n) < 0)
-		return;         /* /proc unreadable for a moment: the next scan will do */
-	for (size_t i = 0; i < n && !c->stopping; i++)
-		if (!has_session(c, fresh[i]))
-			trc_session_start(add_session(c, fresh[i], true));
-	free(fresh);
-}
-
-/* --duration with --ps: one end for every process, those found later too. */
-static void
-on_end(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop, (void)revents;
-	stop_all(w->data, TRC_STOP_END);
-}
-
-static void
-start_rescans(struct cli *c, const struct opts *o)
-{
-	double every = o->top ? o->interval : DEFAULT_RESCAN;
-
-	ev_timer_init(&c->rescan_w, on_rescan, every, every);
-	c->rescan_w.data = c;
-	ev_timer_init(&c->end_w, on_end, o->duration, 0);
-	c->end_w.data = c;
-	if ((c->ps == NULL && !c->execing) || c->stopping)
-		return;
-	if (c->ps != NULL)
-		ev_timer_start(c->loop, &c->rescan_w);
-	if (o->duration > 0)
-		ev_timer_start(c->loop, &c->end_w);
-}
-
-/* ---- --exec ---- */
-
-#define EXEC_GRACE 2.0          /* seconds the program's connections may outlive it */
-
-/*
- * The program connected, at its start or after an exec, or a process it started did (a fork,
- * a Ruby program it spawned): a session of its own. From the first other process on, the
- * lines of the others start with [PID]; the program's own keep no label.
- */
-static void
-on_exec_connected(struct trc_exec *x, int fd, pid_t pid, void *ctx)
-{
-	struct cli *c = ctx;
-
-	if (c->stopping) {
-		close(fd);      /* it runs on untraced */
-		return;
-	}
-	if (pid != x->pid)
-		c->job.label_pids = true;
-	trc_session_adopt(add_session(c, pid, false), fd);
-}
-
-/* --wait ran out: attach, as to any process. */
-static void
-on_wait(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct cli *c = w->data;
-
-	(void)loop, (void)revents;
-	trc_session_start(add_session(c, c->exec.pid, false));
-}
-
-/* The program's connection outlived it: something still holds a copy. */
-static void
-on_grace(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop, (void)revents;
-	abort_all(w->data);
-}
-
-static void
-on_exec_exit(struct trc_exec *x, void *ctx)
-{
-	struct cli *c = ctx;
-
-	ev_timer_stop(c->loop, &c->wait_w);
-	ev_timer_stop(c->loop, &c->end_w);
-	if (c->running == 0) {
-		ev_break(c->loop, EVBREAK_ALL);
-		return;
-	}
-	/*
-	 * The program's sessions read on to the end of what it sent, which its exit has closed.
-	 * The processes it left running are detached: tracer ends with the program.
-	 */
-	for (size_t i = 0; i < c->nsessions; i++)
-		if (trc_session_pid(c->sessions[i]) != x->pid)
-			trc_session_stop(c->sessions[i], TRC_STOP_END);
-	ev_timer_start(c->loop, &c->grace_w);
-}
-
-static void
-start_exec(struct cli *c, const struct opts *o)
-{
-	char *lib = trc_exec_agent_lib();
-	int rc = trc_exec_start(&c->exec, c->loop, (char *const *)o->exec_argv, lib, o->wait == 0,
-				on_exec_connected, on_exec_exit, c);
-
-	free(lib);
-	if (rc < 0 && c->exec.exec_failed)
-		die(errno == ENOENT ? TRC_EXIT_NOT_FOUND : TRC_EXIT_CANNOT_RUN, "%s", c->exec.error);
-	if (rc < 0)
-		die(TRC_EXIT_ERROR, "%s", c->exec.error);
-	c->execing = true;
-	ev_timer_init(&c->wait_w, on_wait, o->wait, 0);
-	c->wait_w.data = c;
-	ev_timer_init(&c->grace_w, on_grace, EXEC_GRACE, 0);
-	c->grace_w.data = c;
-	if (o->wait > 0)
-		ev_timer_start(c->loop, &c->wait_w);
-}
-
-/* How the program ended, as a note; an error if it never connected. */
-static void
-exec_report(struct cli *c)
-{
-	const struct trc_exec *x = &c->exec;
-	int code = trc_exec_code(x);
-
-	if (WIFSIGNALED(x->status))
-		trc_output_note(&c->out, "process %d killed by signal %d (%s)", (int)x->pid,
-				WTERMSIG(x->status), strsignal(WTERMSIG(x->status)));
-	else
-		trc_output_note(&c->out, "process %d exited with status %d", (int)x->pid, code);
-	if (c->nsessions == 0 && c->o->wait > 0) {
-		trc_output_note(&c->out, "process %d ended before --wait ran out: not traced",
-				(int)x->pid);
-	} else if (c->nsessions == 0) {
-		say_error(c, "process %d never connected: is it a Ruby program, and did it keep the "
-			  "RUBYOPT that loads tracer_agent?", (int)x->pid);
-		c->code = TRC_EXIT_ERROR;
-	}
-}
-
-/* The run's outcome with --exec: the program's; or 1 when it succeeded but tracing failed. */
-static int
-exec_outcome(const struct cli *c)
-{
-	int code = trc_exec_code(&c->exec);
-
-	return code != 0 ? code : c->code != TRC_EXIT_OK ? TRC_EXIT_ERROR : TRC_EXIT_OK;
-}
-
-static struct trc_top *
-new_top(const struct opts *o)
-{
-	struct trc_top *t = trc_top_new(o->top_mode, o->pids, o->npids);
-	char why[128];
-
-	for (size_t i = 0; i < o->nignores; i++)
-		if (trc_top_ignore(t, o->ignores[i], why, sizeof(why)) < 0)
-			die(TRC_EXIT_USAGE, "invalid --ignore regex '%s': %s", o->ignores[i], why);
-	return t;
-}
-
-/* q on the screen: as a first signal. */
-static void
-on_quit(void *ctx)
-{
-	stop_all(ctx, TRC_STOP_SIGNAL);
-}
-
-/* --duration keeps the whole run in its one table, unless --reset says otherwise. */
-static void
-start_live(struct cli *c, const struct opts *o, bool full_screen)
-{
-	struct trc_live_opts lo = {
-		.full_screen = full_screen, .json = o->json, .rows = o->rows,
-		.interval = o->interval, .final_only = o->duration > 0, .final = o->nexec > 0,
-		.reset = o->reset > 0 ? o->reset : o->duration > 0 ? 0 : DEFAULT_RESET,
-		.filters = o->filters, .nfilters = o->nfilters, .all = o->all, .gc = o->gc,
-		.sample = o->sample, .sample_by_time = o->sample_by_time,
-	};
-
-	c->live = trc_live_start(c->loop, &c->out, c->top, c->sessions, c->nsessions, &lo,
-				 on_quit, c);
-}
-
-static struct trc_export *
-new_export(struct trc_output *out, const struct opts *o, const struct trc_spec *specs,
-	   bool watching)
-{
-	struct trc_export_opts eo = {
-		.format = o->format, .tool = "tracer " TRC_CLIENT_VERSION, .specs = specs,
-		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching,
-	};
-
-	return trc_export_new(out, &eo);
-}
-
-/*
- * Tracing and --top with --ps go on while workers come and go; the one-shot modes (-e,
- * --heapdump, --backtraces...) ask the processes there at the start.
- */
-static struct trc_ps *
-watched(enum trc_mode mode, struct trc_ps *ps, const struct opts *o)
-{
-	return o->ps != NULL && (mode == TRC_MODE_TRACE || mode == TRC_MODE_TOP) ? ps : NULL;
-}
-
-static void
-free_run(struct cli *c)
-{
-	for (size_t i = 0; i < c->nsessions; i++)
-		trc_session_free(c->sessions[i]);
-	free(c->sessions);
-	free(c->spool_dir);
-	free(c->found);
-	if (c->export != NULL)
-		trc_export_free(c->export);
-	if (c->out.fd != STDOUT_FILENO)
-		close(c->out.fd);
-	trc_output_release(&c->out);
-	if (c->top != NULL)
-		trc_top_free(c->top);
-}
-
-/*
- * A trace going to a regular file goes through a spool (spool.h), whose scratch files go
- * beside it, on its file system: nobody watches a file line by line as it grows, and the
- * spool keeps every event of a flood. To a terminal or a pipe, a trace is formatted as it
- * comes.
- */
-static char *
-spool_dir(int fd, enum trc_mode mode)
-{
-	struct stat st;
-	char link[64], path[PATH_MAX];
-	ssize_t n;
-	char *slash;
-
-	if (mode != TRC_MODE_TRACE || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return NULL;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, path, sizeof(path) - 1);
-	if (n <= 0 || path[0] != '/')
-		return NULL;
-	path[n] = '\0';
-	slash = strrchr(path, '/');
-	slash[slash == path ? 1 : 0] = '\0';
-	return xstrdup(path);
-}
-
-static int
-run(const struct opts *o, enum trc_mode mode, const struct trc_spec *specs, struct trc_ps *ps)
-{
-	struct cli c = { .o = o, .code = TRC_EXIT_OK, .ps = watched(mode, ps, o) };
-	int fd = open_output(o), code;
-	bool full_screen = mode == TRC_MODE_TOP && !o->json && isatty(fd);
-
-	if (mode == TRC_MODE_TOP)
-		c.top = new_top(o);
-	trc_output_init(&c.out, fd, STDERR_FILENO);
-	trc_progress_init(STDERR_FILENO);
-	compress_output(&c.out, o);
-	c.spool_dir = spool_dir(fd, mode);
-	if (mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
-		c.export = new_export(&c.out, o, specs, c.ps != NULL || o->nexec > 0);
-	make_job(&c, o, mode, specs);
-	if (o->nexec > 0)
-		trc_exec_init(&c.exec);     /* before libev changes the signal mask */
-	c.loop = ev_default_loop(0);
-	if (c.loop == NULL)
-		die(TRC_EXIT_ERROR, "cannot start the event loop");
-	if (mode == TRC_MODE_INTERACTIVE)
-		c.repl = trc_repl_new(c.loop, &c.out, o->pids[0]);
-	watch_signals(&c);
-	if (o->nexec > 0)
-		start_exec(&c, o);
-	start_sessions(&c);
-	/* Sessions may all have failed already (then without a loop to break). */
-	if (mode == TRC_MODE_TOP && !c.stopping && (c.running > 0 || c.ps != NULL || c.execing))
-		start_live(&c, o, full_screen);
-	start_rescans(&c, o);
-	if (!c.stopping && (c.running > 0 || c.ps != NULL || c.execing))
-		ev_run(c.loop, 0);
-	if (c.live != NULL)
-		trc_live_stop(c.live);
-	/* The terminal as it was, before anything more is said. */
-	if (c.repl != NULL)
-		trc_repl_free(c.repl);
-	if (c.execing)
-		exec_report(&c);
-	/* Every session has ended its part: the file can be completed. */
-	if (c.export != NULL)
-		trc_export_finish(c.export);
-	if (trc_output_end(&c.out) < 0 && c.out.error != EPIPE) {
-		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(c.out.error));
-		if (c.code < TRC_EXIT_ERROR)
-			c.code = TRC_EXIT_ERROR;
-	}
-	/* --ps processes that all went away, or refused: then their outcome is the run's. */
-	if (!c.worked && c.churn > c.code)
-		c.code = c.churn;
-	code = c.execing ? exec_outcome(&c) : (int)c.code;
-	free_run(&c);
-	return code;
+	free(o->specs);
+	free(o->spec_origins);
+	trc_opt_list_release(&r->exec);
+	for (size_t i = 0; i < r->filters.n; i++)
+		free((void *)r->filters.v[i]);  /* absolute_prefix's copies */
+	trc_opt_list_release(&r->filters);
+	trc_opt_list_release(&r->ignores);
+	free(r->pids);
 }
 
 int
 main(int argc, char **argv)
 {
-	struct opts o = { .slow_ms = DEFAULT_SLOW_MS, .prefix = DEFAULT_PREFIX,
-			  .timeout = DEFAULT_TIMEOUT, .rows = DEFAULT_ROWS,
-			  .interval = DEFAULT_INTERVAL, .sample = 1 };
+	struct opts o = { .run = { .slow_ms = DEFAULT_SLOW_MS, .prefix = DEFAULT_PREFIX,
+				   .timeout = DEFAULT_TIMEOUT, .rows = DEFAULT_ROWS,
+				   .interval = DEFAULT_INTERVAL, .sample = 1 } };
+	struct trc_opt_state st = { 0 };
 	struct trc_spec *specs;
 	struct trc_ps ps = { .known = NULL };
-	enum trc_mode mode;
+	char *heap, *shapes;
 	int code;
 
-	parse_args(&o, argc, argv);
+	if (trc_opt_parse(options, NOPTIONS, argc, argv, &o, &st) < 0)
+		die(TRC_EXIT_USAGE, "%s", st.error);
 	if (o.help) {
 		usage();
+		/* rbtrace's -h is its heap dump: someone who typed "-p PID -h" may have meant it. */
+		if (argc > 2)
+			fputs("tracer: -h is --help here; rbtrace's -h (a heap dump) is --heapdump\n", stderr);
 		return TRC_EXIT_OK;
 	}
 	if (o.version) {
 		printf("tracer %s (protocol %d)\n", TRC_CLIENT_VERSION, TRC_PROTOCOL_VERSION);
 		return TRC_EXIT_OK;
 	}
-	mode = check_mode(&o);
-	specs = parse_specs(&o);
-	find_ps(&o, &ps);
-	check_targets(&o);
+	check_mode(&o, &st);
+	o.run.specs = specs = parse_specs(&o);
+	o.run.nspecs = o.nspecs;
+	find_ps(&o.run, &ps);
+	check_targets(&o.run);
 	confirm_lasting_cost(&o, specs);
-	code = run(&o, mode, specs, &ps);
-	if (o.ps != NULL)
+	o.run.heapdump_path = heap = absolute_dump(o.run.heapdump_path);
+	o.run.shapesdump_path = shapes = absolute_dump(o.run.shapesdump_path);
+	code = trc_run(&o.run);
+	free(heap);
+	free(shapes);
+	if (o.run.ps != NULL)
 		trc_ps_release(&ps);
-	for (size_t i = 0; i < o.nspecs; i++)
-		trc_spec_release(&specs[i]);
-	free(specs);
-	for (size_t i = 0; i < o.nspecs; i++) {
-		if (o.spec_origins[i] != NULL)
-			free((void *)o.specs[i]);       /* a tracer file's line */
-		free(o.spec_origins[i]);
-	}
-	free(o.specs);
-	free(o.spec_origins);
-	free(o.exec_argv);
-	for (size_t i = 0; i < o.nfilters; i++)
-		free((void *)o.filters[i]);     /* absolute_prefix's copies */
-	free(o.filters);
-	free(o.ignores);
-	free(o.pids);
+	free_opts(&o, specs);
 	return code;
 }

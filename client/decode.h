@@ -8,9 +8,10 @@
 
 #include "tracer_protocol.h"
 
-/* Limits that turn absurd lengths into protocol errors instead of allocations or waits. */
-#define TRC_DECODE_MAX_MSG (64u << 20)  /* one message, all fields */
-#define TRC_DECODE_MAX_ROWS (1u << 20)  /* rows of one TRC_MSG_TOP */
+/* Limits that turn absurd lengths into protocol errors instead of allocations or waits: the
+ * protocol's own (tracer_protocol.h), which the agent keeps when it sends. */
+#define TRC_DECODE_MAX_MSG TRC_MAX_MESSAGE      /* one message, all fields */
+#define TRC_DECODE_MAX_ROWS TRC_TOP_MAX_ROWS    /* rows of one TRC_MSG_TOP */
 
 /* A string inside the decoded buffer: not NUL-terminated, valid as long as the buffer is.
  * msgpack str, bin and nil (as "") are all accepted. */

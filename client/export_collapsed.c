@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "export_format.h"
 #include "json.h"
 #include "xmalloc.h"
@@ -103,19 +104,19 @@ ret(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
 	c->self_ns[t->node[sp->depth]] += sp->self_ns;
 }
 
-/* ';' separates frames and a newline ends the line: neither may appear inside a name. */
+/*
+ * ';' separates frames and a newline ends the line: a name is escaped (escape.h), which leaves
+ * no newline nor any other control in it, and its ';' become ','.
+ */
 static void
 put_label(struct trc_buf *b, const char *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		char ch = p[i];
+	size_t from = b->len;
 
-		if (ch == ';')
-			ch = ',';
-		else if ((unsigned char)ch < 0x20 || ch == 0x7f)
-			ch = ' ';
-		trc_buf_addc(b, ch);
-	}
+	trc_escape(b, p, n);
+	for (size_t i = from; i < b->len; i++)
+		if (b->data[i] == ';')
+			b->data[i] = ',';
 }
 
 /* "root;...;leaf" of node id, appended to b. */

@@ -1,47 +1,9 @@
 /* json.c: JSON string escaping (with UTF-8 repair) and integer formatting for the client. */
 #include "json.h"
 
+#include "utf8.h"
+
 static const char hex[] = "0123456789abcdef";
-
-/*
- * Length of the well-formed UTF-8 sequence at p (Unicode table 3-7), or 0 with *bad set to the
- * length of the maximal ill-formed subpart there (at least 1), which becomes one U+FFFD.
- */
-static size_t
-utf8_seq(const unsigned char *p, size_t n, size_t *bad)
-{
-	unsigned char c = p[0], lo = 0x80, hi = 0xbf;
-	size_t need;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		need = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		need = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		need = 4;
-	else
-		need = 0;
-	if (need == 0) {
-		*bad = 1;
-		return 0;
-	}
-	/* The second byte's range rules out overlongs, surrogates and code points past U+10FFFF. */
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	for (size_t i = 1; i < need; i++, lo = 0x80, hi = 0xbf) {
-		if (i >= n || p[i] < lo || p[i] > hi) {
-			*bad = i;
-			return 0;
-		}
-	}
-	return need;
-}
 
 static void
 put_escape(struct trc_buf *b, unsigned char c)
@@ -62,6 +24,15 @@ put_escape(struct trc_buf *b, unsigned char c)
 	}
 }
 
+/* The two bytes of a C1 control, 0xc2 then 0x80..0x9f, as \u0080..\u009f. */
+static void
+put_c1(struct trc_buf *b, unsigned char second)
+{
+	char u[6] = { '\\', 'u', '0', '0', hex[second >> 4], hex[second & 15] };
+
+	trc_buf_add(b, u, sizeof(u));
+}
+
 void
 trc_json_str_body(struct trc_buf *b, const char *p, size_t n)
 {
@@ -80,8 +51,13 @@ trc_json_str_body(struct trc_buf *b, const char *p, size_t n)
 		if (c < 0x80) {
 			put_escape(b, c);
 			i++;
-		} else if ((len = utf8_seq(s + i, n - i, &bad)) > 0) {
-			trc_buf_add(b, s + i, len);
+		} else if ((len = trc_utf8_seq(s + i, n - i, &bad)) > 0) {
+			/* U+0080..U+009F, the C1 controls: valid JSON either way, but a file shown
+			 * on a terminal must not drive it. */
+			if (trc_utf8_is_c1(s + i, len))
+				put_c1(b, s[i + 1]);
+			else
+				trc_buf_add(b, s + i, len);
 			i += len;
 		} else {
 			trc_buf_add(b, "\\ufffd", 6);

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "screen.h"
+#include "top_json.h"
+#include "top_text.h"
 #include "xmalloc.h"
 
 #define MIN_WIDTH 20

@@ -9,6 +9,7 @@
 #include "output.h"
 #include "session.h"
 #include "top.h"
+#include "top_rows.h"
 
 struct trc_live_opts {
 	bool full_screen;       /* draw on the terminal of out (else print a table per interval) */

@@ -1,6 +1,7 @@
 /* proc.c: process liveness and ownership from kill() and /proc. */
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -162,6 +163,37 @@ trc_proc_descends(pid_t pid, pid_t ancestor)
 			return true;
 	}
 	return false;
+}
+
+/* A /proc entry's name as a pid, or 0 when it is none. */
+static pid_t
+entry_pid(const char *name)
+{
+	char *end;
+	long v = strtol(name, &end, 10);
+
+	return *name >= '1' && *name <= '9' && *end == '\0' && v <= INT_MAX ? (pid_t)v : 0;
+}
+
+pid_t
+trc_proc_child(pid_t parent, pid_t inner)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *d;
+	pid_t found = 0;
+
+	if (dir == NULL)
+		return 0;
+	while (found == 0 && (d = readdir(dir)) != NULL) {
+		pid_t pid = entry_pid(d->d_name), self;
+		int levels;
+
+		if (pid > 0 && parent_of(pid) == parent && trc_proc_nspid(pid, &self, &levels) == 0 &&
+		    self == inner)
+			found = pid;
+	}
+	closedir(dir);
+	return found;
 }
 
 char *

@@ -28,6 +28,13 @@ int trc_proc_nspid(pid_t pid, pid_t *inner, int *levels);
 bool trc_proc_descends(pid_t pid, pid_t ancestor);
 
 /*
+ * The child of parent that sees itself as pid inner (the last NSpid field: a process in a
+ * container knows its children by their pids in there), as this client sees it; or 0 when
+ * parent has no such child. Main thread.
+ */
+pid_t trc_proc_child(pid_t parent, pid_t inner);
+
+/*
  * The directory of tracer's own binary (/proc/self/exe), made canonical, with rel ("/../lib",
  * "/tracers") after it. Returns a string the caller frees, or NULL when it does not exist.
  */

@@ -13,11 +13,13 @@
 #include <editline/readline.h>
 
 #include "buf.h"
+#include "escape.h"
 #include "xmalloc.h"
 
 #define HISTORY_FILE ".tracer_history"
 #define HISTORY_MAX 1000
 #define READ_CHUNK 4096
+#define EVAL_OVERHEAD 64        /* bytes of an EVAL message besides its text */
 
 enum repl_state {
 	R_WAITING,      /* not attached yet */
@@ -129,6 +131,13 @@ take_line(struct trc_repl *r, const char *line)
 	}
 	if (r->lines.len == 0 && blank(line))
 		return false;
+	/* The agent takes no longer message (tracer_protocol.h): said here, not refused there. */
+	if (r->lines.len + strlen(line) + 1 > TRC_MAX_MESSAGE - EVAL_OVERHEAD) {
+		fprintf(stderr, "tracer: this code is over %u MiB, the most one message carries: "
+			"not run\n", TRC_MAX_MESSAGE >> 20);
+		r->lines.len = 0;
+		return false;
+	}
 	trc_buf_adds(&r->lines, line);
 	trc_buf_addc(&r->lines, '\n');
 	ask(r, R_CHECKING, TRC_EVAL_COMPLETE);
@@ -233,18 +242,22 @@ show_prompt(struct trc_repl *r)
 	ev_io_start(r->loop, &r->in_w);
 }
 
+/* The value's inspect, or the error (with its lines), escaped: they come from the process. */
 static void
 print_answer(struct trc_repl *r, bool ok, const char *text, size_t len)
 {
+	char *safe = ok ? trc_escape_dup(text, len) : trc_escape_lines_dup(text, len);
+
 	if (ok) {
 		trc_output_write(r->out, "=> ", 3);
-		trc_output_write(r->out, text, len);
+		trc_output_write(r->out, safe, strlen(safe));
 		trc_output_putc(r->out, '\n');
 		trc_output_flush(r->out);
-		return;
+	} else {
+		trc_output_flush(r->out);
+		fprintf(stderr, "%s\n", safe);
 	}
-	trc_output_flush(r->out);
-	fprintf(stderr, "%.*s\n", (int)len, text);
+	free(safe);
 }
 
 void

@@ -77,13 +77,29 @@ thread_get(struct trc_replay *r, uint32_t idx)
 	return th;
 }
 
+/* Counts n more bytes of names; false (r->error set) past TRC_REPLAY_MAX_NAME_BYTES. */
+static bool
+take_names(struct trc_replay *r, size_t n)
+{
+	if (n > TRC_REPLAY_MAX_NAME_BYTES - r->name_bytes) {
+		snprintf(r->error, sizeof(r->error), "method and thread names past %u MiB",
+			 TRC_REPLAY_MAX_NAME_BYTES >> 20);
+		return false;
+	}
+	r->name_bytes += n;
+	return true;
+}
+
 static int
 on_method(struct trc_replay *r, const struct trc_message *m)
 {
 	uint32_t idx = m->method.idx;
+	const struct trc_str *f[] = { &m->method.cls, &m->method.sep, &m->method.name, &m->method.path };
 
 	if (idx >= TRC_REPLAY_MAX_METHODS)
 		return fail(r, "method index", idx);
+	if (!take_names(r, (size_t)f[0]->len + f[1]->len + f[2]->len + f[3]->len))
+		return -1;
 	if (idx >= r->nmethods)
 		r->methods = xgrowzero(r->methods, &r->nmethods, idx, sizeof(*r->methods));
 	r->methods[idx] = r->ops->method(r->user, m) + 1;
@@ -95,7 +111,7 @@ on_thread(struct trc_replay *r, const struct trc_message *m)
 {
 	struct trc_replay_thread *th = thread_make(r, m->thread.idx);
 
-	if (th == NULL)
+	if (th == NULL || !take_names(r, m->thread.name.len))
 		return -1;
 	name_thread(r, th, m->thread.name);
 	return 0;
@@ -210,6 +226,12 @@ trc_replay_push(struct trc_replay *r, struct trc_replay_thread *th, uint32_t met
 			fail(r, "call depth", th->cap);
 			return NULL;
 		}
+		if ((size_t)(cap - th->cap) * size > TRC_REPLAY_MAX_STACK_BYTES - r->stack_bytes) {
+			snprintf(r->error, sizeof(r->error), "open calls past %u MiB",
+				 TRC_REPLAY_MAX_STACK_BYTES >> 20);
+			return NULL;
+		}
+		r->stack_bytes += (size_t)(cap - th->cap) * size;
 		th->stack = xreallocarray(th->stack, cap, size);
 		memset((char *)th->stack + th->cap * size, 0, (cap - th->cap) * size);
 		th->cap = cap;

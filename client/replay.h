@@ -17,10 +17,18 @@
  * (struct trc_replay_thread, struct trc_replay_call), so one allocation holds both.
  */
 
-/* Bounds on what an agent may make a replay hold; beyond them an event is a protocol error. */
+/*
+ * Bounds on what an agent may make a replay hold; beyond them an event is a protocol error. In
+ * bytes too, or an agent that keeps defining methods with long names (or opening calls on many
+ * threads) would grow the client without end: names are counted as they come (a redefinition
+ * counts again: its users keep every text they were given, each at most 4 times as long once
+ * escaped), open calls by the records their stacks hold.
+ */
 #define TRC_REPLAY_MAX_METHODS (1u << 22)
 #define TRC_REPLAY_MAX_THREADS (1u << 16)
 #define TRC_REPLAY_MAX_DEPTH (1u << 20)
+#define TRC_REPLAY_MAX_NAME_BYTES (32u << 20)   /* method and thread definitions */
+#define TRC_REPLAY_MAX_STACK_BYTES (64u << 20)  /* call records of every thread */
 
 /* An open call: the start of the user's call record. */
 struct trc_replay_call {
@@ -72,6 +80,8 @@ struct trc_replay {
 	void *threads;          /* thread records by index, made up to the highest index seen */
 	uint32_t nthreads;
 	uint32_t threads_seen;  /* threads that have had an event */
+	size_t name_bytes;      /* of the definitions taken in (TRC_REPLAY_MAX_NAME_BYTES) */
+	size_t stack_bytes;     /* of the threads' call records (TRC_REPLAY_MAX_STACK_BYTES) */
 	char error[96];         /* why trc_replay_feed() last returned -1 */
 };
 

@@ -12,13 +12,20 @@
 #include "attach.h"
 #include "conn.h"
 #include "encode.h"
-#include "heapfile.h"
+#include "escape.h"
+#include "newfile.h"
 #include "proc.h"
 #include "progress.h"
+#include "replay.h"
 #include "spool.h"
 #include "xmalloc.h"
 
-#define DETACH_WAIT 2.0         /* seconds of silence before a detach counts as unconfirmed */
+/*
+ * Seconds a detach may take, whatever the agent sends meanwhile: --duration and Ctrl-C end a
+ * session within 2 s even when an agent never stops sending (what a real one still has in its
+ * ring goes out in well under a second; its own limit counts the rest as lost).
+ */
+#define DETACH_WAIT 1.8
 #define ALIVE_EVERY 1.0         /* seconds between liveness checks while tracing */
 #define GONE_EVERY 0.01         /* after a lost connection: look for the exit this often, */
 #define GONE_CHECKS 50          /* this many times */
@@ -57,12 +64,14 @@ struct trc_session {
 	uint64_t recent;                /* bytes received since rate_w last ran */
 	bool flood;
 	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
-	struct trc_heapfile heap;       /* --heapdump, --shapesdump: the file the agent writes */
+	struct trc_newfile heap;        /* --heapdump, --shapesdump: the file the agent writes */
 	char *cwd;                      /* from WELCOME, or NULL */
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
 	int gone_checks;
 	bool truncated;                 /* the connection ended inside a message */
 	uint64_t received;              /* trace events (calls, returns, raises, values, slow calls) */
+	size_t name_bytes;              /* of the definitions a spool kept (names_fit) */
+	bool cut_short;                 /* the spool said the trace is cut short */
 	char tag[24];		/* "[PID] " with several targets, else "" */
 	bool traced;                    /* STARTED came */
 	bool busy;                      /* the agent said another client traces it */
@@ -76,7 +85,10 @@ struct trc_session {
 	void *ctx;
 };
 
-/* The end of the trace: what a spool still holds goes to the printer or exporter first. */
+/*
+ * The end of the trace: what a spool still holds goes to the printer or exporter first. A
+ * trace its spool could not keep whole (a full disk) fails the session: its note says why.
+ */
 static void
 close_sink(struct trc_session *s)
 {
@@ -84,6 +96,8 @@ close_sink(struct trc_session *s)
 	ev_timer_stop(s->loop, &s->rate_w);
 	trc_sink_close(&s->sink);
 	s->spool = NULL;
+	if (s->cut_short && s->code < TRC_EXIT_ERROR)
+		s->code = TRC_EXIT_ERROR;
 }
 
 static void
@@ -143,7 +157,7 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	trc_conn_close(&s->conn);
 	close_sink(s);
 	/* A dump that did not complete leaves nothing behind. */
-	trc_heapfile_release(&s->heap);
+	trc_newfile_release(&s->heap);
 	s->cbs->done(s, s->ctx);
 }
 
@@ -184,16 +198,21 @@ start_duration(struct trc_session *s)
 	ev_timer_start(s->loop, &s->duration_w);
 }
 
+/* One line: prefix, the target's text (escaped), suffix. */
 static void
 put_line(struct trc_session *s, const char *prefix, struct trc_str text, const char *suffix)
 {
 	struct trc_output *o = s->job->out;
+	struct trc_buf b;
 
+	trc_buf_init(&b);
+	trc_buf_adds(&b, s->tag);
+	trc_buf_adds(&b, prefix);
+	trc_escape(&b, text.ptr, text.len);
+	trc_buf_adds(&b, suffix);
 	trc_output_close_line(o);
-	trc_output_write(o, s->tag, strlen(s->tag));
-	trc_output_write(o, prefix, strlen(prefix));
-	trc_output_write(o, text.ptr, text.len);
-	trc_output_write(o, suffix, strlen(suffix));
+	trc_output_write(o, b.data, b.len);
+	trc_buf_release(&b);
 }
 
 static void
@@ -209,21 +228,32 @@ dump_name(const struct trc_session *s)
 	return s->job->mode == TRC_MODE_SHAPESDUMP ? "shapes dump" : "heap dump";
 }
 
-/* The agent has written and closed the file and answers its size: now it gets its name. */
+/*
+ * The agent has written and closed the file and answers its size: now it gets its name, if it
+ * is whole. A full file system may have cut it with no error the process heard of: then it is
+ * removed (by the release that ends the session), and the dump failed.
+ */
 static void
 print_dump(struct trc_session *s, struct trc_str size)
 {
-	struct trc_str path = { s->heap.path, (uint32_t)strlen(s->heap.path) };
-	char head[32], tail[64];
+	char head[32], tail[64], *bytes;
+	struct trc_str path;
 
-	if (trc_heapfile_commit(&s->heap) < 0) {
+	if (trc_newfile_check(&s->heap) < 0) {
+		remember(s, TRC_EXIT_ERROR, "%s failed: '%s' cannot be whole: %s (removed)",
+			 dump_name(s), s->heap.path, strerror(errno));
+		return;
+	}
+	if (trc_newfile_commit(&s->heap) < 0) {
 		remember(s, TRC_EXIT_ERROR, "%s failed: cannot rename '%s' to '%s': %s", dump_name(s),
 			 s->heap.tmp, s->heap.path, strerror(errno));
 		return;
 	}
+	path = (struct trc_str){ s->heap.path, (uint32_t)strlen(s->heap.path) };
+	bytes = trc_escape_dup(size.ptr, size.len < 30 ? size.len : 30);
 	snprintf(head, sizeof(head), "%s written to ", dump_name(s));
-	snprintf(tail, sizeof(tail), " (%.*s bytes)\n", (int)(size.len < 30 ? size.len : 30),
-		 size.ptr);
+	snprintf(tail, sizeof(tail), " (%s bytes)\n", bytes);
+	free(bytes);
 	put_line(s, head, path, tail);
 }
 
@@ -242,21 +272,49 @@ print_text(struct trc_session *s, struct trc_str text)
 	}
 }
 
-/* The copy's pid, and how to use it: it stays stopped until someone continues it. */
-static void
-print_fork(struct trc_session *s, struct trc_str pid)
+/* The reply's text as a pid: digits only, a positive pid_t; else 0. */
+static pid_t
+parse_pid(struct trc_str text)
 {
-	char gdb[32], cont[32];
-	int n = (int)(pid.len < 12 ? pid.len : 12), w;
-	struct trc_buf b;
+	long long v = 0;
 
-	snprintf(gdb, sizeof(gdb), "gdb -p %.*s", n, pid.ptr);
-	w = snprintf(cont, sizeof(cont), "kill -CONT %.*s", n, pid.ptr) + 4;
+	if (text.len == 0 || text.len > 10)
+		return 0;
+	for (uint32_t i = 0; i < text.len; i++) {
+		if (text.ptr[i] < '0' || text.ptr[i] > '9')
+			return 0;
+		v = v * 10 + (text.ptr[i] - '0');
+	}
+	return v > 0 && v <= INT32_MAX ? (pid_t)v : 0;
+}
+
+/*
+ * The copy's pid, and how to use it: it stays stopped until someone continues it. The pid goes
+ * into commands the user may paste, so it must be a number and a child of the target (which
+ * names it as it sees it: in a container, its pid in there; the commands need ours).
+ */
+static void
+print_fork(struct trc_session *s, struct trc_str reply)
+{
+	pid_t copy = parse_pid(reply), here = copy > 0 ? trc_proc_child(s->pid, copy) : 0;
+	char gdb[32], cont[32], *text;
+	struct trc_buf b;
+	int w;
+
+	if (here == 0) {
+		text = trc_escape_dup(reply.ptr, reply.len < 64 ? reply.len : 64);
+		remember(s, TRC_EXIT_ERROR, "fork failed: process %d answered '%s', which is no child "
+			 "of it", (int)s->pid, text);
+		free(text);
+		return;
+	}
+	snprintf(gdb, sizeof(gdb), "gdb -p %d", (int)here);
+	w = snprintf(cont, sizeof(cont), "kill -CONT %d", (int)here) + 4;
 	trc_buf_init(&b);
-	trc_buf_addf(&b, "process %.*s is a copy of process %d, stopped before it ran anything\n"
+	trc_buf_addf(&b, "process %d is a copy of process %d, stopped before it ran anything\n"
 		     "  %-*slook inside it (only the thread that forked is in it)\n"
 		     "  %-*slet it go: it exits at once, and process %d reaps it",
-		     n, pid.ptr, (int)s->pid, w, gdb, w, cont, (int)s->pid);
+		     (int)here, (int)s->pid, w, gdb, w, cont, (int)s->pid);
 	print_text(s, (struct trc_str){ b.data, (uint32_t)b.len });
 	trc_buf_release(&b);
 }
@@ -318,11 +376,13 @@ static void
 start_interactive(struct trc_session *s, const struct trc_message *m)
 {
 	const struct trc_str *v = &m->welcome.ruby_version;
+	char *version = trc_escape_dup(v->ptr, v->len);
 
 	ev_timer_stop(s->loop, &s->timeout_w);
 	s->state = S_INTERACTIVE;
-	trc_output_note(s->job->out, "attached to process %d (Ruby %.*s); exit or Ctrl+D detaches",
-			(int)s->pid, (int)v->len, v->ptr);
+	trc_output_note(s->job->out, "attached to process %d (Ruby %s); exit or Ctrl+D detaches",
+			(int)s->pid, version);
+	free(version);
 	start_duration(s);
 	ev_timer_start(s->loop, &s->alive_w);
 	s->cbs->ready(s, s->ctx);
@@ -366,10 +426,24 @@ on_error(struct trc_session *s, const struct trc_message *m)
 
 	s->busy = m->error.code == TRC_ERR_BUSY;
 
-	if (m->error.message.len == 0)
+	char *text;
+
+	/*
+	 * Only an app that turned evals off gets this code (an agent still loading, whose check
+	 * raised, says so with another): the client words it, with where it is turned off.
+	 */
+	if (m->error.code == TRC_ERR_EVAL_DISABLED) {
+		finish(s, code, "eval is disabled in process %d (TRACER_AGENT_EVAL=0 or "
+		       "TracerAgent.allow_eval = false)", (int)s->pid);
+		return;
+	}
+	if (m->error.message.len == 0) {
 		finish(s, code, "process %d refused: error %" PRIu32, (int)s->pid, m->error.code);
-	else
-		finish(s, code, "%.*s", (int)m->error.message.len, m->error.message.ptr);
+		return;
+	}
+	text = trc_escape_dup(m->error.message.ptr, m->error.message.len);
+	finish(s, code, "%s", text);
+	free(text);
 }
 
 /* A spec that matched nothing is worth a warning, named by the spec as the user wrote it. */
@@ -392,15 +466,22 @@ on_spec(struct trc_session *s, const struct trc_message *m)
 	 * class or method the program has yet to define, which it usually has not before its
 	 * first line (a method defined later is traced from then on).
 	 */
-	if (m->spec.skipped.len > 0)
-		trc_output_note(s->job->out, "%s%s: not traced: %.*s", s->tag, spec, (int)m->spec.skipped.len,
-				m->spec.skipped.ptr);
+	if (m->spec.skipped.len > 0) {
+		char *text = trc_escape_dup(m->spec.skipped.ptr, m->spec.skipped.len);
+
+		trc_output_note(s->job->out, "%s%s: not traced: %s", s->tag, spec, text);
+		free(text);
+	}
 	if (m->spec.matched != 0 || optional || (s->job->exec && (m->spec.pending || nothing)))
 		return;
-	if (msg->len > 0)
-		trc_output_note(s->job->out, "%s%s: %.*s", s->tag, spec, (int)msg->len, msg->ptr);
-	else
+	if (msg->len > 0) {
+		char *text = trc_escape_dup(msg->ptr, msg->len);
+
+		trc_output_note(s->job->out, "%s%s: %s", s->tag, spec, text);
+		free(text);
+	} else {
 		trc_output_note(s->job->out, "%s%s: matched no method", s->tag, spec);
+	}
 }
 
 /* Wrappers going in place (the attach waits as long as they do) or coming away. */
@@ -420,10 +501,12 @@ on_started(struct trc_session *s, const struct trc_message *m)
 {
 	(void)m;
 	trc_progress_end(s->pid);
-	/* Asked to detach (Ctrl-C, --duration) while the agent was putting its wrappers in place:
-	 * it finished that before it read the detach, which it answers next. */
-	if (s->state == S_DETACHING)
+	/* Stopped (Ctrl-C, --duration) while the agent was putting its wrappers in place: it
+	 * finished that before it read the detach, and they come off with it. */
+	if (s->state == S_DETACHING) {
+		s->traced = true;
 		return;
+	}
 	ev_timer_stop(s->loop, &s->timeout_w);
 	s->state = S_TRACING;
 	s->traced = true;
@@ -476,10 +559,14 @@ on_eval(struct trc_session *s, const struct trc_message *m)
 		       (int)s->pid, m->eval.id);
 		return;
 	}
-	if (m->eval.ok)
+	if (m->eval.ok) {
 		e->print(s, *t);
-	else
-		remember(s, TRC_EXIT_ERROR, "%s %.*s", e->failure, (int)t->len, t->ptr);
+	} else {
+		char *text = trc_escape_lines_dup(t->ptr, t->len);
+
+		remember(s, TRC_EXIT_ERROR, "%s %s", e->failure, text);
+		free(text);
+	}
 	detach(s);
 }
 
@@ -521,12 +608,38 @@ on_top(struct trc_session *s, const struct trc_message *m)
 		trc_top_feed(s->job->top.table, s->pid, m);
 }
 
+/*
+ * A spool formats later what it keeps now, so its printer's bound on names (replay.h) would
+ * be met only then, after the disk took gigabytes of an agent that never stops defining
+ * methods: the bound is kept here as the definitions come. False once it is passed.
+ */
+static bool
+names_fit(struct trc_session *s, const struct trc_message *m)
+{
+	size_t n = 0;
+
+	if (s->spool == NULL)
+		return true;
+	if (m->type == TRC_EV_METHOD)
+		n = (size_t)m->method.cls.len + m->method.sep.len + m->method.name.len +
+		    m->method.path.len;
+	else if (m->type == TRC_EV_THREAD)
+		n = m->thread.name.len;
+	if (n > TRC_REPLAY_MAX_NAME_BYTES - s->name_bytes)
+		return false;
+	s->name_bytes += n;
+	return true;
+}
+
 static void
 on_event(struct trc_session *s, const struct trc_message *m)
 {
 	if ((m->type >= TRC_EV_CALL && m->type <= TRC_EV_SLOW) || m->type == TRC_EV_GC)
 		s->received++;
-	if (!trc_sink_active(&s->sink))
+	if (!names_fit(s, m))
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: method and thread names "
+		       "past %u MiB", (int)s->pid, TRC_REPLAY_MAX_NAME_BYTES >> 20);
+	else if (!trc_sink_active(&s->sink))
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: trace event while not "
 		       "tracing", (int)s->pid);
 	else if (trc_sink_feed(&s->sink, m) < 0)
@@ -545,6 +658,7 @@ static const struct msg_handler {
 	{ TRC_EV_RETURN, TRACE_STATES, on_event },
 	{ TRC_MSG_WELCOME, IN(S_WELCOMING), on_welcome },
 	{ TRC_MSG_ERROR, CONNECTED, on_error },
+	/* A detach may cross them (Ctrl-C while attaching): they come all the same. */
 	{ TRC_MSG_SPEC, IN(S_STARTING) | IN(S_DETACHING), on_spec },
 	{ TRC_MSG_STARTED, IN(S_STARTING) | IN(S_DETACHING), on_started },
 	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_INTERACTIVE) | IN(S_DETACHING), on_eval },
@@ -674,15 +788,14 @@ on_detach_wait(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct trc_session *s = w->data;
 
-	(void)revents;
-	/* Still delivering what the ring held (a flood's worth takes a while on a busy machine). */
-	if (s->conn.fd >= 0 && ev_now(loop) - s->conn.last_read < DETACH_WAIT) {
-		ev_timer_set(w, s->conn.last_read + DETACH_WAIT - ev_now(loop), 0);
-		ev_timer_start(loop, w);
-		return;
-	}
-	finish(s, TRC_EXIT_ERROR, "process %d did not confirm the detach within %g s", (int)s->pid,
-	       DETACH_WAIT);
+	(void)w, (void)revents;
+	/* Still sending: the rest of the trace is left out, and the run says so. */
+	if (s->conn.fd >= 0 && ev_now(loop) - s->conn.last_read < 0.1)
+		finish(s, TRC_EXIT_ERROR, "process %d still sent its trace %g s after the detach: "
+		       "stopped reading, the rest is left out", (int)s->pid, DETACH_WAIT);
+	else
+		finish(s, TRC_EXIT_ERROR, "process %d did not confirm the detach within %g s",
+		       (int)s->pid, DETACH_WAIT);
 }
 
 /*
@@ -803,8 +916,10 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	s->flood = true;        /* until the first RATE_EVERY says otherwise */
 	if (trc_sink_active(&s->sink) && job->spool_dir != NULL) {
 		s->spool = trc_spool_new(job->spool_dir, s->sink, job->out);
-		if (s->spool != NULL)
+		if (s->spool != NULL) {
+			trc_spool_report(s->spool, &s->cut_short);
 			s->sink = trc_spool_sink(s->spool);
+		}
 		else
 			trc_output_note(job->out, "%sno scratch file beside the output (%s): events are "
 					"formatted as they come", s->tag, strerror(errno));
@@ -816,7 +931,7 @@ void
 trc_session_start(struct trc_session *s)
 {
 	/* Made before attaching: a file that cannot be made is not worth the target's time. */
-	if (passes_file(s) && trc_heapfile_open(&s->heap, s->text) < 0) {
+	if (passes_file(s) && trc_newfile_open(&s->heap, s->text, 0600, s->job->dump_named) < 0) {
 		finish(s, TRC_EXIT_ERROR, "cannot create the %s file beside '%s': %s", dump_name(s),
 		       s->text, strerror(errno));
 		return;
@@ -915,7 +1030,7 @@ trc_session_free(struct trc_session *s)
 	trc_conn_close(&s->conn);
 	stop_timers(s);
 	close_sink(s);
-	trc_heapfile_release(&s->heap);
+	trc_newfile_release(&s->heap);
 	free(s->text);
 	free(s->cwd);
 	free(s->error);

@@ -67,6 +67,8 @@ struct trc_job {
 	bool exec;              /* --exec: tracer started the target, which connects itself,
 				 * maybe again after an exec; its classes are mostly not loaded yet */
 	bool stats;             /* --stats: event counts of both sides at detach */
+	bool dump_named;        /* --heapdump FILE, --shapesdump FILE: the user named the file
+				 * (it replaces what is there); else tracer did (newfile.h) */
 	double timeout;         /* seconds for the agent to answer the attach */
 	double duration;        /* seconds of tracing before detaching; 0: until stopped */
 	struct trc_output *out;

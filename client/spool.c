@@ -31,6 +31,7 @@ struct trc_spool {
 	uint64_t lost;                  /* what the TRC_EV_LOST seen live said */
 	struct trc_sink inner;
 	struct trc_output *out;
+	bool *cut_short;                /* set when closing finds the trace cut short, or NULL */
 	char error[160];
 };
 
@@ -242,6 +243,8 @@ live_close(void *impl)
 		;
 	if (sp->error[0] != '\0' && sp->out != NULL)
 		trc_output_note(sp->out, "the trace is cut short: %s", sp->error);
+	if (sp->error[0] != '\0' && sp->cut_short != NULL)
+		*sp->cut_short = true;
 	trc_sink_close(&sp->inner);
 	trc_decoder_release(&sp->dec);
 	trc_buf_release(&sp->pending);
@@ -254,6 +257,12 @@ static const struct trc_sink_ops live_ops = {
 	.feed = live_feed, .set_clock = live_set_clock, .error = live_error, .lost = live_lost,
 	.close = live_close,
 };
+
+void
+trc_spool_report(struct trc_spool *sp, bool *cut_short)
+{
+	sp->cut_short = cut_short;
+}
 
 struct trc_sink
 trc_spool_sink(struct trc_spool *sp)

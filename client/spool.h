@@ -33,6 +33,9 @@ struct trc_spool *trc_spool_new_fd(int fd, struct trc_sink inner, struct trc_out
  * feeds inner what is left, closes inner, and frees the spool.
  */
 struct trc_sink trc_spool_sink(struct trc_spool *sp);
+/* When closing finds the trace cut short (its note says why), *cut_short is set true: the
+ * run must not end as a success. cut_short must outlive the spool. */
+void trc_spool_report(struct trc_spool *sp, bool *cut_short);
 /* Keeps n more bytes of what the agent sent, as they came. */
 void trc_spool_put(struct trc_spool *sp, const void *p, size_t n);
 /*

@@ -1,4 +1,4 @@
-/* top.h: the live tables of --top: every target's deltas summed into one table, sorted and printed. */
+/* top.h: the --top table: every target's deltas summed into (file, line, label) entries. */
 #ifndef TRC_TOP_H
 #define TRC_TOP_H
 
@@ -7,22 +7,39 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "buf.h"
 #include "decode.h"
 #include "tracer_protocol.h"
 
-/* Distinct (file, line, label) rows kept between resets; rows beyond are counted as lost. */
+/* Distinct (file, line, label) rows kept between resets, and the bytes of their names; rows
+ * beyond either are counted as lost. */
 #define TRC_TOP_MAX_ENTRIES (1u << 20)
-/* FILENAME and METHOD/OBJECT/EXCEPTION shrink to these widths first when the table does not
- * fit, then both down to TRC_TOP_MIN_CUT ("...x"). */
-#define TRC_TOP_MIN_FILE 16
-#define TRC_TOP_MIN_LABEL 12
-#define TRC_TOP_MIN_CUT 4
+#define TRC_TOP_MAX_BYTES (64u << 20)
+
+/* How a mode is shown: its columns and what its figures mean. */
+struct trc_top_mode_def {
+	const char *name;       /* on the command line: "calls", "objects-total"... */
+	bool file;              /* FILENAME and LINE columns */
+	const char *label;      /* title of the label column, NULL: none */
+	const char *json_label; /* its JSON key */
+	const char *count;      /* title of the count column */
+	bool timed;             /* TOTAL, SELF and AVG; sorted by TOTAL */
+};
 
 /* The mode's name on the command line ("calls", "objects-total"...), or NULL if out of range. */
 const char *trc_top_mode_name(enum trc_top_mode mode);
 /* Looks a mode up by that name. Returns 0, or -1 if there is none. */
 int trc_top_mode_parse(const char *name, enum trc_top_mode *mode);
+
+/* One row of the table: what the agents counted for a (file, line, label), summed. */
+struct trc_top_entry {
+	char *file;             /* file, NUL, label, NUL: one allocation, the table's */
+	const char *label;
+	uint32_t file_len, label_len;
+	int32_t line;
+	uint32_t hash;
+	bool hidden;            /* an --ignore regex matched its class */
+	uint64_t count, total_ns, self_ns;
+};
 
 struct trc_top;
 
@@ -50,12 +67,25 @@ void trc_top_feed(struct trc_top *t, pid_t pid, const struct trc_message *m);
 /* Forgets every row (not the event and lost totals). */
 void trc_top_reset(struct trc_top *t);
 
-/* Rows held now, hidden ones included. */
+/* How the table's mode is shown. */
+const struct trc_top_mode_def *trc_top_def(const struct trc_top *t);
+
+/* Rows held now, hidden ones included, and row i of them (valid until the next feed or reset). */
 size_t trc_top_size(const struct trc_top *t);
+const struct trc_top_entry *trc_top_entry(const struct trc_top *t, size_t i);
+
+/*
+ * For each row, how many of the targets pids[0..npids) counted it: an array of trc_top_size()
+ * figures, which the caller frees.
+ */
+uint32_t *trc_top_pid_counts(const struct trc_top *t, const pid_t *pids, size_t npids);
+
 /* Events and lost events reported by the agents since the table was made, plus the counts of
- * rows that did not fit (TRC_TOP_MAX_ENTRIES) in lost. */
+ * rows that did not fit (TRC_TOP_MAX_ENTRIES, TRC_TOP_MAX_BYTES) in lost. */
 uint64_t trc_top_events(const struct trc_top *t);
 uint64_t trc_top_lost(const struct trc_top *t);
+/* Whether the agents reported events since the rows were last cleared. */
+bool trc_top_events_since_reset(const struct trc_top *t);
 
 /* Garbage collections the agents reported (--gc) since the table was made. */
 struct trc_top_gc {
@@ -63,38 +93,5 @@ struct trc_top_gc {
 	uint64_t pause_ns;      /* the time they stopped the apps, summed over the targets */
 };
 struct trc_top_gc trc_top_gc(const struct trc_top *t);
-
-/* What a snapshot shows besides the rows. */
-struct trc_top_view {
-	const pid_t *pids;      /* the targets attached now: PIDS counts these only */
-	size_t npids;
-	bool pids_column;       /* several targets: add PIDS */
-	double elapsed;         /* seconds since the start */
-	double events_per_sec;
-	const char *const *filter;      /* the prefixes counted: --filter's, or the app dirs */
-	size_t nfilter;
-	bool app_dirs;          /* filter holds the targets' working directories */
-	bool all;               /* --all: every file */
-	bool gc;                /* --gc: a line of garbage collections under the header */
-	unsigned sample;        /* > 1: counts are estimates from 1 allocation in sample */
-	bool sample_by_time;    /* ... from allocations in 1/sample of the time */
-	struct trc_top_gc gc_recent;    /* those since the previous table... */
-	double gc_secs;                 /* ...which was this many seconds ago */
-	unsigned width;         /* columns of text at most (the table tries hard to fit) */
-	unsigned rows;          /* table rows at most */
-};
-
-/*
- * Appends the header line, a blank line and the table (column titles, then the rows sorted by
- * the mode's main figure), each line ending in '\n', to out. Control characters in names are
- * shown as '?'; long names lose their left part to a leading "...". Pure.
- */
-void trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v,
-			 struct trc_buf *out);
-
-/* Appends the same snapshot as one line of JSON (with its '\n') to out, strings escaped by
- * trc_json_str() like every JSON the client writes. Pure. */
-void trc_top_format_json(const struct trc_top *t, const struct trc_top_view *v,
-			 struct trc_buf *out);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "escape.h"
 #include "intern.h"
 #include "replay.h"
 #include "xmalloc.h"
@@ -40,6 +41,7 @@ struct trc_trace {
 	int64_t clock_sec;      /* second of clock_text */
 	char clock_text[10];    /* "HH:MM:SS." */
 	uint64_t lost;
+	struct trc_buf scratch;         /* put_str's escaped text */
 };
 
 static void
@@ -48,10 +50,13 @@ put(struct trc_trace *t, const char *p, size_t n)
 	trc_output_write(t->out, p, n);
 }
 
+/* Bytes from the target: escaped (escape.h) on their way out. */
 static void
 put_str(struct trc_trace *t, struct trc_str s)
 {
-	put(t, s.ptr, s.len);
+	t->scratch.len = 0;
+	trc_escape(&t->scratch, s.ptr, s.len);
+	put(t, t->scratch.data, t->scratch.len);
 }
 
 static void
@@ -217,34 +222,38 @@ put_method(struct trc_trace *t, uint32_t idx)
 		put(t, "(unknown)", 9);
 }
 
-/* TRC_EV_METHOD: the text printed for the method, up to its first NUL if it has one. */
+/* TRC_EV_METHOD: the text printed for the method, escaped once here: "Class#meth". */
 static uint32_t
 on_method(void *user, const struct trc_message *m)
 {
 	struct trc_trace *t = user;
-	char *text;
+	struct trc_buf text;
 	uint32_t id;
 
-	if (m->method.cls.len == 0)
-		text = xstrndup(m->method.name.ptr, m->method.name.len);
-	else
-		text = xasprintf("%.*s%.*s%.*s", (int)m->method.cls.len, m->method.cls.ptr,
-				 (int)m->method.sep.len, m->method.sep.ptr,
-				 (int)m->method.name.len, m->method.name.ptr);
-	id = trc_intern_id(&t->names, text, strlen(text));
-	free(text);
+	trc_buf_init(&text);
+	trc_escape(&text, m->method.cls.ptr, m->method.cls.len);
+	if (m->method.cls.len > 0)
+		trc_escape(&text, m->method.sep.ptr, m->method.sep.len);
+	trc_escape(&text, m->method.name.ptr, m->method.name.len);
+	id = trc_intern_id(&t->names, text.data, text.len);
+	trc_buf_release(&text);
 	return id;
 }
 
+/* A thread's label, "[name] ", escaped once here. */
 static void
 on_name(void *user, void *thread, struct trc_str name)
 {
 	struct trc_trace *t = user;
 	struct thread *th = thread;
-	char *label = xasprintf("[%.*s] ", (int)name.len, name.ptr);
+	struct trc_buf label;
 
-	th->label = trc_intern_id(&t->names, label, strlen(label));
-	free(label);
+	trc_buf_init(&label);
+	trc_buf_addc(&label, '[');
+	trc_escape(&label, name.ptr, name.len);
+	trc_buf_add(&label, "] ", 2);
+	th->label = trc_intern_id(&t->names, label.data, label.len);
+	trc_buf_release(&label);
 }
 
 /* Prints "Class#meth" and leaves the line open: the next event decides how it ends. */
@@ -527,6 +536,7 @@ trc_trace_free(struct trc_trace *t)
 		trc_output_close_line(t->out);
 	trc_replay_release(&t->replay);
 	trc_intern_release(&t->names);
+	trc_buf_release(&t->scratch);
 	free(t);
 }
 

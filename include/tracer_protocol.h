@@ -116,6 +116,16 @@ enum trc_cmd {
 				 * (estimates either way) */
 };
 
+/*
+ * Limits on what travels, which both sides keep: the sender never goes past them (the client
+ * checks the user's values against them before sending anything), and the receiver takes a
+ * message beyond them for a malformed one.
+ */
+#define TRC_MAX_MESSAGE (64u << 20)     /* bytes of one message, either way */
+#define TRC_SLOW_MS_MAX 86400000u       /* TRC_CMD_TRACE's slow_ms: a day */
+#define TRC_TOP_INTERVAL_MIN_MS 10u     /* TRC_CMD_TOP's interval_ms */
+#define TRC_TOP_INTERVAL_MAX_MS 3600000u
+
 /* The most a TRC_CMD_TRACE may hold (more is a malformed message): specs, expressions per spec,
  * scope prefixes and ignores. */
 #define TRC_MAX_SPECS 64

@@ -30,7 +30,7 @@
 #define POLL_MS 10              /* how long events may wait in the ring */
 #define OUT_HIGH (1u << 20)     /* encode no further ahead of the socket than this */
 #define ENCODE_SLICE (64u << 10) /* ring bytes encoded before they are handed back */
-#define IN_MAX (64u << 20)      /* largest command a client may send */
+#define IN_MAX TRC_MAX_MESSAGE   /* largest command a client may send */
 #define GOODBYE_MS 2000         /* how long an exiting process waits for the rest to go out */
 #define GOODBYE_EVENTS_MS 10000 /* how long a detach delivers events; then they count as lost */
 #define GOODBYE_STALL_MS 5000   /* how long a detach waits on a client that reads nothing */

@@ -81,7 +81,7 @@ check_trace(const msgpack_object *a)
 {
 	if (!is_uint(&a[1], TRC_TRACE_FIREHOSE | TRC_TRACE_SLOW | TRC_TRACE_RAISE | TRC_TRACE_GC |
 		     TRC_TRACE_SLOWCPU) ||
-	    !is_uint(&a[2], 86400000) || a[3].type != MSGPACK_OBJECT_ARRAY ||
+	    !is_uint(&a[2], TRC_SLOW_MS_MAX) || a[3].type != MSGPACK_OBJECT_ARRAY ||
 	    a[3].via.array.size > TRC_MAX_SPECS)
 		return 0;
 	for (uint32_t i = 0; i < a[3].via.array.size; i++)
@@ -106,7 +106,7 @@ static int
 check_top(const msgpack_object *a)
 {
 	return is_uint(&a[1], TRC_TOP_EXCEPTIONS) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-	    a[2].via.u64 >= 10 && a[2].via.u64 <= 3600000 && is_uint(&a[3], TRC_TOP_GC | TRC_TOP_BY_TIME) && is_scope(&a[4]) &&
+	    a[2].via.u64 >= TRC_TOP_INTERVAL_MIN_MS && a[2].via.u64 <= TRC_TOP_INTERVAL_MAX_MS && is_uint(&a[3], TRC_TOP_GC | TRC_TOP_BY_TIME) && is_scope(&a[4]) &&
 	    a[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[5].via.u64 >= 1 && a[5].via.u64 <= TRC_TOP_MAX_SAMPLE;
 }
 

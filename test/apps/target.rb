@@ -451,6 +451,25 @@ when 'gc'
     g.report(g.window)
     sleep 0.005
   end
+when 'hostile'
+  # What a hostile app, or a remote client whose bytes an exception message carries, can put in
+  # front of the operator: names, messages, a thread name and an inspect with terminal
+  # controls, C1 controls, invalid UTF-8, a newline that would start a line of its own, a NUL.
+  hostile = Class.new do
+    define_method("run\n[1] FORGED \e[31mred") { explode rescue nil }
+    define_method("a\0b") { nil }
+    def explode = raise(ArgumentError, "bad \e]52;c;QQ==\a \u009b2J \xff".b + "\nnext \e[2J")
+    def inspect = "#<Hostile \e]0;title\a \u009b>"
+  end
+  Object.const_set(:Hostile, hostile)
+  Thread.current.name = "main\e[1m\u009b"
+  h = Hostile.new
+  ready
+  loop do
+    h.public_send("run\n[1] FORGED \e[31mred")
+    h.public_send("a\0b")
+    sleep 0.005
+  end
 else
   abort "unknown mode #{mode}"
 end

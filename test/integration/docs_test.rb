@@ -116,6 +116,10 @@ class DocsTest < Minitest::Test
     begin
       assert_includes complete('tracer', '-p', ''), ruby.to_s
       assert_includes complete('tracer', '--pid', ruby.to_s[0]), ruby.to_s
+      # -p takes several: after a pid, another.
+      assert_includes complete('tracer', '-p', '1', ''), ruby.to_s
+      assert_includes complete('tracer', '-p', '1', '-'), '--top'
+      refute_includes complete('tracer', '-e', '1', ''), ruby.to_s
     ensure
       Process.kill('KILL', ruby)
       Process.wait(ruby)

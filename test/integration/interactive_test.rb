@@ -205,4 +205,15 @@ class InteractiveTest < Minitest::Test
     assert_equal 2, status.exitstatus
     assert_match(/-i answers on the terminal: it excludes --output/, err)
   end
+
+  # A message carries at most 64 MiB (TRC_MAX_MESSAGE): longer code is refused here, and the
+  # session goes on.
+  def test_code_over_the_message_limit_is_not_sent
+    t = target('sleep')
+    lines = "\"#{'x' * (65 << 20)}\".size\n1 + 1\n"
+    out, err, status = Open3.capture3(TRACER, '-p', t.pid.to_s, '-i', stdin_data: lines)
+    assert status.success?, err
+    assert_equal "=> 2\n", out
+    assert_match(/^tracer: this code is over 64 MiB, the most one message carries: not run$/, err)
+  end
 end

@@ -113,4 +113,119 @@ class ProtocolTest < Minitest::Test
     end
     assert t.alive?
   end
+
+  # --fork prints the copy's pid into commands to paste: only a number that is the target's
+  # child gets there, whatever the target answers.
+  { 'fork_text' => /answered '12; touch \/tmp\/tracer-pwned', which is no child of it/,
+    'fork_pid1' => /answered '1', which is no child of it/ }.each do |mode, why|
+    define_method("test_fork_reply_#{mode}_is_refused") do
+      t = target(mode, agent: false, script: FAKE_AGENT)
+      out, err, status = tracer('-p', t.pid, '--fork')
+      assert_equal 1, status.exitstatus, err
+      assert_empty out
+      assert_match(/\Atracer: fork failed: process #{t.pid} #{why}$/, err)
+      refute_match(/gdb|kill -CONT/, err)
+    end
+  end
+
+  # The client's peak resident memory while it runs, in MiB, sampled until it exits.
+  def peak_rss_while(c)
+    peak = 0
+    until (status = c.instance_variable_get(:@wait)).join(0.05)
+      kb = File.read("/proc/#{c.pid}/status")[/^VmRSS:\s+(\d+)/, 1] rescue nil # rubocop:disable Style/RescueModifier
+      peak = [peak, kb.to_i / 1024].max
+    end
+    status.value
+    peak
+  end
+
+  # An agent that never stops sending (and never confirms a detach): --duration and Ctrl-C
+  # still end the session within 2 s, and the trace so far is kept.
+  def test_endless_stream_ends_with_duration
+    t = target('stream_calls', agent: false, script: FAKE_AGENT)
+    c = client('-p', t.pid, '-m', 'K#m', '--duration', '1', '-o', '/dev/null')
+    c.wait_for(/^\*\*\* attached to process #{t.pid}$/)
+    attached = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    status = c.finish(within: 10)
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - attached
+    assert_operator took, :<, 1 + 2, "ended #{took.round(2)} s after attaching, with --duration 1"
+    assert_equal 1, status.exitstatus
+    assert_match(/^tracer: process #{t.pid} still sent its trace 1\.8 s after the detach: stopped reading, the rest is left out$/, c.err)
+  end
+
+  def test_endless_stream_ends_with_one_sigint
+    t = target('stream_calls', agent: false, script: FAKE_AGENT)
+    c = client('-p', t.pid, '-m', 'K#m', '-o', '/dev/null')
+    c.wait_for(/^\*\*\* attached to process #{t.pid}$/)
+    c.signal('INT')
+    signalled = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    status = c.finish(within: 10)
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - signalled
+    assert_operator took, :<, 2, "ended #{took.round(2)} s after one SIGINT"
+    assert_equal 1, status.exitstatus
+    assert_match(/still sent its trace/, c.err)
+  end
+
+  # New methods with 60 KB names, without end: the client's tables are bounded in bytes, and
+  # past the bound the trace ends as a protocol error, with the client's memory still small.
+  def test_endless_definitions_are_bounded_in_bytes
+    t = target('stream_defs', agent: false, script: FAKE_AGENT)
+    c = client('-p', t.pid, '-m', 'K#m', '-o', '/dev/null')
+    peak = peak_rss_while(c)
+    c.finish
+    assert_match(/^tracer: protocol error from process #{t.pid}: method and thread names past 32 MiB$/, c.err)
+    assert_operator peak, :<, 200, "peak RSS #{peak} MiB"
+    # To a file, whose spool keeps the bytes to format them later: bounded all the same, as
+    # they come, not gigabytes later.
+    t = target('stream_defs', agent: false, script: FAKE_AGENT)
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, 'trace.txt')
+      c = client('-p', t.pid, '-m', 'K#m', '-o', path)
+      peak = peak_rss_while(c)
+      c.finish
+      assert_match(/^tracer: protocol error from process #{t.pid}: method and thread names past 32 MiB$/, c.err)
+      assert_operator peak, :<, 200, "peak RSS #{peak} MiB"
+      assert_operator File.size(path), :<, 64 << 20
+    end
+  end
+
+  # Ctrl-C while the agent puts its hooks in: its SPEC and STARTED cross the client's DETACH,
+  # and are no protocol error (they were, in 4 of 40 runs against a real agent).
+  def test_sigint_while_attaching_crosses_started
+    t = target('slow_start', agent: false, script: FAKE_AGENT)
+    c = client('-p', t.pid, '-m', 'K#m')
+    t.wait_for(/^got trace$/)
+    c.signal('INT')
+    status = c.finish
+    refute_match(/protocol error/, c.err)
+    assert status.success?, c.err
+    assert_match(/^\*\*\* detached from process #{t.pid}$/, c.err)
+  end
+
+  # The same against real agents, at whatever point of the attach the signal lands.
+  def test_sigint_at_any_point_of_the_attach
+    t = target('sleep')
+    10.times do |i|
+      c = client('-p', t.pid, '-m', 'Worker#work')
+      sleep(0.005 * i) # where in the attach the signal lands; any outcome but an error of protocol
+      c.signal('INT')
+      c.finish
+      refute_match(/protocol error/, c.err)
+    end
+    assert_equal "=> 1\n", tracer('-p', t.pid, '-e', '1').first
+  end
+
+  # "disabled" only for the code that means it; an agent whose check raised (still loading)
+  # says so with another code, and the client must not call that disabled.
+  def test_eval_refusals_say_what_they_are
+    t = target('refuse_4', agent: false, script: FAKE_AGENT)
+    _, err, status = tracer('-p', t.pid, '-e', '1')
+    assert_equal 1, status.exitstatus
+    assert_equal "tracer: eval is disabled in process #{t.pid} (TRACER_AGENT_EVAL=0 or TracerAgent.allow_eval = false)\n", err
+    t = target('refuse_6', agent: false, script: FAKE_AGENT)
+    _, err, status = tracer('-p', t.pid, '-e', '1')
+    assert_equal 1, status.exitstatus
+    refute_match(/disabled/, err)
+    assert_match(/^tracer: cannot tell whether evals are allowed: NoMethodError/, err)
+  end
 end

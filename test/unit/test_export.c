@@ -411,9 +411,9 @@ test_odd_names(void)
 	ret(&k, 7, 1010);
 	ret(&k, 0, 3000);
 	trc_sink_close(&k);
-	test_str("collapsed: ';' and newlines replaced", finish(e),
-		 "w\xff;Worker#a,b c 2\n"
-		 "w\xff;Worker#a,b c;(unknown) 1\n");
+	test_str("collapsed: ';' replaced, newlines and bad UTF-8 escaped", finish(e),
+		 "w\\xff;Worker#a,b\\nc 2\n"
+		 "w\\xff;Worker#a,b\\nc;(unknown) 1\n");
 	trc_export_free(e);
 
 	e = start(TRC_FORMAT_JSONL, false);
@@ -468,6 +468,8 @@ test_json_escaping(void)
 	test_str("quotes, backslash, controls", JSON("a\"b\\c\n\t\r\b\f\x01\x1f\x7f"),
 		 "\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f\x7f\"");
 	test_str("NUL inside", JSON("a\0b"), "\"a\\u0000b\"");
+	test_str("C1 controls as \\u escapes, U+00A0 kept", JSON("\xc2\x80\xc2\x9b\xc2\xa0"),
+		 "\"\\u0080\\u009b\xc2\xa0\"");
 	test_str("valid UTF-8 kept", JSON("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
 		 "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
 	test_str("stray bytes", JSON("a\xff" "b\x80"), "\"a\\ufffdb\\ufffd\"");

@@ -258,6 +258,46 @@ test_stack(void)
 	finish(&u);
 }
 
+/* An agent that keeps defining methods with long names, or opening calls, is stopped in bytes. */
+static void
+test_bytes(void)
+{
+	static char name[60000];
+	struct user u;
+	struct trc_message m = { .type = TRC_EV_METHOD };
+	uint32_t i = 0;
+	int rc = 0, ok = 1;
+	struct rec_thread *th;
+
+	memset(name, 'n', sizeof(name));
+	start(&u);
+	m.method.name = (struct trc_str){ name, sizeof(name) };
+	while (rc == 0 && i < 10000) {
+		m.method.idx = i++ % 3;         /* redefinitions count too */
+		rc = feed(&u, m);
+		u.log.len = 0;
+	}
+	test_cond("names stop at the bound", rc == -1 && i - 1 == TRC_REPLAY_MAX_NAME_BYTES / sizeof(name));
+	test_str("said so", u.r.error, "method and thread names past 32 MiB");
+	m = (struct trc_message){ .type = TRC_EV_THREAD };
+	m.thread.name = (struct trc_str){ name, sizeof(name) };
+	test_cond("thread names count with them", feed(&u, m) == -1);
+	finish(&u);
+
+	start(&u);
+	for (uint32_t t = 0; ok && t < 8; t++) {
+		call(&u, t, 0);
+		th = trc_replay_thread(&u.r, t);
+		while (ok && th->base.depth < TRC_REPLAY_MAX_DEPTH)
+			ok = trc_replay_push(&u.r, &th->base, 1, 0) != NULL;
+		th = trc_replay_thread(&u.r, t);
+	}
+	test_cond("open calls stop at the bound, over several threads", !ok &&
+		  u.r.stack_bytes <= TRC_REPLAY_MAX_STACK_BYTES);
+	test_str("said so", u.r.error, "open calls past 64 MiB");
+	finish(&u);
+}
+
 void
 test_replay(void)
 {
@@ -265,4 +305,5 @@ test_replay(void)
 	test_threads();
 	test_dispatch();
 	test_stack();
+	test_bytes();
 }

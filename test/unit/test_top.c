@@ -5,6 +5,8 @@
 #include "output.h"
 #include "test.h"
 #include "top.h"
+#include "top_json.h"
+#include "top_text.h"
 
 #define MS 1000000ull
 
@@ -460,17 +462,22 @@ test_utf8_and_controls(void)
 	struct trc_top_row rows[] = {
 		R("/app/\xc3\xa9t\xc3\xa9/caf\xc3\xa9/na\xc3\xafve/r\xc3\xa9sum\xc3\xa9.rb", 1, "E", 2),
 		R("/app/x\ny.rb", 2, "Bad\x1b[2J", 1),
+		R("/c1.rb", 3, "\xc2\x9b" "2J\x9b", 1),
+		{ { "/n.rb", 5 }, 4, { "K#a\0b", 5 }, 1, 0, 0 },
 	};
 	struct trc_top_view v = view(40, 25);
 	char *s;
 
-	feed(t, 100, rows, 2, 0, 0);
+	feed(t, 100, rows, 4, 0, 0);
 	s = text(t, &v);
-	test_str("cut on a character boundary, controls as '?'", table_of(s),
-		 "FILENAME          LINE  EXCEPTION  COUNT\n"
-		 "...\xc3\xafve/r\xc3\xa9sum\xc3\xa9.rb     1  E              2\n"
-		 "/app/x?y.rb          2  Bad?[2J        1\n");
+	test_str("cut on a character boundary, controls escaped", table_of(s),
+		 "FILENAME       LINE  EXCEPTION     COUNT\n"
+		 ".../r\xc3\xa9sum\xc3\xa9.rb     1  E                 2\n"
+		 "/app/x\\ny.rb      2  Bad\\e[2J          1\n"
+		 "/c1.rb            3  ...x9b2J\\x9b      1\n"
+		 "/n.rb             4  K#a\\x00b          1\n");
 	test_cond("no escape reaches the terminal", strchr(s, '\x1b') == NULL);
+	test_cond("no C1 control either", strstr(s, "\xc2\x9b") == NULL);
 	free(s);
 	trc_top_free(t);
 }
@@ -723,6 +730,62 @@ test_many_rows(void)
 	trc_top_free(t);
 }
 
+/* A target that sends new rows with long names is bounded in bytes, not only in rows. */
+static void
+test_bytes_bound(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	static char name[60000];
+	struct trc_top_row row;
+	int32_t line = 0;
+
+	memset(name, 'x', sizeof(name) - 1);
+	row = R(name, 0, "K#m", 1);
+	while (trc_top_lost(t) == 0 && line < 10000) {
+		row.line = ++line;
+		feed(t, 100, &row, 1, 1, 0);
+	}
+	test_cond("rows stop at the bound in bytes",
+		  trc_top_size(t) == TRC_TOP_MAX_BYTES / (sizeof(name) - 1 + 3 + 2) &&
+		  trc_top_lost(t) == 1);
+	row.line = 1;
+	feed(t, 100, &row, 1, 1, 0);
+	test_cond("a row held still counts", trc_top_lost(t) == 1);
+	trc_top_reset(t);
+	feed(t, 100, &row, 1, 1, 0);
+	test_cond("a reset makes room", trc_top_size(t) == 1 && trc_top_lost(t) == 1);
+	trc_top_free(t);
+}
+
+/*
+ * One very long label (an ERB template's generated method) gives way alone: the file names,
+ * which would fit beside every other label, are not cut to stubs for it.
+ */
+static void
+test_one_long_label(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	static const char long_label[] = "ActionView::Base#_app_views_orders_index_html_erb___"
+		"1234567890123456789_47000000000000_and_some_more_of_it_to_be_very_long";
+	struct trc_top_row rows[] = {
+		R("/srv/app/app/models/order_item.rb", 10, "OrderItem#total", 9),
+		R("/srv/app/app/views/orders/index.html.erb", 1, long_label, 8),
+		R("/srv/app/app/models/order.rb", 20, "Order#total", 7),
+	};
+	struct trc_top_view v = view(100, 25);
+	char *s;
+
+	feed(t, 100, rows, 3, 0, 0);
+	s = text(t, &v);
+	test_str("the long label is cut, the file names are whole", table_of(s),
+		 "FILENAME                                  LINE  METHOD                                         CALLS\n"
+		 "/srv/app/app/models/order_item.rb           10  OrderItem#total                                    9\n"
+		 "/srv/app/app/views/orders/index.html.erb     1  ...000000_and_some_more_of_it_to_be_very_long      8\n"
+		 "/srv/app/app/models/order.rb                20  Order#total                                        7\n");
+	free(s);
+	trc_top_free(t);
+}
+
 void
 test_top(void)
 {
@@ -737,6 +800,7 @@ test_top(void)
 	test_gc();
 	test_width_fitting();
 	test_label_cut();
+	test_one_long_label();
 	test_utf8_and_controls();
 	test_json_escaping();
 	test_json_like_exporters();
@@ -745,4 +809,5 @@ test_top(void)
 	test_sampled();
 	test_added_pids();
 	test_many_rows();
+	test_bytes_bound();
 }

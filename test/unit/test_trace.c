@@ -589,6 +589,38 @@ test_empty_writes(void)
 	trc_output_release(&o);
 }
 
+/*
+ * What a hostile or broken target names reaches the trace escaped (escape.h): a newline in a
+ * method name forges no line, an escape sequence drives no terminal, a NUL cuts no name.
+ */
+static void
+test_hostile_names(void)
+{
+	struct trc_trace *t = start(2, false, true);
+	struct trc_message m = { .type = TRC_EV_METHOD };
+
+	m.method.idx = 0;
+	m.method.cls = S("K\x1b]52;c;QQ==\a");
+	m.method.sep = S("#");
+	m.method.name = (struct trc_str){ "a\0b\nEXCEPTION x", 15 };
+	m.method.path = S("x.rb");
+	feed(t, m);
+	thread(t, 0, "main");
+	thread(t, 1, "w\r\x9b" "2J");
+	call(t, 0, 0, 0);
+	ret(t, 0, 0, 1 * US);
+	call(t, 1, 0, 2 * US);
+	raise_ev(t, 1, "E\x1b[2J", "bad \xc2\x9b\xff\x1b[31m\nsecond\tline", "/a\nb.rb");
+	ret(t, 1, 0, 3 * US);
+	test_str("every byte from the target escaped", text(),
+		 "K\\e]52;c;QQ==\\a#a\\x00b\\nEXCEPTION x\n"
+		 "[w\\r\\x9b2J] K\\e]52;c;QQ==\\a#a\\x00b\\nEXCEPTION x\n"
+		 "[w\\r\\x9b2J]   EXCEPTION E\\e[2J: bad \\xc2\\x9b\\xff\\e[31m (/a\\nb.rb:3)\n"
+		 "[w\\r\\x9b2J]             second\\tline\n"
+		 "[w\\r\\x9b2J] K\\e]52;c;QQ==\\a#a\\x00b\\nEXCEPTION x\n");
+	trc_trace_free(t);
+}
+
 void
 test_trace(void)
 {
@@ -610,5 +642,6 @@ test_trace(void)
 	test_depth_number();
 	test_deep_output_is_bounded();
 	test_empty_writes();
+	test_hostile_names();
 	trc_output_release(&out);
 }

@@ -1,0 +1,861 @@
+/* run.c: the run loop: one session per target on a libev loop, signals, --ps rescans, --exec, the outcome. */
+#include "run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <ev.h>
+
+#include "compress.h"
+#include "exec.h"
+#include "live.h"
+#include "outfile.h"
+#include "output.h"
+#include "progress.h"
+#include "proc.h"
+#include "repl.h"
+#include "trace.h"
+#include "xmalloc.h"
+
+#define DEFAULT_RESCAN 1.0      /* seconds between --ps's looks for new processes, but --top's */
+#define DEFAULT_RESET 300.0
+
+static const char *
+tmpdir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t != NULL && *t != '\0' ? t : "/tmp";
+}
+
+/*
+ * A dump's file: FILE (absolute: cli.c made it so), or $TMPDIR/tracer-WHAT-PID-DATE-TIME.json.
+ * The client makes the file itself (newfile.c): the path only says where, in the messages,
+ * whatever directory the target runs in.
+ */
+static char *
+dump_path(const char *file, const char *what, pid_t pid)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (file != NULL)
+		return xstrdup(file);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+	return xasprintf("%s/tracer-%s-%d-%s.json", tmpdir(), what, (int)pid, stamp);
+}
+
+/* What a session's eval sends: the code, a dump's path, the frames asked for, or "". */
+static char *
+eval_text(const struct trc_run_opts *o, pid_t pid)
+{
+	switch (o->mode) {
+	case TRC_MODE_EVAL:
+		return xstrdup(o->eval);
+	case TRC_MODE_HEAPDUMP:
+		return dump_path(o->heapdump_path, "heap", pid);
+	case TRC_MODE_SHAPESDUMP:
+		return dump_path(o->shapesdump_path, "shapes", pid);
+	case TRC_MODE_BACKTRACES:
+	case TRC_MODE_BACKTRACE:
+		return o->frames > 0 ? xasprintf("%u", o->frames) : xstrdup("");
+	default:
+		return xstrdup("");
+	}
+}
+
+/* A failure before the loop runs: said, and the run's exit code. */
+static int __attribute__((format(printf, 2, 3)))
+setup_failed(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("tracer: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+/*
+ * -o FILE.gz, FILE.zst: every byte is compressed on its way to the file. With --append the
+ * new stream is one more gzip member or zstd frame after those already there, which gzip -dc
+ * and zstd -dc read on as one text. Returns 0, or -1 with errno.
+ */
+static int
+compress_output(struct trc_output *out, const struct trc_run_opts *o)
+{
+	enum trc_compression kind = o->output ? trc_compression_of(o->output) : TRC_COMPRESS_NONE;
+	struct trc_codec codec;
+
+	if (trc_compress_codec(kind, &codec) < 0)
+		return -1;
+	trc_output_set_codec(out, codec);
+	return 0;
+}
+
+/* The running client: the shared output, the job, one session per pid, the loop. */
+struct run {
+	const struct trc_run_opts *o;
+	struct ev_loop *loop;
+	struct trc_output out;
+	struct trc_job job;
+	struct trc_session_cbs cbs;
+	struct trc_session **sessions;  /* in order of start; finished ones stay */
+	bool *found;                    /* per session: --ps found it (-p did not name it) */
+	size_t nsessions, cap, running;
+	struct trc_ps *ps;              /* --ps, tracing or --top: looks for new processes */
+	ev_timer rescan_w, end_w;       /* rescans; --duration for them all */
+	bool stopping;                  /* stop_all() ran: no new session, the loop ends */
+	bool worked;                    /* a target was traced, or answered */
+	bool specs_checked;             /* check_specs() has judged the -m specs */
+	enum trc_exit churn;            /* the worst outcome of --ps processes that went away */
+	int interrupts;
+	bool output_failed;
+	enum trc_exit code;
+	ev_signal signal_w[3];
+	ev_prepare flush_w;
+	struct trc_top *top;            /* --top: the table, and its live view */
+	struct trc_live *live;
+	struct trc_export *export;      /* --format other than text */
+	/* --exec: the program, which the run waits for; --wait; the end of its connections */
+	bool execing;
+	struct trc_exec exec;
+	ev_timer wait_w, grace_w;
+	struct trc_repl *repl;          /* -i */
+	char *spool_dir;                /* tracing to a file: where its scratch files go (spool.h) */
+	struct trc_outfile file;        /* -o FILE */
+};
+
+/*
+ * Whether the loop goes on with no session running: --ps waits for new processes until
+ * stopped, --exec for its program to end (connecting again after an exec, maybe).
+ */
+static bool
+waits_for_more(const struct run *r)
+{
+	if (r->execing)
+		return !r->exec.exited;
+	return r->ps != NULL && !r->stopping;
+}
+
+/* An error of the run, under the trace; held with the notes while a screen is up. */
+static void __attribute__((format(printf, 2, 3)))
+say_error(struct run *r, const char *fmt, ...)
+{
+	struct trc_buf b;
+	va_list ap;
+
+	trc_buf_init(&b);
+	trc_buf_adds(&b, "tracer: ");
+	va_start(ap, fmt);
+	trc_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	trc_buf_addc(&b, '\n');
+	trc_output_flush(&r->out);
+	if (r->out.err_fd < 0)
+		trc_buf_add(&r->out.err, b.data, b.len);
+	else
+		fwrite(b.data, 1, b.len, stderr);
+	trc_buf_release(&b);
+}
+
+static void
+stop_all(struct run *r, enum trc_stop_reason why)
+{
+	r->stopping = true;
+	ev_timer_stop(r->loop, &r->rescan_w);
+	ev_timer_stop(r->loop, &r->end_w);
+	if (r->execing) {
+		ev_timer_stop(r->loop, &r->wait_w);
+		trc_exec_stop_listening(&r->exec);
+	}
+	for (size_t i = 0; i < r->nsessions; i++)
+		trc_session_stop(r->sessions[i], why);
+	if (r->running == 0 && !waits_for_more(r))
+		ev_break(r->loop, EVBREAK_ALL);
+}
+
+/*
+ * What a changing set of processes brings, and no error of the run: a process --ps found went
+ * away (before or while attached), another client traces it, or the run stopped before it
+ * answered. Its message becomes a note, and counts only if nothing else could be traced.
+ */
+static bool
+is_churn(const struct run *r, const struct trc_session *s, size_t i)
+{
+	enum trc_exit st = trc_session_status(s);
+
+	if (!r->found[i] || st == TRC_EXIT_OK)
+		return false;
+	return st == TRC_EXIT_EXITED || trc_session_busy(s) ||
+	       (r->stopping && !trc_session_traced(s)) ||
+	       trc_proc_check(trc_session_pid(s)) == TRC_PROC_GONE;
+}
+
+static size_t
+session_index(const struct run *r, const struct trc_session *s)
+{
+	size_t i = 0;
+
+	while (i < r->nsessions && r->sessions[i] != s)
+		i++;
+	return i;
+}
+
+/*
+ * -m: once every target so far has answered (or ended), the specs that matched nothing in
+ * any are said; when no spec matched anything, there is nothing to trace: the run ends with 1.
+ */
+static void
+check_specs(struct run *r)
+{
+	const struct trc_job *j = &r->job;
+	size_t traced = 0, unmatched = 0;
+	struct trc_buf names;
+
+	/* --exec: the program defines what it runs as it goes, and runs on regardless. */
+	if (r->specs_checked || j->mode != TRC_MODE_TRACE || j->nspecs == 0 || j->exec)
+		return;
+	for (size_t i = 0; i < r->nsessions; i++) {
+		if (!trc_session_traced(r->sessions[i]) && !trc_session_finished(r->sessions[i]))
+			return;
+		traced += trc_session_traced(r->sessions[i]);
+	}
+	if (traced == 0)
+		return;
+	r->specs_checked = true;
+	trc_buf_init(&names);
+	for (size_t k = 0; k < j->nspecs; k++) {
+		bool hit = false;
+
+		for (size_t i = 0; i < r->nsessions && !hit; i++)
+			hit = trc_session_spec_matched(r->sessions[i], k);
+		if (!hit)
+			trc_buf_addf(&names, "%s%s", unmatched++ ? ", " : "", j->specs[k].text);
+	}
+	trc_buf_addc(&names, '\0');
+	if (unmatched == j->nspecs) {
+		if (traced == 1)
+			say_error(r, "no method matches -m %s in process %d", names.data,
+				  (int)trc_session_pid(r->sessions[0]));
+		else
+			say_error(r, "no method matches -m %s in any of the %zu processes", names.data,
+				  traced);
+		if (r->code < TRC_EXIT_ERROR)
+			r->code = TRC_EXIT_ERROR;
+		stop_all(r, TRC_STOP_END);
+	} else if (unmatched > 0 && traced > 1) {
+		trc_output_note(&r->out, "no method matches %s in any of the %zu processes", names.data,
+				traced);
+	}
+	trc_buf_release(&names);
+}
+
+static void
+on_session_started(struct trc_session *s, void *ctx)
+{
+	struct run *r = ctx;
+
+	(void)s;
+	r->worked = true;
+	check_specs(r);
+}
+
+/* A session's outcome: its error said (as a note if churn), its code counted. */
+static void
+account(struct run *r, struct trc_session *s)
+{
+	const char *err = trc_session_error(s);
+	enum trc_exit st = trc_session_status(s);
+
+	if (trc_session_traced(s) || (r->job.mode != TRC_MODE_TRACE && r->job.mode != TRC_MODE_TOP &&
+				      st == TRC_EXIT_OK))
+		r->worked = true;
+	if (is_churn(r, s, session_index(r, s))) {
+		if (err != NULL)
+			trc_output_note(&r->out, "%s", err);
+		if (st > r->churn)
+			r->churn = st;
+		return;
+	}
+	if (err != NULL)
+		say_error(r, "%s", err);
+	if (st > r->code)
+		r->code = st;
+}
+
+static void
+on_session_done(struct trc_session *s, void *ctx)
+{
+	struct run *r = ctx;
+
+	trc_output_flush(&r->out);
+	account(r, s);
+	r->running--;
+	check_specs(r);
+	if (r->running == 0 && !waits_for_more(r)) {
+		ev_break(r->loop, EVBREAK_ALL);
+		return;
+	}
+	if (r->running == 0 && r->ps != NULL)
+		trc_output_note(&r->out, "no process left; waiting for one that matches %s",
+				r->o->ps_regex);
+	if (r->live != NULL)
+		trc_live_update(r->live);
+}
+
+static void abort_all(struct run *r);
+
+/*
+ * --exec: tracer and its program share the terminal, whose Ctrl-C reaches both: the program
+ * decides what to do with its SIGINT, traced; a second one detaches, a third leaves at once.
+ * SIGTERM and SIGHUP, sent to tracer alone, are passed on.
+ */
+static void
+on_exec_signal(struct run *r, int sig)
+{
+	if (sig != SIGINT) {
+		trc_exec_signal(&r->exec, sig);
+		return;
+	}
+	if (++r->interrupts == 2)
+		stop_all(r, TRC_STOP_SIGNAL);
+	else if (r->interrupts > 2)
+		abort_all(r);
+}
+
+/* First signal: detach cleanly. Second: leave now. With -i, Ctrl+C is the prompt's first. */
+static void
+on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct run *r = w->data;
+
+	(void)loop, (void)revents;
+	if (r->execing) {
+		on_exec_signal(r, w->signum);
+		return;
+	}
+	if (r->repl != NULL && w->signum == SIGINT && trc_repl_interrupt(r->repl))
+		return;
+	if (++r->interrupts == 1) {
+		stop_all(r, TRC_STOP_SIGNAL);
+		return;
+	}
+	abort_all(r);
+}
+
+static void
+abort_all(struct run *r)
+{
+	for (size_t i = 0; i < r->nsessions; i++)
+		trc_session_abort(r->sessions[i]);
+}
+
+/* Runs before the loop blocks: whatever the callbacks printed goes out in one write. */
+static void
+on_idle_flush(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct run *r = w->data;
+
+	(void)loop, (void)revents;
+	if (trc_output_flush(&r->out) < 0 && !r->output_failed) {
+		r->output_failed = true;
+		stop_all(r, TRC_STOP_OUTPUT);
+	}
+}
+
+static void
+watch_signals(struct run *r)
+{
+	static const int signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+		ev_signal_init(&r->signal_w[i], on_signal, signals[i]);
+		r->signal_w[i].data = r;
+		ev_signal_start(r->loop, &r->signal_w[i]);
+	}
+	ev_prepare_init(&r->flush_w, on_idle_flush);
+	r->flush_w.data = r;
+	ev_prepare_start(r->loop, &r->flush_w);
+}
+
+static void
+make_job(struct run *r, const struct trc_run_opts *o)
+{
+	struct trc_job *j = &r->job;
+
+	j->mode = o->mode;
+	j->trace_flags = TRC_TRACE_RAISE | (o->firehose ? TRC_TRACE_FIREHOSE : 0) |
+			 (o->slow ? TRC_TRACE_SLOW : 0) | (o->gc ? TRC_TRACE_GC : 0) |
+			 (o->slowcpu ? TRC_TRACE_SLOWCPU : 0);
+	j->slow_ms = o->slow_ms;
+	j->specs = o->specs;
+	j->nspecs = o->nspecs;
+	j->trace.prefix = o->prefix;
+	j->trace.start_time = o->start_time;
+	j->trace.no_duration = o->no_duration;
+	j->stats = o->stats;
+	j->dump_named = o->heapdump_path != NULL || o->shapesdump_path != NULL;
+	j->export = r->export;
+	j->top.mode = o->top_mode;
+	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
+	j->top.flags = (o->gc ? TRC_TOP_GC : 0) | (o->sample_by_time ? TRC_TOP_BY_TIME : 0);
+	j->top.sample = o->sample;
+	j->scope.all = o->all;
+	j->scope.prefixes = o->filters.v;
+	j->scope.nprefixes = o->filters.n;
+	j->scope.ignores = o->ignores.v;
+	j->scope.nignores = o->ignores.n;
+	j->top.table = r->top;
+	j->label_pids = o->npids > 1 || r->ps != NULL;
+	j->exec = o->exec.n > 0;
+	j->timeout = o->timeout;
+	/* with --ps or --exec: on_end, for every process and every exec */
+	j->duration = r->ps != NULL || j->exec ? 0 : o->duration;
+	j->out = &r->out;
+	j->spool_dir = r->spool_dir;
+}
+
+/* A session for pid, counted as running: the caller starts it. */
+static struct trc_session *
+add_session(struct run *r, pid_t pid, bool found)
+{
+	char *text = eval_text(r->o, pid);
+	struct trc_session *s = trc_session_new(r->loop, &r->job, pid, text, &r->cbs, r);
+
+	free(text);
+	if (r->nsessions == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 8;
+		r->sessions = xreallocarray(r->sessions, r->cap, sizeof(*r->sessions));
+		r->found = xreallocarray(r->found, r->cap, sizeof(*r->found));
+	}
+	r->sessions[r->nsessions] = s;
+	r->found[r->nsessions++] = found;
+	r->running++;
+	if (r->top != NULL)
+		trc_top_add_pid(r->top, pid);
+	if (r->live != NULL)
+		trc_live_set_sessions(r->live, r->sessions, r->nsessions);
+	return s;
+}
+
+/* -i: attached; the prompt's turn. */
+static void
+on_session_ready(struct trc_session *s, void *ctx)
+{
+	struct run *r = ctx;
+
+	r->worked = true;
+	trc_repl_start(r->repl, s);
+}
+
+static void
+on_session_answer(struct trc_session *s, void *ctx, bool ok, const char *text, size_t len)
+{
+	struct run *r = ctx;
+
+	(void)s;
+	trc_repl_answer(r->repl, ok, text, len);
+}
+
+static void
+start_sessions(struct run *r)
+{
+	const struct trc_run_opts *o = r->o;
+
+	r->cbs = (struct trc_session_cbs){ on_session_started, on_session_done, on_session_ready,
+					   on_session_answer };
+	for (size_t i = 0; i < o->npids; i++)
+		add_session(r, o->pids[i], i >= o->npids_given);
+	for (size_t i = 0; i < o->npids; i++)
+		trc_session_start(r->sessions[i]);
+}
+
+static bool
+has_session(const struct run *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nsessions; i++)
+		if (trc_session_pid(r->sessions[i]) == pid && !trc_session_finished(r->sessions[i]))
+			return true;
+	return false;
+}
+
+/* Workers come and go: every rescan attaches to the matching processes that are new. */
+static void
+on_rescan(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct run *r = w->data;
+	pid_t *fresh;
+	size_t n;
+
+	(void)loop, (void)revents;
+	if (trc_ps_scan(r->ps, &fresh, &n) < 0)
+		return;         /* /proc unreadable for a moment: the next scan will do */
+	for (size_t i = 0; i < n && !r->stopping; i++)
+		if (!has_session(r, fresh[i]))
+			trc_session_start(add_session(r, fresh[i], true));
+	free(fresh);
+}
+
+/* --duration with --ps: one end for every process, those found later too. */
+static void
+on_end(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	stop_all(w->data, TRC_STOP_END);
+}
+
+static void
+start_rescans(struct run *r, const struct trc_run_opts *o)
+{
+	double every = o->mode == TRC_MODE_TOP ? o->interval : DEFAULT_RESCAN;
+
+	ev_timer_init(&r->rescan_w, on_rescan, every, every);
+	r->rescan_w.data = r;
+	ev_timer_init(&r->end_w, on_end, o->duration, 0);
+	r->end_w.data = r;
+	if ((r->ps == NULL && !r->execing) || r->stopping)
+		return;
+	if (r->ps != NULL)
+		ev_timer_start(r->loop, &r->rescan_w);
+	if (o->duration > 0)
+		ev_timer_start(r->loop, &r->end_w);
+}
+
+/* ---- --exec ---- */
+
+#define EXEC_GRACE 2.0          /* seconds the program's connections may outlive it */
+
+/*
+ * The program connected, at its start or after an exec, or a process it started did (a fork,
+ * a Ruby program it spawned): a session of its own. From the first other process on, the
+ * lines of the others start with [PID]; the program's own keep no label.
+ */
+static void
+on_exec_connected(struct trc_exec *x, int fd, pid_t pid, void *ctx)
+{
+	struct run *r = ctx;
+
+	if (r->stopping) {
+		close(fd);      /* it runs on untraced */
+		return;
+	}
+	if (pid != x->pid)
+		r->job.label_pids = true;
+	trc_session_adopt(add_session(r, pid, false), fd);
+}
+
+/* --wait ran out: attach, as to any process. */
+static void
+on_wait(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct run *r = w->data;
+
+	(void)loop, (void)revents;
+	trc_session_start(add_session(r, r->exec.pid, false));
+}
+
+/* The program's connection outlived it: something still holds a copy. */
+static void
+on_grace(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	abort_all(w->data);
+}
+
+static void
+on_exec_exit(struct trc_exec *x, void *ctx)
+{
+	struct run *r = ctx;
+
+	ev_timer_stop(r->loop, &r->wait_w);
+	ev_timer_stop(r->loop, &r->end_w);
+	if (r->running == 0) {
+		ev_break(r->loop, EVBREAK_ALL);
+		return;
+	}
+	/*
+	 * The program's sessions read on to the end of what it sent, which its exit has closed.
+	 * The processes it left running are detached: tracer ends with the program.
+	 */
+	for (size_t i = 0; i < r->nsessions; i++)
+		if (trc_session_pid(r->sessions[i]) != x->pid)
+			trc_session_stop(r->sessions[i], TRC_STOP_END);
+	ev_timer_start(r->loop, &r->grace_w);
+}
+
+/* Starts the program. Returns 0, or its exit code when it could not be started (said). */
+static int
+start_exec(struct run *r, const struct trc_run_opts *o)
+{
+	char *lib = trc_exec_agent_lib();
+	int rc = trc_exec_start(&r->exec, r->loop, (char *const *)o->exec.v, lib, o->wait == 0,
+				on_exec_connected, on_exec_exit, r);
+
+	free(lib);
+	if (rc < 0 && r->exec.exec_failed)
+		return setup_failed(errno == ENOENT ? TRC_EXIT_NOT_FOUND : TRC_EXIT_CANNOT_RUN, "%s",
+				    r->exec.error);
+	if (rc < 0)
+		return setup_failed(TRC_EXIT_ERROR, "%s", r->exec.error);
+	r->execing = true;
+	ev_timer_init(&r->wait_w, on_wait, o->wait, 0);
+	r->wait_w.data = r;
+	ev_timer_init(&r->grace_w, on_grace, EXEC_GRACE, 0);
+	r->grace_w.data = r;
+	if (o->wait > 0)
+		ev_timer_start(r->loop, &r->wait_w);
+	return 0;
+}
+
+/* How the program ended, as a note; an error if it never connected. */
+static void
+exec_report(struct run *r)
+{
+	const struct trc_exec *x = &r->exec;
+	int code = trc_exec_code(x);
+
+	if (WIFSIGNALED(x->status))
+		trc_output_note(&r->out, "process %d killed by signal %d (%s)", (int)x->pid,
+				WTERMSIG(x->status), strsignal(WTERMSIG(x->status)));
+	else
+		trc_output_note(&r->out, "process %d exited with status %d", (int)x->pid, code);
+	if (r->nsessions == 0 && r->o->wait > 0) {
+		trc_output_note(&r->out, "process %d ended before --wait ran out: not traced",
+				(int)x->pid);
+	} else if (r->nsessions == 0) {
+		say_error(r, "process %d never connected: is it a Ruby program, and did it keep the "
+			  "RUBYOPT that loads tracer_agent?", (int)x->pid);
+		r->code = TRC_EXIT_ERROR;
+	}
+}
+
+/* The run's outcome with --exec: the program's; or 1 when it succeeded but tracing failed. */
+static int
+exec_outcome(const struct run *r)
+{
+	int code = trc_exec_code(&r->exec);
+
+	return code != 0 ? code : r->code != TRC_EXIT_OK ? TRC_EXIT_ERROR : TRC_EXIT_OK;
+}
+
+/* The --top table; cli.c has checked the --ignore regexes, which compile the same here. */
+static struct trc_top *
+new_top(const struct trc_run_opts *o)
+{
+	struct trc_top *t = trc_top_new(o->top_mode, o->pids, o->npids);
+	char why[128];
+
+	for (size_t i = 0; i < o->ignores.n; i++)
+		trc_top_ignore(t, o->ignores.v[i], why, sizeof(why));
+	return t;
+}
+
+/* q on the screen: as a first signal. */
+static void
+on_quit(void *ctx)
+{
+	stop_all(ctx, TRC_STOP_SIGNAL);
+}
+
+/* --duration keeps the whole run in its one table, unless --reset says otherwise. */
+static void
+start_live(struct run *r, const struct trc_run_opts *o, bool full_screen)
+{
+	struct trc_live_opts lo = {
+		.full_screen = full_screen, .json = o->json, .rows = o->rows,
+		.interval = o->interval, .final_only = o->duration > 0, .final = o->exec.n > 0,
+		.reset = o->reset > 0 ? o->reset : o->duration > 0 ? 0 : DEFAULT_RESET,
+		.filters = o->filters.v, .nfilters = o->filters.n, .all = o->all, .gc = o->gc,
+		.sample = o->sample, .sample_by_time = o->sample_by_time,
+	};
+
+	r->live = trc_live_start(r->loop, &r->out, r->top, r->sessions, r->nsessions, &lo,
+				 on_quit, r);
+}
+
+static struct trc_export *
+new_export(struct trc_output *out, const struct trc_run_opts *o, bool watching)
+{
+	struct trc_export_opts eo = {
+		.format = o->format, .tool = "tracer " TRC_CLIENT_VERSION, .specs = o->specs,
+		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching,
+	};
+
+	return trc_export_new(out, &eo);
+}
+
+/*
+ * Tracing and --top with --ps go on while workers come and go; the one-shot modes (-e,
+ * --heapdump, --backtraces...) ask the processes there at the start.
+ */
+static struct trc_ps *
+watched(const struct trc_run_opts *o)
+{
+	return o->mode == TRC_MODE_TRACE || o->mode == TRC_MODE_TOP ? o->ps : NULL;
+}
+
+static void
+free_run(struct run *r)
+{
+	for (size_t i = 0; i < r->nsessions; i++)
+		trc_session_free(r->sessions[i]);
+	free(r->sessions);
+	free(r->spool_dir);
+	free(r->found);
+	if (r->export != NULL)
+		trc_export_free(r->export);
+	trc_outfile_release(&r->file);
+	trc_output_release(&r->out);
+	if (r->top != NULL)
+		trc_top_free(r->top);
+}
+
+/*
+ * A trace going to a regular file goes through a spool (spool.h), whose scratch files go
+ * beside it, on its file system: nobody watches a file line by line as it grows, and the
+ * spool keeps every event of a flood. To a terminal or a pipe, a trace is formatted as it
+ * comes.
+ */
+static char *
+spool_dir(int fd, enum trc_mode mode)
+{
+	struct stat st;
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (mode != TRC_MODE_TRACE || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return NULL;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	slash[slash == path ? 1 : 0] = '\0';
+	return xstrdup(path);
+}
+
+/* The output, the table or exporter, the job and the loop. Returns 0, or an exit code (said). */
+static int
+set_up(struct run *r, const struct trc_run_opts *o)
+{
+	char why[PATH_MAX + 256];
+	int fd = STDOUT_FILENO;
+
+	if (o->output != NULL && (fd = trc_outfile_open(&r->file, o->output, o->append, why,
+							 sizeof(why))) < 0)
+		return setup_failed(TRC_EXIT_ERROR, "%s", why);
+	trc_output_init(&r->out, fd, STDERR_FILENO);
+	trc_progress_init(STDERR_FILENO);
+	if (compress_output(&r->out, o) < 0)
+		return setup_failed(TRC_EXIT_ERROR, "cannot compress '%s': %s", o->output,
+				    strerror(errno));
+	if (o->mode == TRC_MODE_TOP)
+		r->top = new_top(o);
+	r->spool_dir = spool_dir(fd, o->mode);
+	if (o->mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
+		r->export = new_export(&r->out, o, r->ps != NULL || o->exec.n > 0);
+	make_job(r, o);
+	if (o->exec.n > 0)
+		trc_exec_init(&r->exec);     /* before libev changes the signal mask */
+	r->loop = ev_default_loop(0);
+	if (r->loop == NULL)
+		return setup_failed(TRC_EXIT_ERROR, "cannot start the event loop");
+	if (o->mode == TRC_MODE_INTERACTIVE)
+		r->repl = trc_repl_new(r->loop, &r->out, o->pids[0]);
+	watch_signals(r);
+	return o->exec.n > 0 ? start_exec(r, o) : 0;
+}
+
+/* Whether the loop has anything to wait for. */
+static bool
+has_work(const struct run *r)
+{
+	return !r->stopping && (r->running > 0 || r->ps != NULL || r->execing);
+}
+
+/*
+ * The last bytes out, and -o FILE in place. A write that failed (a full disk) leaves a trace
+ * cut short: the file keeps what was written, and the run fails, saying so.
+ */
+static void
+end_output(struct run *r)
+{
+	char why[PATH_MAX * 2 + 256];
+	bool failed = trc_output_end(&r->out) < 0 && r->out.error != EPIPE;
+
+	if (failed && r->o->output != NULL)
+		fprintf(stderr, "tracer: cannot write '%s': %s: the trace in it is partial\n",
+			r->o->output, strerror(r->out.error));
+	else if (failed)
+		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(r->out.error));
+	if (r->o->output != NULL && trc_outfile_commit(&r->file, why, sizeof(why)) < 0) {
+		fprintf(stderr, "tracer: %s\n", why);
+		failed = true;
+	}
+	if (failed && r->code < TRC_EXIT_ERROR)
+		r->code = TRC_EXIT_ERROR;
+}
+
+/* After the loop: the terminal back, the last words, the file completed; the exit code. */
+static int
+finish_run(struct run *r)
+{
+	if (r->live != NULL)
+		trc_live_stop(r->live);
+	/* The terminal as it was, before anything more is said. */
+	if (r->repl != NULL)
+		trc_repl_free(r->repl);
+	if (r->execing)
+		exec_report(r);
+	/* Every session has ended its part: the file can be completed. */
+	if (r->export != NULL)
+		trc_export_finish(r->export);
+	end_output(r);
+	/* --ps processes that all went away, or refused: then their outcome is the run's. */
+	if (!r->worked && r->churn > r->code)
+		r->code = r->churn;
+	return r->execing ? exec_outcome(r) : (int)r->code;
+}
+
+int
+trc_run(const struct trc_run_opts *o)
+{
+	struct run r = { .o = o, .code = TRC_EXIT_OK, .ps = watched(o), .out.fd = -1,
+			 .file.fd = -1, .file.nf.fd = -1 };
+	bool full_screen;
+	int code = set_up(&r, o);
+
+	if (code != 0) {
+		free_run(&r);
+		return code;
+	}
+	full_screen = o->mode == TRC_MODE_TOP && !o->json && isatty(r.out.fd);
+	start_sessions(&r);
+	/* Sessions may all have failed already (then without a loop to break). */
+	if (o->mode == TRC_MODE_TOP && has_work(&r))
+		start_live(&r, o, full_screen);
+	start_rescans(&r, o);
+	if (has_work(&r))
+		ev_run(r.loop, 0);
+	code = finish_run(&r);
+	free_run(&r);
+	return code;
+}
