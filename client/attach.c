@@ -157,9 +157,10 @@ give_queue_away(struct trc_attach *a)
 }
 
 /*
- * The agent reads only a queue of its own user or root with mode 0600. One that anybody else
- * made under the target's key (left over, or squatted to keep us out) is removed and remade;
- * when that is not allowed, attaching fails and says why.
+ * The agent reads only a queue that its own user or root both owns and made (its creator keeps
+ * every right on it, whoever it names its owner since), with mode 0600. One that anybody else
+ * made under the target's key (left over, or squatted to read our hellos or keep us out) is
+ * removed and remade; when that is not allowed, attaching fails and says why.
  */
 static int
 replace_foreign_queue(struct trc_attach *a)
@@ -169,12 +170,13 @@ replace_foreign_queue(struct trc_attach *a)
 
 	if (msgctl(a->qid, IPC_STAT, &ds) < 0)
 		return -1;
-	if ((ds.msg_perm.uid == owner || ds.msg_perm.uid == 0) && (ds.msg_perm.mode & 077) == 0)
+	if ((ds.msg_perm.uid == owner || ds.msg_perm.uid == 0) && (ds.msg_perm.cuid == owner || ds.msg_perm.cuid == 0) &&
+	    (ds.msg_perm.mode & 077) == 0)
 		return 0;
 	if (msgctl(a->qid, IPC_RMID, NULL) < 0)
-		return fail(a, TRC_ATTACH_FAILED, "message queue 0x%08x of process %d belongs to uid %d; remove it with ipcrm -Q 0x%08x",
-			    (unsigned)TRC_QUEUE_KEY(a->own_pid), (int)a->pid, (int)ds.msg_perm.uid,
-			    (unsigned)TRC_QUEUE_KEY(a->own_pid));
+		return fail(a, TRC_ATTACH_FAILED, "message queue 0x%08x of process %d was made by uid %d (owner uid %d); "
+			    "remove it with ipcrm -Q 0x%08x", (unsigned)TRC_QUEUE_KEY(a->own_pid), (int)a->pid,
+			    (int)ds.msg_perm.cuid, (int)ds.msg_perm.uid, (unsigned)TRC_QUEUE_KEY(a->own_pid));
 	a->qid = msgget(TRC_QUEUE_KEY(a->own_pid), IPC_CREAT | IPC_EXCL | 0600);
 	return a->qid < 0 ? -1 : 0;
 }

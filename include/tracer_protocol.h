@@ -84,6 +84,13 @@
 #define TRC_HELLO_MAGIC 0x54524331u /* "TRC1" */
 #define TRC_CONNECT_ENV "TRACER_AGENT_CONNECT"
 #define TRC_CONNECT_WAIT_MS 10000       /* the longest a program started by --exec waits */
+#define TRC_HELLO_WAIT_MS 5000          /* the agent drops a connection whose hello has not come */
+/*
+ * A detach ends within TRC_DETACH_MS of the client's TRC_CMD_DETACH, whatever the agent still has
+ * to send: the client waits no longer for TRC_MSG_DETACHED, and the agent delivers events for at
+ * most half of it (taking its wrappers away comes first), then counts the rest as lost.
+ */
+#define TRC_DETACH_MS 1800
 
 /*
  * The only message that travels through the SysV queue: "connect to me". addr is

@@ -1,6 +1,7 @@
 /* command.c: what the agent does for each command a client sends. */
 #include "command.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,12 +9,14 @@
 #include <unistd.h>
 
 #include "encode.h"
+#include "mem.h"
 #include "names.h"
 #include "plan.h"
 #include "top.h"
 #include "tracer_protocol.h"
 
 #define RING_SIZE (16u << 20)
+#define RING_MIN (1u << 20)
 
 struct trc_command {
 	int type;
@@ -80,7 +83,7 @@ cmd_hello(struct trc_session *s, const msgpack_object *argv)
 	}
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
 		strcpy(cwd, "?");
-	s->hello = 1;
+	__atomic_store_n(&s->hello, 1, __ATOMIC_RELEASE);
 	yjit = query("__yjit?", Qfalse);
 	ractors = query("__ractors", INT2FIX(1));
 	pk = trc_reply_begin(s);
@@ -176,6 +179,31 @@ reply_started(struct trc_session *s)
 	trc_reply_end(s);
 }
 
+/*
+ * The event ring: 16 MiB, or as much as fits under the process's address-space limit (ulimit
+ * -v), down to 1 MiB (a flood then loses more events, which the trace says); when not even that
+ * fits, the session is refused and the app runs on as it was.
+ */
+static int
+ring_init(struct trc_session *s)
+{
+	size_t room = trc_mem_room(), size = RING_SIZE;
+
+	while (size > room && size > RING_MIN)
+		size /= 2;
+	if (size > room) {
+		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d is %s its address-space limit (ulimit -v): "
+		    "not tracing it, its own allocations come first", (int)getpid(), room == 0 ? "at" : "near");
+		return -1;
+	}
+	if (trc_ring_init(&s->ring, size) < 0) {
+		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d: cannot map a %zu MiB event buffer: %s",
+		    (int)getpid(), size >> 20, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Every wrapper is in place: the trace begins. */
 static void
 trace_go(struct trc_session *s)
@@ -208,10 +236,8 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 	for (uint32_t i = 0; i < specs->via.array.size; i++)
 		read_spec(&specs->via.array.ptr[i], &cfg->specs[n++]);
 	cfg->nspecs = n;
-	if (trc_ring_init(&s->ring, RING_SIZE) < 0) {
-		trc_reply_error(s, TRC_ERR_INTERNAL, "cannot map the event buffer");
+	if (ring_init(s) < 0)
 		return -1;
-	}
 	/* Firehose, and slow calls without specs: the app's methods, unless every call is wanted. */
 	scoped = ((cfg->flags & TRC_TRACE_FIREHOSE) || n == 0) && !cfg->scope.all;
 	trc_hook_prepare(cfg, &s->ring, s->wake_fd);
@@ -385,17 +411,18 @@ raise_interrupt(VALUE th)
 }
 
 /*
- * Raises Interrupt in the session's -i lines still running; returns how many. The threads are
- * gathered first: Thread#raise does not switch threads, but a job may end while Ruby runs.
+ * Raises Interrupt in the session's evals still running, of the kinds wanted (a bit per kind);
+ * returns how many. The threads are gathered first: Thread#raise does not switch threads, but a
+ * job may end while Ruby runs.
  */
 static int
-interrupt_lines(uint64_t session)
+interrupt_evals(uint64_t session, unsigned kinds)
 {
 	VALUE threads = rb_ary_new();
 	int n = 0;
 
 	for (struct eval_job *j = running; j != NULL; j = j->next)
-		if (j->session == session && j->kind == TRC_EVAL_REPL)
+		if (j->session == session && (kinds & (1u << j->kind)) && !NIL_P(j->thread))
 			rb_ary_push(threads, j->thread);
 	for (long i = 0; i < RARRAY_LEN(threads); i++) {
 		int state = 0;
@@ -409,10 +436,21 @@ interrupt_lines(uint64_t session)
 	return n;
 }
 
+static int
+interrupt_lines(uint64_t session)
+{
+	return interrupt_evals(session, 1u << TRC_EVAL_REPL);
+}
+
+/*
+ * Nobody will read what the session's evals find: they are interrupted, save those that must
+ * see themselves through (a --fork copy stopped until it is reaped, a --memory copy walking the
+ * heap), whose answers go nowhere.
+ */
 void
 trc_command_session_end(uint64_t session)
 {
-	interrupt_lines(session);
+	interrupt_evals(session, ~((1u << TRC_EVAL_FORK) | (1u << TRC_EVAL_MEMORY)));
 	if (repl_session == session)
 		repl_binding = Qnil;
 }
@@ -458,13 +496,17 @@ cmd_eval(struct trc_session *s, const msgpack_object *argv)
 	/* Taken first, so that every way out below closes it. */
 	int fd = takes_file(kind) ? trc_session_take_fd(s) : -1;
 	VALUE allowed, th, arg = Qnil;
-	char why[64];
+	char why[96];
 	struct eval_job *job;
 	int state = 0;
 
 	allowed = rb_protect(eval_allowed, Qnil, &state);
-	if (state)
+	if (state) {
+		/* Not a refusal: while require 'tracer_agent' is still loading, its Ruby is not there. */
 		rb_set_errinfo(Qnil);
+		snprintf(why, sizeof(why), "process %d cannot tell yet whether it allows evals: try again", (int)getpid());
+		return refuse_eval(s, fd, TRC_ERR_INTERNAL, why);
+	}
 	if (!RTEST(allowed)) {
 		snprintf(why, sizeof(why), "eval is disabled in process %d", (int)getpid());
 		return refuse_eval(s, fd, TRC_ERR_EVAL_DISABLED, why);
@@ -512,10 +554,15 @@ cmd_top(struct trc_session *s, const msgpack_object *argv)
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}
+	if (trc_mem_room() < trc_top_table_bytes()) {
+		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d is near its address-space limit (ulimit -v): "
+		    "not counting in it, its own allocations come first", (int)getpid());
+		return 0;
+	}
 	if (trc_scope_read(&scope, &argv[4]) < 0 ||
 	    trc_top_start((int)argv[1].via.u64, (int)argv[3].via.u64, (uint32_t)argv[5].via.u64,
 		&scope) < 0) {
-		trc_reply_error(s, TRC_ERR_INTERNAL, "out of memory");
+		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d: out of memory for the table", (int)getpid());
 		return 0;
 	}
 	if (trc_top_by_time())

@@ -11,8 +11,9 @@
 int trc_command_run(struct trc_session *s, const msgpack_object *msg);
 
 /*
- * GVL held. Session `session` (its id) is over: its -i lines still running are interrupted
- * (nobody will read their answers), and its Binding, with the locals its lines made, let go.
+ * GVL held. Session `session` (its id) is over: its evals still running are interrupted (nobody
+ * will read their answers; a --fork or --memory copy is seen through), and its -i Binding, with
+ * the locals its lines made, let go.
  */
 void trc_command_session_end(uint64_t session);
 

@@ -153,16 +153,26 @@ trc_control_ignored(void)
 	return ignored_messages;
 }
 
-/* The queue must belong to us or to root; anyone else's is left alone. */
+static int
+ours_or_root(uid_t uid)
+{
+	return uid == geteuid() || uid == 0;
+}
+
+/*
+ * The queue must belong to us or to root, and have been made by us or by root: its creator
+ * keeps every right on it whoever it is handed to (IPC_SET can name any owner), so a queue
+ * another user made and gave to us would let that user read and write our hellos. Anyone
+ * else's is left alone.
+ */
 static int
 queue_trusted(int q)
 {
 	struct msqid_ds ds;
-	uid_t me = geteuid();
 
 	if (msgctl(q, IPC_STAT, &ds) < 0)
 		return 0;
-	return (ds.msg_perm.uid == me || ds.msg_perm.uid == 0) && (ds.msg_perm.mode & 077) == 0;
+	return ours_or_root(ds.msg_perm.uid) && ours_or_root(ds.msg_perm.cuid) && (ds.msg_perm.mode & 077) == 0;
 }
 
 /*
@@ -171,14 +181,15 @@ queue_trusted(int q)
  * namespace; this is what keeps a stranger who took a name (after its client left) out.
  */
 static int
-peer_trusted(int fd)
+peer_trusted(int fd, pid_t *pid)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return 0;
-	return cred.uid == geteuid() || cred.uid == 0;
+	*pid = cred.pid;
+	return ours_or_root(cred.uid);
 }
 
 /*
@@ -204,9 +215,12 @@ socket_addr(const char *s, size_t n, struct sockaddr_un *addr)
  */
 #define SEND_BUFFER (4 << 20)
 
-/* A connected socket to s (n bytes), whose listener we trust; -1 otherwise. */
+/*
+ * A connected socket to s (n bytes), whose listener we trust; -1 otherwise. *pid: the
+ * listener's pid as the kernel saw it (0 for one in a pid namespace above ours).
+ */
 static int
-dial(const char *s, size_t n)
+dial(const char *s, size_t n, pid_t *pid)
 {
 	struct sockaddr_un addr;
 	socklen_t len = socket_addr(s, n, &addr);
@@ -215,7 +229,7 @@ dial(const char *s, size_t n)
 	if (fd < 0)
 		return -1;
 	/* A hello left by a client that died has nobody listening: connect fails, we move on. */
-	if (connect(fd, (struct sockaddr *)&addr, len) < 0 || !peer_trusted(fd)) {
+	if (connect(fd, (struct sockaddr *)&addr, len) < 0 || !peer_trusted(fd, pid)) {
 		close(fd);
 		return -1;
 	}
@@ -224,14 +238,19 @@ dial(const char *s, size_t n)
 	return fd;
 }
 
+/*
+ * The client is named by the pid the kernel gives for its listener, not the one its hello
+ * says: a hello is only what someone wrote (tracer_protocol.h).
+ */
 static void
 connect_client(const struct trc_hello *h)
 {
+	pid_t pid = 0;
 	/* strlen < sizeof(h->addr) == sizeof(sun_path): trc_wire_hello found its NUL */
-	int fd = dial(h->addr, strlen(h->addr));
+	int fd = dial(h->addr, strlen(h->addr), &pid);
 
 	if (fd >= 0)
-		trc_session_open(fd, h->client_pid);
+		trc_session_open(fd, pid);
 }
 
 static void
@@ -255,8 +274,8 @@ read_queue(void)
 }
 
 /* GVL held: hellos first, then what the current session asked for. */
-static void
-service(void)
+static VALUE
+service_work(VALUE unused)
 {
 	if (forked && !trc_hook_defer()) {
 		forked = 0;
@@ -267,6 +286,18 @@ service(void)
 	}
 	read_queue();
 	trc_session_service();
+	return Qnil;
+}
+
+/* Nothing raised here may reach the thread that runs it: the listener, or the app's (a job). */
+static void
+service(void)
+{
+	int state = 0;
+
+	rb_protect(service_work, Qnil, &state);
+	if (state)
+		rb_set_errinfo(Qnil);
 }
 
 /* Without the GVL: waits for a signal (or for Ruby to want the thread back). */
@@ -425,8 +456,7 @@ int
 trc_control_connect(const char *addr)
 {
 	size_t n = strlen(addr);
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	pid_t pid = 0;
 	uint64_t deadline;
 	int fd;
 
@@ -437,13 +467,9 @@ trc_control_connect(const char *addr)
 	/* A fresh child: its parent's session goes first (service does that), or it is busy. */
 	if (forked)
 		service();
-	if ((fd = dial(addr, n)) < 0)
+	if ((fd = dial(addr, n, &pid)) < 0)
 		return -1;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		close(fd);
-		return -1;
-	}
-	trc_session_open(fd, cred.pid);
+	trc_session_open(fd, pid);
 	if (trc_session_current() != NULL)
 		trc_session_hurry(trc_session_current());
 	/*

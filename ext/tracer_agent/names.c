@@ -281,16 +281,30 @@ trc_thread_is_agent(VALUE th)
 	return agent_is;
 }
 
-/* The thread's name, "main", or NULL for an unnamed one. Runs Ruby (Thread#name). */
-static char *
-thread_name(VALUE th)
+static VALUE
+call_name(VALUE th)
 {
 	static ID id_name;
-	VALUE name;
 
 	if (!id_name)
 		id_name = rb_intern("name");
-	name = rb_funcall(th, id_name, 0);
+	return rb_funcall(th, id_name, 0);
+}
+
+/*
+ * The thread's name, "main", or "" for an unnamed one. Runs Ruby (Thread#name, which a Thread
+ * subclass may define otherwise: what it raises stays here, out of the app's traced call).
+ */
+static char *
+thread_name(VALUE th)
+{
+	int state = 0;
+	VALUE name = rb_protect(call_name, th, &state);
+
+	if (state) {
+		rb_set_errinfo(Qnil);
+		name = Qnil;
+	}
 	if (RB_TYPE_P(name, T_STRING))
 		return strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
 	return strdup(th == rb_thread_main() ? "main" : "");

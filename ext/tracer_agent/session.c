@@ -32,7 +32,8 @@
 #define ENCODE_SLICE (64u << 10) /* ring bytes encoded before they are handed back */
 #define IN_MAX TRC_MAX_MESSAGE   /* largest command a client may send */
 #define GOODBYE_MS 2000         /* how long an exiting process waits for the rest to go out */
-#define GOODBYE_EVENTS_MS 10000 /* how long a detach delivers events; then they count as lost */
+#define GOODBYE_EVENTS_MS (TRC_DETACH_MS / 2) /* how long a detach delivers events; then they
+					       * count as lost */
 #define GOODBYE_STALL_MS 5000   /* how long a detach waits on a client that reads nothing */
 #define READ_CHUNK 65536
 #define IO_STACK (256u << 10)
@@ -50,6 +51,7 @@ static struct trc_session *current;
 static struct { int fd; pid_t pid; } next_client = { -1, 0 };  /* came while current was ending */
 static uint64_t next_id = 1;
 static uint64_t served;
+static uint64_t service_failures;       /* service raised (trc_session_service) */
 static struct trc_session_record last;
 
 static void session_start(int fd, pid_t client_pid);
@@ -385,6 +387,52 @@ window_tick(struct trc_session *s)
  * the messages already encoded, and the goodbye with the count. As the process exits, whose
  * main thread waits GOODBYE_MS for this thread, both limits are shorter.
  */
+/* The goodbye's bytes, packed where no allocation can fail them (a process at its limit). */
+struct bye {
+	char buf[32];           /* [69, u64, u64]: 19 bytes at most */
+	size_t n, off;
+};
+
+static int
+bye_write(void *data, const char *p, size_t n)
+{
+	struct bye *b = data;
+
+	if (b->n + n > sizeof(b->buf))
+		return -1;
+	memcpy(b->buf + b->n, p, n);
+	b->n += n;
+	return 0;
+}
+
+static void
+bye_pack(struct trc_session *s, struct bye *b)
+{
+	uint64_t events = 0, lost = 0;
+	msgpack_packer pk;
+
+	if (s->tracing)
+		trc_hook_counts(&events, &lost);
+	lost += trc_encode_lost();
+	msgpack_packer_init(&pk, b, bye_write);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint8(&pk, TRC_MSG_DETACHED);
+	msgpack_pack_uint64(&pk, events);
+	msgpack_pack_uint64(&pk, lost);
+}
+
+/* Sends what is left of the goodbye; -1 when the client is gone, else the bytes sent. */
+static ssize_t
+bye_send(struct trc_session *s, struct bye *b)
+{
+	ssize_t n = send(s->fd, b->buf + b->off, b->n - b->off, MSG_NOSIGNAL);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	b->off += (size_t)n;
+	return n;
+}
+
 static void
 goodbye(struct trc_session *s)
 {
@@ -392,7 +440,8 @@ goodbye(struct trc_session *s)
 	uint64_t now = ms_now(), moved = now;
 	uint64_t drop_at = now + (exiting ? GOODBYE_MS / 2 : GOODBYE_EVENTS_MS);
 	uint64_t stall = exiting ? GOODBYE_MS / 2 : GOODBYE_STALL_MS;
-	int said = load(&s->closing) != TRC_CLOSE_DETACH;
+	struct bye bye = { .n = 0 };
+	int say = load(&s->closing) == TRC_CLOSE_DETACH, said = !say;
 
 	for (;;) {
 		int more = fill(s, now >= drop_at);
@@ -400,28 +449,25 @@ goodbye(struct trc_session *s)
 		ssize_t sent;
 
 		if (!more && !said) {
-			uint64_t events = 0, lost = 0;
-			msgpack_packer pk;
-
-			if (s->tracing)
-				trc_hook_counts(&events, &lost);
-			lost += trc_encode_lost();
-			msgpack_packer_init(&pk, &s->out, msgpack_sbuffer_write);
-			msgpack_pack_array(&pk, 3);
-			msgpack_pack_uint8(&pk, TRC_MSG_DETACHED);
-			msgpack_pack_uint64(&pk, events);
-			msgpack_pack_uint64(&pk, lost);
+			bye_pack(s, &bye);
 			said = 1;
 		}
-		if ((sent = flush(s)) < 0 || (!more && said && s->out.size == 0))
+		if ((sent = flush(s)) < 0)
+			break;
+		if (s->out.size == 0 && said && bye.off < bye.n) {
+			ssize_t n = bye_send(s, &bye);
+			if (n < 0)
+				break;
+			sent += n;
+		}
+		if (!more && said && s->out.size == 0 && bye.off == bye.n)
 			break;
 		now = ms_now();
 		if (sent > 0)
 			moved = now;
 		if (now - moved >= stall)
 			break;
-		if (s->out.size != 0)
-			poll(&pfd, 1, (int)(moved + stall - now));
+		poll(&pfd, 1, (int)(moved + stall - now) < 10 ? (int)(moved + stall - now) : 10);
 	}
 }
 
@@ -433,6 +479,12 @@ io_main(void *arg)
 
 	while (!load(&s->ending)) {
 		int more = fill(s, 0);
+
+		/* A peer that connected and says nothing holds the process for nobody: dropped. */
+		if (!gone && !load(&s->hello) && ms_now() - s->opened_ms > TRC_HELLO_WAIT_MS) {
+			gone = 1;
+			trc_session_close(s, TRC_CLOSE_GONE);
+		}
 		int64_t wait_us, window;
 		struct timespec ts;
 		struct pollfd fds[2] = {
@@ -706,15 +758,11 @@ end(struct trc_session *s)
 		session_start(fd, next_client.pid);
 }
 
-void
-trc_session_service(void)
+static VALUE
+service_loop(VALUE unused)
 {
-	static int busy;        /* Ruby called from a command may run this job again: not nested */
 	struct trc_session *s;
 
-	if (busy || trc_hook_defer())
-		return;
-	busy = 1;
 	while ((s = current) != NULL && __atomic_load_n(&s->want, __ATOMIC_ACQUIRE) != 0) {
 		unsigned w = __atomic_exchange_n(&s->want, 0, __ATOMIC_ACQ_REL);
 
@@ -731,7 +779,38 @@ trc_session_service(void)
 		if (load(&s->io_done))
 			end(s);
 	}
+	return Qnil;
+}
+
+/*
+ * What the work may raise (NoMemoryError, near the process's limits) is caught here, where the
+ * job or the listener would otherwise have taken it: the listener's thread would die with it
+ * (and the next idle client would never be answered), and a job's exception lands in the app.
+ * The session that raised is let go.
+ */
+void
+trc_session_service(void)
+{
+	static int busy;        /* Ruby called from a command may run this job again: not nested */
+	int state = 0;
+
+	if (busy || trc_hook_defer())
+		return;
+	busy = 1;
+	rb_protect(service_loop, Qnil, &state);
 	busy = 0;
+	if (state) {
+		rb_set_errinfo(Qnil);
+		service_failures++;
+		if (current != NULL)
+			trc_session_close(current, TRC_CLOSE_GONE);
+	}
+}
+
+uint64_t
+trc_session_failures(void)
+{
+	return service_failures;
 }
 
 int
@@ -781,6 +860,7 @@ session_new(int fd, pid_t client_pid)
 	s->fd = fd;
 	s->passed_fd = -1;
 	s->client_pid = client_pid;
+	s->opened_ms = ms_now();
 	s->id = next_id++;
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	pthread_mutex_init(&s->lock, NULL);
@@ -884,7 +964,10 @@ trc_session_open(int fd, pid_t client_pid)
 		return;
 	}
 	if (session_live(s)) {
-		refuse(fd, "process %d is already traced by pid %d", (int)getpid(), (int)s->client_pid);
+		if (s->client_pid > 0)
+			refuse(fd, "process %d is already traced by pid %d", (int)getpid(), (int)s->client_pid);
+		else
+			refuse(fd, "process %d is already traced, by a client in another pid namespace", (int)getpid());
 		return;
 	}
 	/* Its client detached or went away: this one is next, as soon as the session has ended. */

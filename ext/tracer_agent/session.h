@@ -23,8 +23,9 @@
 struct trc_session {
 	int fd;                 /* the client's socket, non-blocking */
 	int wake_fd;            /* eventfd that wakes the I/O thread */
-	pid_t client_pid;
+	pid_t client_pid;       /* its listener's, as the kernel says (0: in an outer pid namespace) */
 	uint64_t id;            /* tells late eval replies of an earlier session apart */
+	uint64_t opened_ms;
 	pthread_t io;
 
 	/* I/O thread only. */
@@ -38,7 +39,7 @@ struct trc_session {
 
 	/* GVL side only. */
 	msgpack_unpacker in;
-	int hello;              /* the client's hello was accepted */
+	int hello;              /* the client's hello was accepted (the I/O thread reads it too) */
 	int stopped;            /* hooks removed: nothing more reaches the ring */
 	void (*installed)(struct trc_session *); /* what to do once the wrappers are in place */
 	uint64_t install_start, install_ns;     /* CLOCK_MONOTONIC ns */
@@ -138,6 +139,8 @@ struct trc_session_record {
 };
 /* GVL held. The last session that ended; client_pid 0 when none has. */
 const struct trc_session_record *trc_session_last(void);
+/* GVL held. Times the session's work raised (near the process's memory limit, say). */
+uint64_t trc_session_failures(void);
 /* GVL held. Sessions served since the process started (or forked). */
 uint64_t trc_session_count(void);
 

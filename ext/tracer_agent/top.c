@@ -437,6 +437,12 @@ table_unmap(void *p, size_t n)
 		munmap(p, n);
 }
 
+size_t
+trc_top_table_bytes(void)
+{
+	return (size_t)SLOTS * sizeof(struct row) + TRC_TOP_MAX_ROWS * sizeof(uint32_t);
+}
+
 /* The VM's own count of the objects it has made, every kind included. */
 static size_t
 allocations(void)

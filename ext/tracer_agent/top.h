@@ -29,6 +29,8 @@ trc_xorshift(uint64_t *state)
  * releases it). -1 with errno when memory runs out.
  */
 int trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope);
+/* The address space a table takes (mapped at trc_top_start). */
+size_t trc_top_table_bytes(void);
 /*
  * GVL held. For calls and time of the app's methods, the scope whose methods must be wrapped
  * (plan.c), as generation *gen; NULL when the counting needs no wrapper.

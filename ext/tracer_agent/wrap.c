@@ -33,6 +33,8 @@
 struct slot {
 	VALUE w;                /* key: the Wrappers module */
 	ID mid;                 /* key */
+	VALUE owner;            /* what w is prepended to */
+	VALUE reaches;          /* a class whose instances reach w by super (see pass_on); marked */
 	uint32_t m;             /* the session's method index */
 	uint64_t gen;           /* the generation it was bound for */
 	VALUE exprs;            /* the -m expressions' UnboundMethod (wrap.rb), or Qnil */
@@ -50,6 +52,7 @@ static struct {
 	uint64_t live;          /* the generation whose wrappers report; 0: none */
 	int defining;           /* our own definitions are not the app's */
 	VALUE wrappers_class;   /* TracerAgent::Wrappers */
+	VALUE anchor;           /* TracerAgent::Wrappers::Anchor: see prepend() */
 	VALUE wrap_module;      /* TracerAgent::Wrap */
 	uint64_t alloc_failures;
 	uint64_t definitions;   /* methods the app defined since DefinitionWatch is in place */
@@ -67,6 +70,7 @@ ruby_side(void)
 		return;
 	agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
 	W.wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
+	W.anchor = rb_define_class_under(W.wrappers_class, "Anchor", rb_cObject);
 	W.wrap_module = rb_const_get(agent, rb_intern("Wrap"));
 }
 
@@ -129,7 +133,7 @@ slots_grow(void)
 }
 
 static struct slot *
-slot_get(VALUE w, ID mid)
+slot_get(VALUE w, VALUE owner, ID mid)
 {
 	struct slot *s = slot_find(w, mid);
 
@@ -142,6 +146,8 @@ slot_get(VALUE w, ID mid)
 	s->w = w;
 	s->mid = mid;
 	s->exprs = Qnil;
+	s->reaches = Qnil;
+	s->owner = owner;
 	index_put(W.index, W.mask, slot_hash(w, mid), ++W.n);
 	return s;
 }
@@ -166,15 +172,83 @@ remember_installed(const struct slot *s)
 struct call {
 	int argc;
 	const VALUE *argv;
+	VALUE self;
+	VALUE original;         /* Qundef: super reaches it */
 	uint32_t slot;
 	uint64_t gen;
 };
 
 static VALUE
+find_original(VALUE arg)
+{
+	const struct slot *s = (const struct slot *)arg;
+	VALUE um = rb_funcall(rb_const_get(W.wrap_module, rb_intern("INSTANCE_METHOD")), id_bind_call, 2, s->owner,
+	    ID2SYM(s->mid));
+
+	return rb_funcall(um, rb_intern("super_method"), 0);
+}
+
+/* The method as its owner has it, under the wrapper (an UnboundMethod); Qundef if Ruby fails. */
+static VALUE
+original_of(const struct slot *s)
+{
+	int state = 0;
+	VALUE um = rb_protect(find_original, (VALUE)s, &state);
+
+	if (state || NIL_P(um)) {
+		rb_set_errinfo(Qnil);
+		return Qundef;
+	}
+	return um;
+}
+
+/*
+ * Passes the call on, to what comes after the wrapper: super, as a rule. A module's method may
+ * also be called on an object whose class never included the module
+ * (Kernel.instance_method(:inspect).bind_call(a_basic_object)): then super would search that
+ * object's class, and miss the method or find another. The original is then called as the
+ * app asked (bind_call), which is slow, and rare.
+ */
+static VALUE
+pass_on(const struct call *c)
+{
+	VALUE stack[8], *argv = stack, heap = 0, v;
+
+	if (c->original == Qundef)
+		return rb_call_super_kw(c->argc, c->argv, RB_PASS_CALLED_KEYWORDS);
+	if (c->argc + 1 > (int)(sizeof(stack) / sizeof(stack[0])))
+		argv = ALLOCV_N(VALUE, heap, c->argc + 1);
+	argv[0] = c->self;
+	memcpy(argv + 1, c->argv, sizeof(VALUE) * (size_t)c->argc);
+	v = rb_funcall_passing_block_kw(c->original, id_bind_call, c->argc + 1, argv, RB_PASS_CALLED_KEYWORDS);
+	if (heap)
+		ALLOCV_END(heap);
+	return v;
+}
+
+static VALUE
 call_on(VALUE arg)
 {
-	const struct call *c = (const struct call *)arg;
-	return rb_call_super_kw(c->argc, c->argv, RB_PASS_CALLED_KEYWORDS);
+	return pass_on((const struct call *)arg);
+}
+
+/*
+ * Whether super from slot s's wrapper, called on self, reaches the method: always for a
+ * class's (bind_call checks that self is one of its instances), for a module's only when self
+ * includes it. The last class that did is remembered, which spares the walk up its ancestors
+ * on most calls (and keeps it alive: its address then stands for no other class).
+ */
+static int
+reaches(struct slot *s, VALUE self)
+{
+	VALUE klass = rb_obj_class(self);
+
+	if (!RB_TYPE_P(s->owner, T_MODULE) || klass == s->reaches)
+		return 1;
+	if (!rb_obj_is_kind_of(self, s->w))
+		return 0;
+	s->reaches = klass;
+	return 1;
 }
 
 static VALUE
@@ -189,25 +263,23 @@ call_ended(VALUE arg)
 }
 
 /*
- * The slot of the wrapper running now if it reports: its generation is live, and this is the
- * main Ractor (the agent's tables are its own; a call on another Ractor is passed on, and
- * counted as left out). NULL otherwise.
+ * The slot of the wrapper running now, on the main Ractor (the agent's tables are its own; a
+ * call on another Ractor is passed on with super, and counted as left out); NULL otherwise.
  */
-static inline const struct slot *
-live_slot(void)
+static inline struct slot *
+running_slot(void)
 {
-	const struct slot *s;
 	ID mid;
 	VALUE w;
 
-	if (W.live == 0 || !rb_frame_method_id_and_class(&mid, &w))
+	if (!rb_frame_method_id_and_class(&mid, &w))
 		return NULL;
 	if (rb_thread_current() != trc_names_last_thread && !trc_control_main_ractor()) {
-		trc_hook_other_ractor();
+		if (W.live != 0)
+			trc_hook_other_ractor();
 		return NULL;
 	}
-	s = slot_find(w, mid);
-	return s != NULL && s->gen == W.live ? s : NULL;
+	return slot_find(w, mid);
 }
 
 /*
@@ -219,15 +291,19 @@ live_slot(void)
 static VALUE
 wrapped_call(int argc, const VALUE *argv, VALUE self)
 {
-	const struct slot *s;
+	struct slot *s;
 	struct call c;
 
 	if (ruby_stack_check())
 		rb_raise(rb_eSysStackError, "stack level too deep");
-	if ((s = live_slot()) == NULL)
+	if ((s = running_slot()) == NULL)
 		return rb_call_super_kw(argc, argv, RB_PASS_CALLED_KEYWORDS);
 	c.argc = argc;
 	c.argv = argv;
+	c.self = self;
+	c.original = reaches(s, self) ? Qundef : original_of(s);
+	if (W.live == 0 || s->gen != W.live)
+		return pass_on(&c);
 	c.slot = (uint32_t)(s - W.slots);
 	c.gen = s->gen;
 	if (NIL_P(s->exprs)) {
@@ -393,12 +469,46 @@ struct prepend_args {
 };
 
 static VALUE
+prepend_now(VALUE arg)
+{
+	struct prepend_args *a = (struct prepend_args *)arg;
+
+	if (RB_TYPE_P(a->owner, T_MODULE))
+		rb_include_module(W.anchor, a->owner);
+	rb_prepend_module(a->owner, a->w);
+	return Qnil;
+}
+
+static VALUE
+gc_back(VALUE was_disabled)
+{
+	if (!RTEST(was_disabled))
+		rb_gc_enable();
+	return Qnil;
+}
+
+/*
+ * Prepending to a module that was included somewhere walks the classes it was included in.
+ * Ruby 3.1 (fixed in 3.3) crashes there when all of them have been collected (it takes the
+ * list's empty head for one: seen on Redmine, whose helper modules go into view classes that
+ * come and go) or touches those not yet swept. So the GC finishes its sweep and waits
+ * (rb_gc_disable), and the module is first included into a class of the agent's that lives on
+ * (TracerAgent::Wrappers::Anchor; rb_include_module runs none of the module's hooks). For a
+ * class, the walk does not happen.
+ */
+static VALUE
 prepend(VALUE arg)
 {
 	struct prepend_args *a = (struct prepend_args *)arg;
+	VALUE was_disabled;
+
 	a->w = rb_class_new_instance(1, &a->owner, W.wrappers_class);
-	rb_prepend_module(a->owner, a->w);
-	return Qnil;
+	if (!RB_TYPE_P(a->owner, T_MODULE)) {
+		rb_prepend_module(a->owner, a->w);
+		return Qnil;
+	}
+	was_disabled = rb_gc_disable();
+	return rb_ensure(prepend_now, arg, gc_back, was_disabled);
 }
 
 /* owner's Wrappers module, made and prepended the first time; Qnil if Ruby refused. */
@@ -488,7 +598,7 @@ trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_
 		*why = rb_str_new_cstr("cannot wrap it: Ruby would not prepend a module to its owner");
 		return -1;
 	}
-	if ((s = slot_get(w, mid)) == NULL) {
+	if ((s = slot_get(w, owner, mid)) == NULL) {
 		W.alloc_failures++;
 		*why = rb_str_new_cstr("cannot wrap it: out of memory");
 		return -1;
@@ -620,11 +730,14 @@ void
 trc_wrap_mark(void)
 {
 	rb_gc_mark(W.wrappers_class);
+	rb_gc_mark(W.anchor);
 	rb_gc_mark(W.wrap_module);
 	if (W.owners != NULL)
 		st_foreach(W.owners, mark_owner, 0);
-	for (uint32_t i = 0; i < W.n; i++)
+	for (uint32_t i = 0; i < W.n; i++) {
 		rb_gc_mark(W.slots[i].exprs);
+		rb_gc_mark(W.slots[i].reaches);
+	}
 }
 
 /* ---- the app's definitions ---- */

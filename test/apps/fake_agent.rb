@@ -82,7 +82,7 @@ when 'stream_defs', 'stream_calls'
   sock.readpartial(4096)
   sock.write(welcome)
   sock.readpartial(4096)
-  sock.write(mp([66, 0, 1, false, '']) + mp([67]))
+  sock.write(mp([66, 0, 1, false, '', '']) + mp([67, 1, 1000]))
   name = 'm' * 60_000
   ts = mono
   begin
@@ -109,7 +109,7 @@ when 'slow_start'
   sock.readpartial(4096)
   puts 'got trace'
   sock.readpartial(4096) # the DETACH
-  sock.write(mp([66, 0, 1, false, '']) + mp([67]) + mp([69, 0, 0]))
+  sock.write(mp([66, 0, 1, false, '', '']) + mp([67, 1, 1000]) + mp([69, 0, 0]))
 else
   abort "fake_agent: unknown mode #{mode}"
 end

@@ -296,6 +296,7 @@ def rounds
     'trace_var/untrace_var' => -> { trace_var(:$kernel_probe) { nil }; untrace_var(:$kernel_probe).size },
     'set_trace_func' => -> { set_trace_func(nil) },
     'initialize_copy/clone/dup' => -> { [o.dup.v, o.clone(freeze: true).frozen?] },
+    'bind_call on a BasicObject' => -> { b = BasicObject.new; Kernel.instance_method(:instance_variable_set).bind_call(b, :@x, 1); Kernel.instance_method(:instance_variables).bind_call(b) },
     'respond_to_missing?' => -> { o.respond_to?(:nope) },
     'method_missing' => -> { begin; o.nope; rescue NoMethodError => e; [e.name, e.receiver.equal?(o)]; end },
     'visibility in a class body' => -> { Scoped.visibility_probe },

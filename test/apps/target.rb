@@ -388,6 +388,21 @@ when 'capture'
     end
     sleep 0.001
   end
+when 'lonely'
+  # A module whose classes are all gone: Ruby 3.1 crashed when a module was prepended to it
+  # then (its list of includers holds only its empty head). A loop calls its method with
+  # bind_call, which keeps no class that includes it.
+  module Lonely
+    def lonely(x) = x + 1
+  end
+  3.times { Class.new { include Lonely } }
+  GC.start
+  GC.start
+  ready
+  loop do
+    Lonely.instance_method(:lonely).bind_call(Object.new, 1)
+    sleep 0.001
+  end
 when 'many'
   # MANY methods (default 20,000) of the app's own, in classes of 25, defined in files under
   # the working directory as far as Ruby knows (what -f and --top calls wrap); a loop calls some.

@@ -96,7 +96,7 @@ write(c, 'eval', "\x02\x05".b + msgs(welcome, [68, 1, true, '42'], [68, 1, false
 write(c, 'interactive', "\x02\x03".b + msgs(welcome, [68, 1, true, 'incomplete'], [68, 2, true, 'complete'],
                                              [68, 4, true, '1'], [68, 3, false, 'Interrupt: interrupted by tracer'],
                                              [69, 0, 0]))
-write(c, 'top', "\x02\x00".b + msgs(welcome, [67],
+write(c, 'top', "\x02\x00".b + msgs(welcome, [67, 3, 1000],
                                     [70, 1_000_000_000, 1234, 5, 3, 1, 4_500_000,
                                      [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000],
                                       ['', 0, 'String', 7, 0, 0]]]))
@@ -111,11 +111,11 @@ tree = [[130, 0, 2, 1_000_000_010], [131, 0, 2, 1_000_000_020],
         [130, 1, 3, 1_000_001_150],
         [132, 0, 1_000_001_300, 'ArgumentError', 'worker failed', '/app/w.rb', 7],
         [131, 1, 3, 1_000_002_000], [131, 0, 0, 1_000_003_000]]
-write(c, 'trace', "\x02\x00".b + msgs(welcome, [66, 0, 3, false, ''], [67], *methods, *threads, *tree,
+write(c, 'trace', "\x02\x00".b + msgs(welcome, [66, 0, 3, false, '', ''], [67, 3, 1000], *methods, *threads, *tree,
                                       [69, 11, 0]))
-write(c, 'trace_chunked', "\x3a\x07".b + msgs(welcome, [67], *methods, *threads, *tree,
+write(c, 'trace_chunked', "\x3a\x07".b + msgs(welcome, [67, 3, 1000], *methods, *threads, *tree,
                                               [135, 12], [69, 11, 12]))
-write(c, 'slow', "\x12\x00".b + msgs(welcome, [67], *methods,
+write(c, 'slow', "\x12\x00".b + msgs(welcome, [67, 3, 1000], *methods,
                                      [134, 0, 1, 1_000_000_000, 150_000_000, 1],
                                      [134, 0, 0, 1_000_000_000, 300_000_000, 0]))
 write(c, 'unknown_ids', "\x0a\x00".b + msgs([130, 7, 99, 5], [133, 7, 9, 9, 'x'], [131, 7, 99, 6],

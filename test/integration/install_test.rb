@@ -46,4 +46,18 @@ class InstallTest < Minitest::Test
       assert_operator took, :<, 1.5, "#{how}: the next client waited #{took.round(2)} s (tracer itself starts in a few ms)"
     end
   end
+
+  # A module all of whose classes were collected is wrapped like any other (Ruby 3.1 crashed in
+  # Module#prepend there: wrap.c says how it is kept from it), with -m and with -f.
+  def test_a_module_whose_classes_are_gone
+    t = target('lonely')
+    [%w[-m Lonely#lonely], %w[-f]].each do |args|
+      c = client('-p', t.pid, *args)
+      c.wait_for(/^Lonely#lonely <[\d.]+>$/)
+      c.signal('INT')
+      assert c.finish.success?, c.err
+    end
+    assert t.alive?, t.err
+    refute_match(/BUG|Segmentation/, t.err)
+  end
 end

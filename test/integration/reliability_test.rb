@@ -192,6 +192,105 @@ class ReliabilityTest < Minitest::Test
     system("ipcrm -Q #{key} 2>/dev/null") if key
   end
 
+  # Squatting: another user makes the target's queue first, then names the target's user (here
+  # root) its owner (IPC_SET), which Linux lets its creator do while keeping every right on it.
+  # The agent trusts no queue that user created (it connects to no hello in it, whoever listens),
+  # and the client does not use it: it makes its own, and attaches.
+  SQUAT = <<~RUBY.freeze
+    require 'fiddle'
+    require 'socket'
+    libc = Fiddle.dlopen(nil)
+    msgget = Fiddle::Function.new(libc['msgget'], [Fiddle::TYPE_INT, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+    msgctl = Fiddle::Function.new(libc['msgctl'], [Fiddle::TYPE_INT, Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP], Fiddle::TYPE_INT)
+    msgsnd = Fiddle::Function.new(libc['msgsnd'], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+    key, target, name = Integer(ARGV[0]), Integer(ARGV[1]), ARGV[2]
+    q = msgget.call(key, 0o1000 | 0o600)
+    ds = "\\0".b * 256
+    msgctl.call(q, 2, ds).zero? or abort 'IPC_STAT'            # struct msqid_ds, ipc_perm first:
+    ds[4, 4] = [0].pack('L')                                     # key, then uid: root's
+    msgctl.call(q, 1, ds).zero? or abort 'IPC_SET'
+    s = UNIXServer.new("\\0" + name)
+    hello = [1, 0x54524331, 1, Process.pid].pack('qLLl') + ("@" + name).ljust(108, "\\0")
+    msgsnd.call(q, hello, hello.bytesize - 8, 0o4000).zero? or abort 'msgsnd'
+    puts 'squatted'
+    $stdout.flush
+    # Another user cannot signal the target: the operator's client will, and the squatter waits.
+    exit(IO.select([s], nil, nil, Float(ARGV[3])) ? 1 : 0)
+  RUBY
+
+  def test_a_queue_another_user_made_is_never_trusted
+    assert Process.uid.zero?, 'this test squats a queue as user nobody and must run as root'
+    t = target('sleep')
+    key = 0x74000000 | t.pid
+    name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
+    squatter = IO.popen(['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', RUBY, '-e', SQUAT,
+                         key.to_s, t.pid.to_s, name, '3'])
+    assert_equal "squatted\n", squatter.gets
+    assert_match(/^0x#{format('%08x', key)} +\d+ +root /, `ipcs -q`, 'the squatted queue says it is root\'s')
+    # The agent reads its queue on a signal (an operator's client would send it): not this one.
+    5.times { Process.kill('URG', t.pid); sleep 0.05 }
+    out, err, status = tracer('-p', t.pid, '-e', '6 * 7')
+    assert status.success?, err
+    assert_equal "=> 42\n", out
+    squatter.read
+    squatter.close
+    assert_equal 0, $?.exitstatus, 'the agent connected to the hello in the squatted queue'
+    assert_equal 1, stats(t.pid)[:sessions] - 1, 'one session, the client\'s (and this one)' 
+  ensure
+    system("ipcrm -Q #{key} 2>/dev/null") if key
+  end
+
+  # A listener the agent trusts (root's) that takes the connection and says nothing would hold
+  # the process for nobody: the agent drops it once TRC_HELLO_WAIT_MS have passed, and the next
+  # client attaches.
+  def test_a_peer_that_never_says_hello_is_dropped
+    t = target('sleep')
+    key = 0x74000000 | t.pid
+    name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
+    server = UNIXServer.new("\0#{name}")
+    system(RUBY, '-e', STALE_HELLO, key.to_s, '1', "@#{name}", exception: true) # its hello says pid 1
+    held = nil
+    wait_until(message: 'the agent to connect') { Process.kill('URG', t.pid) && (held = server.accept_nonblock(exception: false)) != :wait_readable }
+    start = Time.now
+    _, err, status = tracer('-p', t.pid, '-e', '1')
+    assert_equal 1, status.exitstatus, 'busy while the silent peer is connected'
+    assert_match(/already traced by pid #{Process.pid}/, err, 'named by the kernel (its listener\'s pid), not by its hello')
+    wait_until(message: 'the silent peer to be dropped', within: 10) { held.read_nonblock(1, exception: false).nil? }
+    assert_operator Time.now - start, :<, 8
+    out, err, status = tracer('-p', t.pid, '-e', '6 * 7')
+    assert status.success?, err
+    assert_equal "=> 42\n", out
+  ensure
+    held&.close
+    server&.close
+    system("ipcrm -Q #{key} 2>/dev/null") if key
+  end
+
+  # A target near its address-space limit (ulimit -v, 20 MiB above what it maps idle): twenty
+  # firehose sessions in a row either trace it with as large an event buffer as fits, or are
+  # refused with the reason; the app never fails an allocation of its own, nor dies.
+  def test_a_target_near_its_memory_limit_survives_twenty_firehoses
+    probe = target('work')
+    vm_kib = File.read("/proc/#{probe.pid}/status")[/VmSize:\s+(\d+)/, 1].to_i
+    probe.kill
+    limit = vm_kib + (20 << 10)
+    t = target('work', prefix: ['sh', '-c', "ulimit -v #{limit}; exec \"$@\"", 'sh'])
+    outcomes = Hash.new(0)
+    20.times do
+      out, err, status = tracer('-p', t.pid, '-f', '--duration', '0.3')
+      if status.success?
+        outcomes[:traced] += 1
+      else
+        assert_match(/is (near|at) its address-space limit \(ulimit -v\)/, err)
+        outcomes[:refused] += 1
+      end
+      refute_match(/protocol error/, err + out)
+    end
+    assert t.alive?, "the target died: #{t.err}"
+    refute_match(/NoMemoryError|failed to allocate|\[BUG\]/, t.err)
+    assert_equal 20, outcomes.values.sum, outcomes.inspect
+  end
+
   # An abstract name has no file permissions: anyone may listen on one. A hello in a queue the
   # agent trusts that names another user's listener (one who took a name after its client left,
   # say) gets a connection that is hung up at once: the agent checks who listens.
