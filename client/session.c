@@ -472,9 +472,11 @@ on_spec(struct trc_session *s, const struct trc_message *m)
 		trc_output_note(s->job->out, "%s%s: not traced: %s", s->tag, spec, text);
 		free(text);
 	}
-	if (m->spec.matched != 0 || optional || (s->job->exec && (m->spec.pending || nothing)))
+	if ((m->spec.matched != 0 && msg->len == 0) || optional ||
+	    (s->job->exec && (m->spec.pending || nothing)))
 		return;
 	if (msg->len > 0) {
+		/* matched: where what it names comes from; else why nothing matched */
 		char *text = trc_escape_dup(msg->ptr, msg->len);
 
 		trc_output_note(s->job->out, "%s%s: %s", s->tag, spec, text);

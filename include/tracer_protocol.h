@@ -250,10 +250,11 @@ enum trc_msg {
 				 *  ractors]  ractors: how many; only the main one is traced */
 	TRC_MSG_ERROR = 65,     /* [65, code, message]  code: enum trc_err */
 	TRC_MSG_SPEC = 66,      /* [66, spec_index, matched, pending, message, skipped]  matched 0:
-				 * nothing found; pending: its class is not defined yet, and what it
-				 * names is traced from its definition (as are methods defined
-				 * later); skipped: the methods it names that were left out, and
-				 * why ("" when none) */
+				 * nothing found, and message says why; pending: its class is not
+				 * defined yet, and what it names is traced from its definition (as
+				 * are methods defined later); matched > 0: message says where what it
+				 * names comes from when not from the class named ("" else); skipped:
+				 * the methods it names that were left out, and why ("" when none) */
 	TRC_MSG_STARTED = 67,   /* [67, wrapped, install_ns]  hooks are on: every wrapper is in
 				 * place (wrapped of them, put there in install_ns) */
 	TRC_MSG_EVAL = 68,      /* [68, id, ok, text]  ok false: text is "Class: message" */

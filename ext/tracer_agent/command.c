@@ -162,7 +162,7 @@ reply_spec(struct trc_session *s, int i, const struct trc_spec_result *r)
 	else
 		msgpack_pack_false(pk);
 	/* What could not be wrapped is said only when nothing of the spec could. */
-	pack_value_str(pk, r->matched > 0 ? Qnil : r->why, r->matched > 0 ? "" : "matched no method");
+	pack_value_str(pk, r->matched > 0 ? r->note : r->why, r->matched > 0 ? "" : "matched no method");
 	pack_value_str(pk, r->skipped, "");
 	trc_reply_end(s);
 }

@@ -168,6 +168,16 @@ class_name(VALUE klass, char *sep)
 	return module_path(klass);
 }
 
+VALUE
+trc_module_label(VALUE klass, char *sep)
+{
+	char *name = class_name(klass, sep);
+	VALUE label = rb_str_new_cstr(name ? name : "?");
+
+	free(name);
+	return label;
+}
+
 uint32_t
 trc_method_intern(VALUE klass, ID mid, VALUE path, int line, int spec)
 {

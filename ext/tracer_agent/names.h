@@ -52,6 +52,8 @@ struct trc_frame *trc_thread_frame(struct trc_thread *t, uint32_t depth);
 /* The object a singleton class belongs to. */
 VALUE trc_attached_object(VALUE klass);
 
+/* GVL held. How klass shows in a method's label ("Foo", sep '#'; "Foo", sep '.' for Foo's singleton). */
+VALUE trc_module_label(VALUE klass, char *sep);
 /* GVL held. Returns the index of (klass, mid), or UINT32_MAX when it is not there yet. */
 uint32_t trc_method_find(VALUE klass, ID mid);
 /*

@@ -159,6 +159,27 @@ spec_exprs(const struct trc_spec *sp)
 }
 
 /*
+ * The method a spec names may come from elsewhere (Issue.find is ActiveRecord's, from a module
+ * the class extends): it is traced for the class named, and shown so, and r says where it is
+ * from.
+ */
+static void
+note_owner(struct trc_spec_result *r, VALUE named, ID mid, VALUE um)
+{
+	VALUE from = call(um, id_owner, 0, NULL), label;
+	char sep = '#';
+
+	if (from == Qundef || from == named || (!RB_TYPE_P(from, T_MODULE) && !RB_TYPE_P(from, T_CLASS)))
+		return;
+	label = trc_module_label(from, &sep);
+	if (NIL_P(r->note))
+		r->note = rb_str_new_cstr("defined in ");
+	else
+		rb_str_cat_cstr(r->note, ", ");
+	rb_str_catf(r->note, "%"PRIsVALUE"%c%"PRIsVALUE, label, sep, rb_id2str(mid));
+}
+
+/*
  * Wraps owner's method mid (of the given visibility) for spec i. um: its UnboundMethod, for
  * where it is defined. Returns 1 if wrapped.
  */
@@ -193,6 +214,8 @@ select_one(VALUE owner, ID mid, int visibility, VALUE um, int i, struct trc_spec
 		r->why = why;
 		return 0;
 	}
+	if (sp->mid != 0)
+		note_owner(r, owner, mid, um);
 	P.wrapped++;
 	return 1;
 }
@@ -218,7 +241,7 @@ select_in(int i, VALUE mod, ID mid, struct trc_spec_result *r)
 	int n = 0;
 
 	if (mid != 0) {
-		VALUE argv[2] = { mod, ID2SYM(mid) }, visibility = wrap_call(id_visibility_of, 2, argv);
+		VALUE argv[3] = { mod, ID2SYM(mid), Qtrue }, visibility = wrap_call(id_visibility_of, 3, argv);
 		names = rb_ary_new_from_args(2, ID2SYM(mid), FIXNUM_P(visibility) ? visibility : INT2FIX(0));
 	} else if ((names = wrap_call(id_own_methods, 1, &mod)) == Qundef) {
 		return 0;
@@ -426,7 +449,7 @@ static void
 defined_now(VALUE mod, ID mid)
 {
 	VALUE argv[5], where;
-	struct trc_spec_result r = { 0, 0, Qnil, Qnil };
+	struct trc_spec_result r = { 0, 0, Qnil, Qnil, Qnil };
 
 	for (int i = 0; i < P.nspecs; i++) {
 		VALUE um;
@@ -555,7 +578,7 @@ trc_plan_begin(const struct trc_spec *specs, int nspecs, const struct trc_scope 
 		struct trc_spec_result *r = &results[i];
 
 		r->pending = 0;
-		r->why = r->skipped = Qnil;
+		r->why = r->skipped = r->note = Qnil;
 		r->matched = select_spec(i, r);
 		if (!NIL_P(r->skipped))
 			r->skipped = skipped_text(r->skipped);

@@ -24,6 +24,7 @@ struct trc_spec_result {
 	int pending;            /* its class is not defined yet */
 	VALUE why;              /* a String when nothing could be wrapped, else Qnil */
 	VALUE skipped;          /* a String naming what was left out and why, or Qnil */
+	VALUE note;             /* a String saying where what it names comes from, or Qnil */
 };
 
 /*

@@ -166,9 +166,10 @@ module TracerAgent
         list
       end
 
-      def visibility_of(owner, name)
-        if PRIVATE_P.bind_call(owner, name, false) then 2
-        elsif PROTECTED_P.bind_call(owner, name, false) then 1
+      # inherit: as owner's instances see it, where it comes from (-m names what the app calls).
+      def visibility_of(owner, name, inherit = false)
+        if PRIVATE_P.bind_call(owner, name, inherit) then 2
+        elsif PROTECTED_P.bind_call(owner, name, inherit) then 1
         else 0
         end
       end

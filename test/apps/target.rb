@@ -388,6 +388,22 @@ when 'capture'
     end
     sleep 0.001
   end
+when 'finders'
+  # Class methods from a module two classes extend (as ActiveRecord's find): -m names one.
+  module Finders
+    def find(x) = [name, x]
+  end
+  class Model
+    extend Finders
+  end
+  class Issue < Model; end
+  class Account < Model; end
+  ready
+  loop do
+    Issue.find(1)
+    Account.find(2)
+    sleep 0.002
+  end
 when 'lonely'
   # A module whose classes are all gone: Ruby 3.1 crashed when a module was prepended to it
   # then (its list of includers holds only its empty head). A loop calls its method with

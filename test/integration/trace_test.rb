@@ -33,6 +33,18 @@ class TraceTest < Minitest::Test
     refute_match(/Worker#/, out)
   end
 
+  # -m 'Issue.find', where find comes from a module the class extends (ActiveRecord's way): the
+  # calls on Issue are traced, shown as the user named them, and tracer says where it is from.
+  def test_a_method_named_on_a_class_that_inherits_it
+    t = target('finders')
+    c = client('-p', t.pid, '-m', 'Issue.find')
+    c.wait_for(/^Issue\.find <[\d.]+>\n.*^Issue\.find <[\d.]+>$/m)
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    assert_match(/^\*\*\* Issue\.find: defined in Finders#find$/, c.err)
+    refute_match(/Account|Finders#find </, c.out)
+  end
+
   def test_bare_name_matches_every_receiver
     t = target('work')
     out = trace(t, '-m', 'nap', until_re: /^Worker#nap <[\d.]+>\n.*^Worker\.nap <[\d.]+>\n/m)
