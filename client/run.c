@@ -271,6 +271,16 @@ on_session_started(struct trc_session *s, void *ctx)
 	struct run *r = ctx;
 
 	(void)s;
+	/*
+	 * --duration with --ps counts from when the first process is traced: putting the wrappers
+	 * of an app's every method in place takes a while, the same in each worker, and the time
+	 * before is no tracing. (Until then, it counts from the start: for none ever traced.)
+	 */
+	if (!r->worked && r->ps != NULL && ev_is_active(&r->end_w)) {
+		ev_timer_stop(r->loop, &r->end_w);
+		ev_timer_set(&r->end_w, r->o->duration, 0);
+		ev_timer_start(r->loop, &r->end_w);
+	}
 	r->worked = true;
 	check_specs(r);
 }

@@ -60,4 +60,17 @@ class InstallTest < Minitest::Test
     assert t.alive?, t.err
     refute_match(/BUG|Segmentation/, t.err)
   end
+
+  # --duration counts from when the wrappers are in place, one process or several (--ps): the
+  # time it took to put them there is no tracing.
+  def test_duration_counts_from_the_start_of_tracing
+    t = target('many', env: { 'MANY' => MANY.to_s })
+    [['-p', t.pid.to_s], ['--ps', "target\\.rb many$"]].each do |how|
+      c = client(*how, '-f', '-o', '/dev/null', '--duration', '1')
+      c.wait_for(/attached to process #{t.pid}/)
+      attached = Time.now
+      assert c.finish.success?, c.err
+      assert_operator Time.now - attached, :>=, 0.95, "#{how.first}: traced for 1 s once in place"
+    end
+  end
 end
