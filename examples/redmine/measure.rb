@@ -185,7 +185,8 @@ module RedmineLoad
     stop_at = (in_place || now) + grace
     sleep 0.02 while now < stop_at
     during.stop
-    fig[:during] = during.result(within: 30)
+    fig[:during] = during.result(within: 60)
+    fig[:notes] << 'wrk did not end after SIGINT: the during figures are lost' if fig[:during][:lost]
     if fig[:during][:requests].zero?
       # No request ended while it attached: each one took at least the window, which is then
       # the latency figures' lower bound (wrk has none to give).
