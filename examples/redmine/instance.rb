@@ -19,7 +19,8 @@ Rails.application.load_tasks
 ActiveRecord::Base.logger = nil
 # As Debian's postinst does: no db/schema.rb, which is /usr/share/redmine's.
 ENV['SCHEMA'] = File::NULL
-ActiveRecord::Base.dump_schema_after_migration = false
+# (Rails 7 moved the setting from ActiveRecord::Base to ActiveRecord.)
+(ActiveRecord.respond_to?(:dump_schema_after_migration=) ? ActiveRecord : ActiveRecord::Base).dump_schema_after_migration = false
 Rake::Task['db:migrate'].invoke
 Rake::Task['redmine:plugins:migrate'].invoke
 # Models loaded at boot (eager loading) saw the tables as they were before.

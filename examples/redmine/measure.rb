@@ -15,7 +15,7 @@ module RedmineLoad
 
   # setup, serve and stop, for a Ruby (env: RUBY and what that Ruby needs, as common.sh reads it).
   class Server
-    attr_reader :port, :apache, :workers
+    attr_reader :port, :master, :workers
 
     # examples/redmine/setup; raises with its output when it fails (a package it could not
     # install, not being root: setup says which and why).
@@ -28,18 +28,31 @@ module RedmineLoad
 
     def initialize(env, workers: 4)
       @env = env
-      out, status = Open3.capture2e(env.merge('WORKERS' => workers.to_s), File.join(HERE, 'serve'))
+      r, w = IO.pipe
+      pid = Process.spawn(env.merge('WORKERS' => workers.to_s), File.join(HERE, 'serve'), out: w, err: w, in: File::NULL)
+      w.close
+      # Should this process end while serve waits for the workers, serve stops what it started.
+      at_exit { Process.kill('TERM', pid) rescue nil } # rubocop:disable Style/RescueModifier
+      out = r.read
+      r.close
+      _, status = Process.wait2(pid)
       raise "examples/redmine/serve failed:\n#{out}" unless status.success?
 
       @port = Integer(out[/^port (\d+)$/, 1])
-      @apache = Integer(out[/^apache (\d+)$/, 1])
+      @kind, pid = out[/^server (.*)$/, 1].split
+      @master = Integer(pid)
       @workers = out[/^workers (.*)$/, 1].split.map { |p| Integer(p) }
+      @regex = out[/^ps (.*)$/, 1]
       @log = out
     end
 
+    # What served: "apache" (Apache and Passenger) or "puma" (where Passenger could not start:
+    # serve says why), and serve's notes.
+    attr_reader :kind, :log
+
     # What --ps matches: this server's workers, not another's (Passenger titles them by their
-    # app group, tracer-redmine-PORT).
-    def regex = "^Passenger RubyApp: tracer-redmine-#{@port}( |$)"
+    # app group, tracer-redmine-PORT; Puma by its tag, the same).
+    attr_reader :regex
 
     def stop
       return if @stopped
@@ -172,7 +185,8 @@ module RedmineLoad
     stop_at = (in_place || now) + grace
     sleep 0.02 while now < stop_at
     during.stop
-    fig[:during] = during.result(within: 30)
+    fig[:during] = during.result(within: 60)
+    fig[:notes] << 'wrk did not end after SIGINT: the during figures are lost' if fig[:during][:lost]
     if fig[:during][:requests].zero?
       # No request ended while it attached: each one took at least the window, which is then
       # the latency figures' lower bound (wrk has none to give).

@@ -58,7 +58,8 @@ module RailsBench
     methods = server.app_methods(TRACER)
     version = `#{RUBY} -e 'print RUBY_DESCRIPTION'`
     redmine = `dpkg-query -W -f='${Version}' redmine 2>/dev/null`
-    puts "rails: Debian's Redmine #{redmine}, Apache + Passenger, 4 workers of #{version}"
+    served = server.kind == 'puma' ? 'Puma cluster (Passenger could not start here)' : 'Apache + Passenger'
+    puts "rails: Debian's Redmine #{redmine}, #{served}, 4 workers of #{version}"
     puts "rails: #{methods || '?'} methods under #{RedmineLoad::APP_DIR} per worker; wrk 2 threads, 8 connections, " \
          "#{WINDOW.round} s per phase; columns: requests/s, ratio to before, p99 ms"
     puts format('%-16s %9s %9s  %-20s %-20s %-20s %-20s %s', 'mode', 'attached', '1st row', 'before', 'during',

@@ -149,7 +149,8 @@ class RailsTest < Minitest::Test
       bad = fig[ph][:not200] + fig[ph][:errors]
       problems << "#{ph}: #{bad} requests not answered 200 (#{fig[ph][:text][/^not 200: .*/]})" if bad.positive?
     end
-    report = "#{what} on Ruby #{RUBY_VERSION}, workers #{@server.workers.join(' ')}:\n#{RedmineLoad.table(fig)}"
+    served = @server.kind == 'puma' ? "Puma (#{@server.log[/Passenger could not start here \((.*)\)/, 1]})" : 'Apache and Passenger'
+    report = "#{what} on Ruby #{RUBY_VERSION}, served by #{served}, workers #{@server.workers.join(' ')}:\n#{RedmineLoad.table(fig)}"
     puts report if problems.empty? # (a failure says it all)
     assert problems.empty?, "#{problems.join("\n")}\n#{report}\n--- tracer's stderr (the end) ---\n#{fig[:err][-3000..] || fig[:err]}"
   end
