@@ -9,6 +9,7 @@
 #include "plan.h"
 #include "session.h"
 #include "top.h"
+#include "vm.h"
 #include "tracer_protocol.h"
 #include "wrap.h"
 
@@ -100,7 +101,7 @@ stats(VALUE self)
 	set(h, "hooks", INT2NUM(trc_hook_installed() + trc_top_installed() + trc_wrapped()));
 	set(h, "ignored_messages", ULONG2NUM(trc_control_ignored()));
 	set(h, "sessions", ULL2NUM(trc_session_count()));
-	set(h, "other_ractor_calls", ULL2NUM(trc_hook_other_ractor_calls()));
+	set(h, "other_ractor_calls", ULL2NUM(trc_vm_other_ractor_calls()));
 	set(h, "wrapped", INT2NUM(trc_wrapped()));
 	set(h, "longest_step_ms", DBL2NUM((double)trc_plan_longest_step() / 1e6));
 	set(h, "last_session", last_session());

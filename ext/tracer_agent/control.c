@@ -23,12 +23,10 @@
 #include <ruby/thread.h>
 
 #include "extconf.h"
-#ifdef HAVE_RUBY_RACTOR_H
-#include <ruby/ractor.h>
-#endif
 #include "hook.h"
 #include "names.h"
 #include "session.h"
+#include "vm.h"
 #include "wrap.h"
 #include "tracer_protocol.h"
 #include "wire.h"
@@ -38,7 +36,6 @@
 static struct sigaction chained;        /* the handler we displaced, called after ours */
 static pid_t self_pid;                  /* getpid() is a syscall; this is kept by the fork handler */
 static volatile sig_atomic_t forked;    /* a child that still has its parent's session */
-static volatile sig_atomic_t vm_gone;
 static unsigned long ignored_messages;
 
 /*
@@ -60,35 +57,6 @@ static void control_job(void *arg);
 static void listener_start(void);
 static void read_queue(void);
 
-#ifdef HAVE_RB_POSTPONED_JOB_PREREGISTER
-static rb_postponed_job_handle_t job = POSTPONED_JOB_HANDLE_INVALID;
-
-static void
-job_init(void)
-{
-	job = rb_postponed_job_preregister(0, control_job, NULL);
-	if (job == POSTPONED_JOB_HANDLE_INVALID)
-		rb_raise(rb_eRuntimeError, "tracer_agent: the postponed job table is full");
-}
-
-static void
-job_fire(void)
-{
-	rb_postponed_job_trigger(job);
-}
-#else
-static void
-job_init(void)
-{
-}
-
-static void
-job_fire(void)
-{
-	rb_postponed_job_register_one(0, control_job, NULL);
-}
-#endif
-
 static void
 chain(int sig, siginfo_t *info, void *uc)
 {
@@ -100,27 +68,13 @@ chain(int sig, siginfo_t *info, void *uc)
 	}
 }
 
-void
-trc_control_poke(void)
-{
-	uint64_t one = 1;
-	int saved = errno;
-
-	if (vm_gone)
-		return;
-	job_fire();
-	if (listen_fd >= 0 && write(listen_fd, &one, sizeof(one)) < 0)
-		(void)0;        /* a full counter already says "look" */
-	errno = saved;
-}
-
 /* Async-signal-safe: only a postponed-job trigger, an eventfd write and the chained handler. */
 static void
 on_sigurg(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
 
-	trc_control_poke();
+	trc_vm_poke();
 	chain(sig, info, uc);
 	errno = saved;
 }
@@ -277,7 +231,7 @@ read_queue(void)
 static VALUE
 service_work(VALUE unused)
 {
-	if (forked && !trc_hook_defer()) {
+	if (forked && !trc_vm_defer()) {
 		forked = 0;
 		trc_session_forget();
 		/* Only the forking thread lives on in a child: the listener must be made again. */
@@ -325,7 +279,7 @@ listener_unblock(void *unused)
 static VALUE
 listener_main(void *unused)
 {
-	while (!vm_gone) {
+	while (!trc_vm_is_gone()) {
 		listener_stop = 0;
 		rb_thread_call_without_gvl(listener_wait, NULL, listener_unblock, NULL);
 		if (!listener_stop)
@@ -352,6 +306,7 @@ listener_start(void)
 	listen_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (listen_fd < 0)
 		return;
+	trc_vm_listener_fd(listen_fd);
 	listener = rb_thread_create(listener_main, NULL);
 	trc_thread_ignore(listener, 1);
 	rb_funcall(listener, rb_intern("name="), 1, rb_str_new_cstr("tracer-listener"));
@@ -360,53 +315,12 @@ listener_start(void)
 		rb_set_errinfo(Qnil);
 }
 
-#if defined(HAVE_RB_RACTOR_MAIN_P)
-int
-trc_control_main_ractor(void)
-{
-	return rb_ractor_main_p();
-}
-
-static void
-main_ractor_init(void)
-{
-}
-#elif defined(HAVE_RB_RACTOR_LOCAL_STORAGE_VALUE_NEWKEY)
-/* Ruby 3.1 has no rb_ractor_main_p: a Ractor-local value, set in the main Ractor only. */
-static rb_ractor_local_key_t main_mark;
-
-int
-trc_control_main_ractor(void)
-{
-	VALUE v;
-	return rb_ractor_local_storage_value_lookup(main_mark, &v);
-}
-
-static void
-main_ractor_init(void)
-{
-	main_mark = rb_ractor_local_storage_value_newkey();
-	rb_ractor_local_storage_value_set(main_mark, Qtrue);
-}
-#else
-int
-trc_control_main_ractor(void)
-{
-	return 1;
-}
-
-static void
-main_ractor_init(void)
-{
-}
-#endif
-
 /* At a safe point, GVL held. Exceptions raised here would be swallowed by the VM: raise none. */
 static void
 control_job(void *arg)
 {
 	/* A job can land on a thread of another Ractor: the listener serves the main one. */
-	if (!trc_control_main_ractor())
+	if (!trc_vm_main_ractor())
 		return;
 	service();
 }
@@ -494,26 +408,26 @@ after_fork_child(void)
 	trc_wrap_live(0);       /* the parent's wrappers, this child's too, report nothing */
 	trc_session_forked();
 	/* The parent's eventfd: a signal to the child must not wake the parent's listener. */
+	trc_vm_listener_fd(-1);
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;
 	forked = 1;
-	job_fire();
+	trc_vm_fire();
 }
 
 static void
 at_vm_exit(VALUE unused)
 {
 	trc_session_at_exit();
-	vm_gone = 1;
+	trc_vm_gone();
 }
 
 void
 trc_control_init(void)
 {
 	self_pid = getpid();
-	main_ractor_init();
-	job_init();
+	trc_vm_init(control_job);
 	install_handler();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	rb_set_end_proc(at_vm_exit, Qnil);

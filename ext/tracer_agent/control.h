@@ -7,13 +7,6 @@ void trc_control_init(void);
 /* GVL held: puts our SIGURG handler back in front after the app trapped URG itself. */
 void trc_control_rearm(void);
 /*
- * Any thread, async-signal-safe: asks for control.c's service (hellos in the queue, then the
- * session's work) to run with the GVL soon, on whichever thread gets it first.
- */
-void trc_control_poke(void);
-/* Any thread holding its Ractor's lock: whether it runs in the main Ractor, the agent's own. */
-int trc_control_main_ractor(void);
-/*
  * GVL held, as the agent loads (tracer --exec, tracer_protocol.h): connects to the client
  * listening on addr ("@name"), and serves it here until its trace or top command has put the
  * hooks in place, the session has ended, or TRC_CONNECT_WAIT_MS have passed: the program runs

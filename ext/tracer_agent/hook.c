@@ -14,6 +14,7 @@
 #include "names.h"
 #include "plan.h"
 #include "top.h"
+#include "vm.h"
 #include "wrap.h"
 #include "tracer_protocol.h"
 
@@ -31,72 +32,6 @@ static struct {
 	uint64_t events, lost, lost_pending;
 	uint64_t slow_ticks;    /* cfg->slow_ns on the traced threads' clock */
 } H;
-
-static int hook_depth;          /* hooks running now, all threads together */
-static uint64_t other_ractor_calls;     /* wrapped calls left out: made in another Ractor */
-static int hook_yielding;       /* of those, hooks running the app's code (an -m expression) */
-static int service_waits;       /* trc_session_service was put off by a running hook */
-
-static void
-service_may_run(void)
-{
-	if (hook_depth == hook_yielding && service_waits) {
-		service_waits = 0;
-		trc_control_poke();
-	}
-}
-
-void
-trc_hook_in(void)
-{
-	hook_depth++;
-}
-
-void
-trc_hook_out(void)
-{
-	hook_depth--;
-	service_may_run();
-}
-
-void
-trc_hook_other_ractor(void)
-{
-	__atomic_fetch_add(&other_ractor_calls, 1, __ATOMIC_RELAXED);
-}
-
-uint64_t
-trc_hook_other_ractor_calls(void)
-{
-	return __atomic_load_n(&other_ractor_calls, __ATOMIC_RELAXED);
-}
-
-int
-trc_hook_defer(void)
-{
-	if (hook_depth == hook_yielding)
-		return 0;
-	service_waits = 1;
-	return 1;
-}
-
-/*
- * Around the app's own code run from a hook (an expression, an exception's #message), which may
- * take as long as it likes: service runs meanwhile, and the hook checks still_tracing() after.
- */
-static void
-yield_begin(void)
-{
-	hook_yielding++;
-	service_may_run();
-}
-
-static void
-yield_end(void)
-{
-	hook_yielding--;
-}
-
 
 /*
  * The agent thread drains the ring every few milliseconds anyway; a burst that fills a quarter
@@ -290,7 +225,7 @@ eval_exprs(struct trc_thread *t, const struct trc_wrap_exprs *e, VALUE *values)
 	VALUE list;
 
 	t->quiet = 1;
-	yield_begin();
+	trc_vm_yield_begin();
 	list = rb_protect(eval_values, (VALUE)e, &state);
 	for (long i = 0; !state && RB_TYPE_P(list, T_ARRAY) && i < RARRAY_LEN(list) && n < TRC_MAX_EXPRS; i++) {
 		VALUE v = rb_protect(inspect_value, RARRAY_AREF(list, i), &state);
@@ -301,7 +236,7 @@ eval_exprs(struct trc_thread *t, const struct trc_wrap_exprs *e, VALUE *values)
 		}
 		values[n++] = RB_TYPE_P(v, T_STRING) ? v : rb_str_new_cstr("#<inspect gave no String>");
 	}
-	yield_end();
+	trc_vm_yield_end();
 	if (state)
 		rb_set_errinfo(Qnil);
 	RB_GC_GUARD(list);
@@ -481,14 +416,14 @@ wrapped_slow(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 {
 	struct trc_thread *t;
 
-	if (!trc_control_main_ractor()) {
-		trc_hook_other_ractor();
+	if (!trc_vm_main_ractor()) {
+		trc_vm_other_ractor();
 		return;
 	}
-	trc_hook_in();
+	trc_vm_hook_in();
 	if ((t = trc_thread_current()) != NULL && !t->quiet)
 		wrapped(t, m, begins, exprs);
-	trc_hook_out();
+	trc_vm_hook_out();
 }
 
 /*
@@ -573,9 +508,9 @@ global_event(rb_event_flag_t ev, VALUE self, ID mid, VALUE klass)
 static void
 global_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 {
-	trc_hook_in();
+	trc_vm_hook_in();
 	global_event(ev, self, mid, klass);
-	trc_hook_out();
+	trc_vm_hook_out();
 }
 
 static VALUE
@@ -601,9 +536,9 @@ raise_event(void)
 	ta = rb_tracearg_from_tracepoint(Qnil);
 	exc = rb_tracearg_raised_exception(ta);
 	cname = rb_class_name(rb_obj_class(exc));
-	yield_begin();
+	trc_vm_yield_begin();
 	msg = rb_protect(exception_message, exc, &state);
-	yield_end();
+	trc_vm_yield_end();
 	if (state || !RB_TYPE_P(msg, T_STRING)) {
 		rb_set_errinfo(Qnil);
 		msg = rb_str_new_cstr("(message raised)");
@@ -625,9 +560,9 @@ raise_event(void)
 static void
 raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 {
-	trc_hook_in();
+	trc_vm_hook_in();
 	raise_event();
-	trc_hook_out();
+	trc_vm_hook_out();
 }
 
 /* ---- garbage collections (from gc.c's hook, inside the GC: no allocation, no Ruby) ---- */
@@ -656,9 +591,9 @@ trc_hook_gc(const struct trc_gc *g)
 void
 trc_hook_defined(VALUE mod, ID mid)
 {
-	trc_hook_in();  /* Ruby runs below: the session's service must wait */
+	trc_vm_hook_in();  /* Ruby runs below: the session's service must wait */
 	trc_plan_defined(mod, mid);
-	trc_hook_out();
+	trc_vm_hook_out();
 }
 
 int

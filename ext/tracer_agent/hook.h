@@ -67,20 +67,6 @@ struct trc_gc;
 void trc_hook_gc(const struct trc_gc *g);
 /* Async-signal-safe: after fork, in the child, makes every hook a no-op at once. */
 void trc_hook_disarm(void);
-/*
- * GVL held. Hooks and the session's service never interleave: a hook that calls Ruby (to name
- * a thread, say) can meet an interrupt check, where a postponed job or a thread switch could
- * run trc_session_service, which frees the tables the hook is using. So every hook runs
- * between trc_hook_in and trc_hook_out; trc_hook_defer says whether service must wait, and
- * remembers to ask again (trc_control_poke) when the last hook leaves.
- */
-void trc_hook_in(void);
-void trc_hook_out(void);
-int trc_hook_defer(void);
-/* Any thread: a wrapped call made in another Ractor was left out; how many were, so far. */
-void trc_hook_other_ractor(void);
-uint64_t trc_hook_other_ractor_calls(void);
-
 /* Totals for the session: records written and events dropped because the ring was full. */
 void trc_hook_counts(uint64_t *events, uint64_t *lost);
 /* From the GC's mark phase. */

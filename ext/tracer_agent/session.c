@@ -24,6 +24,7 @@
 #include "names.h"
 #include "plan.h"
 #include "top.h"
+#include "vm.h"
 #include "tracer_protocol.h"
 #include "wrap.h"
 
@@ -107,7 +108,7 @@ static void
 ask(struct trc_session *s, unsigned what)
 {
 	__atomic_fetch_or(&s->want, what, __ATOMIC_ACQ_REL);
-	trc_control_poke();
+	trc_vm_poke();
 }
 
 void
@@ -503,7 +504,7 @@ io_main(void *arg)
 		 * which may have gone to sleep since (Ruby 3.3+); each new trigger picks again.
 		 */
 		if (__atomic_load_n(&s->want, __ATOMIC_ACQUIRE) != 0)
-			trc_control_poke();
+			trc_vm_poke();
 		wait_us = (int64_t)top_tick(s) * 1000;
 		if ((int64_t)step_tick(s) * 1000 < wait_us)
 			wait_us = (int64_t)step_tick(s) * 1000;
@@ -794,7 +795,7 @@ trc_session_service(void)
 	static int busy;        /* Ruby called from a command may run this job again: not nested */
 	int state = 0;
 
-	if (busy || trc_hook_defer())
+	if (busy || trc_vm_defer())
 		return;
 	busy = 1;
 	rb_protect(service_loop, Qnil, &state);

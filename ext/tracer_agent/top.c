@@ -1,5 +1,6 @@
 /* top.c: the counting hooks behind --top, and the fixed-size table they count into. */
 #include "top.h"
+#include "vm.h"
 
 #include <ruby/debug.h>
 #include <stdlib.h>
@@ -161,9 +162,9 @@ count_call(rb_event_flag_t ev, VALUE klass, ID mid)
 static void
 calls_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 {
-	trc_hook_in();
+	trc_vm_hook_in();
 	count_call(ev, klass, mid);
-	trc_hook_out();
+	trc_vm_hook_out();
 }
 
 static int
@@ -235,9 +236,9 @@ time_event(rb_event_flag_t ev, VALUE klass, ID mid)
 static void
 time_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 {
-	trc_hook_in();
+	trc_vm_hook_in();
 	time_event(ev, klass, mid);
-	trc_hook_out();
+	trc_vm_hook_out();
 }
 
 /* ---- calls and time of the app's methods, through wrappers (hook.c hands them over) ---- */
@@ -395,9 +396,9 @@ count_raise(void)
 static void
 raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 {
-	trc_hook_in();
+	trc_vm_hook_in();
 	count_raise();
-	trc_hook_out();
+	trc_vm_hook_out();
 }
 
 /* ---- start, stop, snapshot ---- */

@@ -1,5 +1,6 @@
 /* wrap.c: tracing a method with a C wrapper, in a module prepended to the method's owner. */
 #include "wrap.h"
+#include "vm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -274,9 +275,9 @@ running_slot(void)
 
 	if (!rb_frame_method_id_and_class(&mid, &w))
 		return NULL;
-	if (rb_thread_current() != trc_names_last_thread && !trc_control_main_ractor()) {
+	if (rb_thread_current() != trc_names_last_thread && !trc_vm_main_ractor()) {
 		if (W.live != 0)
-			trc_hook_other_ractor();
+			trc_vm_other_ractor();
 		return NULL;
 	}
 	return slot_find(w, mid);
@@ -754,7 +755,7 @@ agent_watching(VALUE self)
 	if (W.defining)
 		return Qfalse;
 	__atomic_fetch_add(&W.definitions, 1, __ATOMIC_RELAXED);
-	return trc_hook_watching() && trc_control_main_ractor() ? Qtrue : Qfalse;
+	return trc_hook_watching() && trc_vm_main_ractor() ? Qtrue : Qfalse;
 }
 
 uint64_t
