@@ -297,6 +297,7 @@ dec_detached(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	(void)d;
 	m->detached.events = rd_u64(r);
 	m->detached.lost = rd_u64(r);
+	m->detached.nomem = rd_u64(r);
 }
 
 static void
@@ -421,29 +422,24 @@ dec_lost(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	m->lost.count = rd_u64(r);
 }
 
-/* Every message the client accepts: its name, its array length (type included), its reader. */
+/* A RETURN reads as a CALL does. */
+#define dec_return dec_call
+
+/*
+ * Every message the client accepts: its name, its array length (type included), its reader;
+ * from the protocol's lists, so that a message there without its reader here does not compile.
+ */
 static const struct msg_type {
 	const char *name;
 	uint32_t nelems;
 	void (*decode)(struct rd *, struct trc_message *, struct trc_decoder *);
 } msg_types[] = {
-	[TRC_MSG_WELCOME] = { "WELCOME", 9, dec_welcome },
-	[TRC_MSG_ERROR] = { "ERROR", 3, dec_error },
-	[TRC_MSG_SPEC] = { "SPEC", 6, dec_spec },
-	[TRC_MSG_STARTED] = { "STARTED", 3, dec_started },
-	[TRC_MSG_EVAL] = { "EVAL", 4, dec_eval },
-	[TRC_MSG_DETACHED] = { "DETACHED", 3, dec_detached },
-	[TRC_MSG_TOP] = { "TOP", 8, dec_top },
-	[TRC_MSG_PROGRESS] = { "PROGRESS", 4, dec_progress },
-	[TRC_EV_METHOD] = { "METHOD", 7, dec_method },
-	[TRC_EV_THREAD] = { "THREAD", 3, dec_thread },
-	[TRC_EV_CALL] = { "CALL", 4, dec_call },
-	[TRC_EV_RETURN] = { "RETURN", 4, dec_call },
-	[TRC_EV_RAISE] = { "RAISE", 7, dec_raise },
-	[TRC_EV_EXPR] = { "EXPR", 5, dec_expr },
-	[TRC_EV_SLOW] = { "SLOW", 6, dec_slow },
-	[TRC_EV_LOST] = { "LOST", 2, dec_lost },
-	[TRC_EV_GC] = { "GC", 6, dec_gc },
+#define TRC_X(NAME, name, type, fields) [TRC_MSG_##NAME] = { #NAME, fields, dec_##name },
+	TRC_MESSAGES(TRC_X)
+#undef TRC_X
+#define TRC_X(NAME, name, type, fields) [TRC_EV_##NAME] = { #NAME, fields, dec_##name },
+	TRC_EVENTS(TRC_X)
+#undef TRC_X
 };
 
 static const struct msg_type *

@@ -67,6 +67,7 @@ struct trc_message {
 		} eval;
 		struct {
 			uint64_t events, lost;
+			uint64_t nomem;         /* the agent's failed allocations */
 		} detached;
 		struct {
 			uint64_t elapsed_ns, events, lost;

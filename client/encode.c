@@ -106,7 +106,7 @@ trc_pack_cstr(struct trc_buf *b, const char *s)
 void
 trc_encode_hello(struct trc_buf *b, int32_t client_pid)
 {
-	trc_pack_array(b, 3);
+	trc_pack_array(b, TRC_CMD_HELLO_FIELDS);
 	trc_pack_uint(b, TRC_CMD_HELLO);
 	trc_pack_uint(b, TRC_PROTOCOL_VERSION);
 	trc_pack_int(b, client_pid);
@@ -147,7 +147,7 @@ void
 trc_encode_trace(struct trc_buf *b, uint32_t flags, uint32_t slow_ms,
 		 const struct trc_spec *specs, size_t nspecs, const struct trc_scope *scope)
 {
-	trc_pack_array(b, 5);
+	trc_pack_array(b, TRC_CMD_TRACE_FIELDS);
 	trc_pack_uint(b, TRC_CMD_TRACE);
 	trc_pack_uint(b, flags);
 	trc_pack_uint(b, slow_ms);
@@ -160,7 +160,7 @@ trc_encode_trace(struct trc_buf *b, uint32_t flags, uint32_t slow_ms,
 void
 trc_encode_eval(struct trc_buf *b, uint32_t id, enum trc_eval_kind kind, const char *text)
 {
-	trc_pack_array(b, 4);
+	trc_pack_array(b, TRC_CMD_EVAL_FIELDS);
 	trc_pack_uint(b, TRC_CMD_EVAL);
 	trc_pack_uint(b, id);
 	trc_pack_uint(b, kind);
@@ -170,7 +170,7 @@ trc_encode_eval(struct trc_buf *b, uint32_t id, enum trc_eval_kind kind, const c
 void
 trc_encode_detach(struct trc_buf *b)
 {
-	trc_pack_array(b, 1);
+	trc_pack_array(b, TRC_CMD_DETACH_FIELDS);
 	trc_pack_uint(b, TRC_CMD_DETACH);
 }
 
@@ -178,7 +178,7 @@ void
 trc_encode_top(struct trc_buf *b, enum trc_top_mode mode, uint32_t interval_ms, uint32_t flags,
 	       uint32_t sample, const struct trc_scope *scope)
 {
-	trc_pack_array(b, 6);
+	trc_pack_array(b, TRC_CMD_TOP_FIELDS);
 	trc_pack_uint(b, TRC_CMD_TOP);
 	trc_pack_uint(b, mode);
 	trc_pack_uint(b, interval_ms);

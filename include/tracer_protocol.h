@@ -2,6 +2,7 @@
 #ifndef TRACER_PROTOCOL_H
 #define TRACER_PROTOCOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -10,7 +11,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 9
+#define TRC_PROTOCOL_VERSION 10
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -109,18 +110,31 @@ struct trc_hello {
 #define TRC_HELLO_MTYPE 1
 #define TRC_HELLO_SIZE (sizeof(struct trc_hello) - sizeof(long))
 
-/* Client -> agent commands: 1..63. */
+/*
+ * Client -> agent commands: 1..63. X(NAME, name, type, fields, before_hello): the array has
+ * fields elements, the type first; before_hello: allowed before the hello. Each side makes its
+ * tables from this list: the client's encoder, the agent's shape checks (wire.c) and commands
+ * (command.c).
+ *   hello   [1, version, client_pid]
+ *   trace   [2, flags, slow_ms, [spec...], scope]  spec: [class|nil, kind, method|nil, [expr...]]
+ *   eval    [3, id, kind, text]  kind: enum trc_eval_kind (below)
+ *   detach  [4]
+ *   top     [5, mode, interval_ms, flags, scope, sample]  count in the agent; see below. flags:
+ *           enum trc_top_flag; sample: 1 counts every event, N > 1 (allocation modes only)
+ *           about one allocation in N, each as the allocations since the previous one, or with
+ *           TRC_TOP_BY_TIME every allocation in about 1/N of the time (estimates either way)
+ */
+#define TRC_COMMANDS(X) \
+	X(HELLO, hello, 1, 3, 1) \
+	X(TRACE, trace, 2, 5, 0) \
+	X(EVAL, eval, 3, 4, 0) \
+	X(DETACH, detach, 4, 1, 1) \
+	X(TOP, top, 5, 6, 0)
+
 enum trc_cmd {
-	TRC_CMD_HELLO = 1,      /* [1, version, client_pid] */
-	TRC_CMD_TRACE = 2,      /* [2, flags, slow_ms, [spec...], scope]  spec: [class|nil, kind, method|nil, [expr...]] */
-	TRC_CMD_EVAL = 3,       /* [3, id, kind, text]  kind: enum trc_eval_kind (below) */
-	TRC_CMD_DETACH = 4,     /* [4] */
-	TRC_CMD_TOP = 5,        /* [5, mode, interval_ms, flags, scope, sample]  count in the agent;
-				 * see below. flags: enum trc_top_flag; sample: 1 counts every
-				 * event, N > 1 (allocation modes only) about one allocation in N,
-				 * each as the allocations since the previous one, or with
-				 * TRC_TOP_BY_TIME every allocation in about 1/N of the time
-				 * (estimates either way) */
+#define TRC_X(NAME, name, type, fields, before_hello) TRC_CMD_##NAME = type, TRC_CMD_##NAME##_FIELDS = fields,
+	TRC_COMMANDS(TRC_X)
+#undef TRC_X
 };
 
 /*
@@ -139,6 +153,12 @@ enum trc_cmd {
 #define TRC_MAX_EXPRS 16
 #define TRC_MAX_PREFIXES 64
 #define TRC_MAX_IGNORES 16
+
+/* The most the agent sends: methods and threads defined in a session, bytes of an -m
+ * expression's inspected value (the rest is cut). */
+#define TRC_MAX_METHODS (1u << 20)
+#define TRC_MAX_THREADS (1u << 20)
+#define TRC_MAX_EXPR_TEXT 1024
 
 /*
  * scope: [all, [prefix...], [ignore...]]: which calls firehose (-f), slow calls without -m
@@ -233,39 +253,74 @@ enum trc_eval_kind {
 };
 #define TRC_EVAL_LAST TRC_EVAL_MEMORY
 
-/* top modes (TRC_CMD_TOP). */
-enum trc_top_mode {
-	TRC_TOP_CALLS = 0,
-	TRC_TOP_TIME = 1,
-	TRC_TOP_OBJECTS_TOTAL = 2,
-	TRC_TOP_OBJECTS = 3,
-	TRC_TOP_ARRAYS = 4,
-	TRC_TOP_STRINGS = 5,
-	TRC_TOP_EXCEPTIONS = 6,
+/*
+ * Top modes (TRC_CMD_TOP): X(NAME, value, "name", flags, label column, label word, count
+ * column), what both sides make their tables from: the agent's counting hooks, the client's
+ * option, columns and checks. flags: enum trc_top_mode_flag.
+ */
+#define TRC_TOP_MODES(X) \
+	X(CALLS, 0, "calls", TRC_TOPM_METHOD, "METHOD", "method", "CALLS") \
+	X(TIME, 1, "time", TRC_TOPM_METHOD | TRC_TOPM_TIMED, "METHOD", "method", "CALLS") \
+	X(OBJECTS_TOTAL, 2, "objects-total", TRC_TOPM_ALLOC | TRC_TOPM_CLASS | TRC_TOPM_NO_SITE, "OBJECT", \
+	    "object", "COUNT") \
+	X(OBJECTS, 3, "objects", TRC_TOPM_ALLOC | TRC_TOPM_CLASS, "OBJECT", "object", "COUNT") \
+	X(ARRAYS, 4, "arrays", TRC_TOPM_ALLOC, NULL, NULL, "COUNT") \
+	X(STRINGS, 5, "strings", TRC_TOPM_ALLOC, NULL, NULL, "COUNT") \
+	X(EXCEPTIONS, 6, "exceptions", TRC_TOPM_RAISE | TRC_TOPM_CLASS, "EXCEPTION", "exception", "COUNT")
+
+enum trc_top_mode_flag {
+	TRC_TOPM_METHOD = 1 << 0,       /* rows are methods: calls, through wrappers or the VM's hook */
+	TRC_TOPM_TIMED = 1 << 1,        /* rows have total_ns and self_ns */
+	TRC_TOPM_ALLOC = 1 << 2,        /* counts allocations: the only modes --sample applies to */
+	TRC_TOPM_RAISE = 1 << 3,        /* counts raises */
+	TRC_TOPM_CLASS = 1 << 4,        /* the label is a class's name */
+	TRC_TOPM_NO_SITE = 1 << 5,      /* rows have no file:line (file "", line 0) */
 };
 
-/* Agent -> client replies: 64..127. */
+enum trc_top_mode {
+#define TRC_X(NAME, value, name, flags, label, word, count) TRC_TOP_##NAME = value,
+	TRC_TOP_MODES(TRC_X)
+#undef TRC_X
+};
+#define TRC_TOP_LAST TRC_TOP_EXCEPTIONS
+
+/*
+ * Agent -> client replies: 64..127. X(NAME, name, type, fields): the array has fields
+ * elements, the type first. The agent's encode.c writes each, the client's decode.c reads each.
+ *   welcome   [64, version, pid, ruby_version, cwd, mono_ns, real_ns, yjit, ractors]
+ *             ractors: how many; only the main one is traced
+ *   error     [65, code, message]  code: enum trc_err
+ *   spec      [66, spec_index, matched, pending, message, skipped]  matched 0: nothing found,
+ *             and message says why; pending: its class is not defined yet, and what it names
+ *             is traced from its definition (as are methods defined later); matched > 0:
+ *             message says where what it names comes from when not from the class named (""
+ *             else); skipped: the methods it names that were left out, and why ("" when none)
+ *   started   [67, wrapped, install_ns]  hooks are on: every wrapper is in place (wrapped of
+ *             them, put there in install_ns)
+ *   eval      [68, id, ok, text]  ok false: text is "Class: message"
+ *   detached  [69, events, lost, nomem]  totals for the session; nomem: the agent's
+ *             allocations that failed during it (what needed them did without)
+ *   top       [70, elapsed_ns, events, lost, gcs, major_gcs, gc_ns,
+ *              [[file, line, label, count, total_ns, self_ns]...]]
+ *             counts since the previous TRC_MSG_TOP (deltas); gc_ns: the time the collections
+ *             stopped the app (0s without TRC_TOP_GC)
+ *   progress  [71, step, done, total]  putting wrappers in place, or taking them away, takes a
+ *             while: step is enum trc_step; sent every TRC_PROGRESS_MS or so while it lasts
+ */
+#define TRC_MESSAGES(X) \
+	X(WELCOME, welcome, 64, 9) \
+	X(ERROR, error, 65, 3) \
+	X(SPEC, spec, 66, 6) \
+	X(STARTED, started, 67, 3) \
+	X(EVAL, eval, 68, 4) \
+	X(DETACHED, detached, 69, 4) \
+	X(TOP, top, 70, 8) \
+	X(PROGRESS, progress, 71, 4)
+
 enum trc_msg {
-	TRC_MSG_WELCOME = 64,   /* [64, version, pid, ruby_version, cwd, mono_ns, real_ns, yjit,
-				 *  ractors]  ractors: how many; only the main one is traced */
-	TRC_MSG_ERROR = 65,     /* [65, code, message]  code: enum trc_err */
-	TRC_MSG_SPEC = 66,      /* [66, spec_index, matched, pending, message, skipped]  matched 0:
-				 * nothing found, and message says why; pending: its class is not
-				 * defined yet, and what it names is traced from its definition (as
-				 * are methods defined later); matched > 0: message says where what it
-				 * names comes from when not from the class named ("" else); skipped:
-				 * the methods it names that were left out, and why ("" when none) */
-	TRC_MSG_STARTED = 67,   /* [67, wrapped, install_ns]  hooks are on: every wrapper is in
-				 * place (wrapped of them, put there in install_ns) */
-	TRC_MSG_EVAL = 68,      /* [68, id, ok, text]  ok false: text is "Class: message" */
-	TRC_MSG_DETACHED = 69,  /* [69, events, lost]  totals for the session */
-	TRC_MSG_TOP = 70,       /* [70, elapsed_ns, events, lost, gcs, major_gcs, gc_ns,
-				 *  [[file, line, label, count, total_ns, self_ns]...]]
-				 * counts since the previous TRC_MSG_TOP (deltas); gc_ns: the time the
-				 * collections stopped the app (0s without TRC_TOP_GC) */
-	TRC_MSG_PROGRESS = 71,  /* [71, step, done, total]  putting wrappers in place, or taking
-				 * them away, takes a while: step is enum trc_step; sent every
-				 * TRC_PROGRESS_MS or so while it lasts */
+#define TRC_X(NAME, name, type, fields) TRC_MSG_##NAME = type, TRC_MSG_##NAME##_FIELDS = fields,
+	TRC_MESSAGES(TRC_X)
+#undef TRC_X
 };
 
 /*
@@ -309,23 +364,38 @@ enum trc_err {
 	TRC_ERR_INTERNAL = 6,
 };
 
-/* Agent -> client trace events: 128..191. */
+/*
+ * Agent -> client trace events: 128..191. X(NAME, name, type, fields), as the replies.
+ *   method  [128, idx, class, sep, name, path, line]  defines method idx; sent before any event
+ *           that uses it. sep is "#" or "." (or "" when class is "")
+ *   thread  [129, idx, name]  defines thread idx
+ *   call    [130, thread, method, ts]
+ *   return  [131, thread, method, ts]
+ *   raise   [132, thread, ts, class, message, path, line]
+ *   expr    [133, thread, spec, expr, text]  value of expression expr of spec at the thread's
+ *           latest call
+ *   slow    [134, thread, method, start_ts, duration_ns, depth]
+ *   lost    [135, count]  count events were dropped here (agent buffer full)
+ *   gc      [136, thread, start_ts, pause_ns, major, reason]  a garbage collection, from its
+ *           start to the end of its sweep, on the thread that triggered it (TRC_GC_NO_THREAD:
+ *           one not traced); pause_ns: the time its steps stopped the app; reason: its
+ *           major_by when major, else its gc_by ("nofree", "newobj", ...)
+ */
+#define TRC_EVENTS(X) \
+	X(METHOD, method, 128, 7) \
+	X(THREAD, thread, 129, 3) \
+	X(CALL, call, 130, 4) \
+	X(RETURN, return, 131, 4) \
+	X(RAISE, raise, 132, 7) \
+	X(EXPR, expr, 133, 5) \
+	X(SLOW, slow, 134, 6) \
+	X(LOST, lost, 135, 2) \
+	X(GC, gc, 136, 6)
+
 enum trc_ev {
-	TRC_EV_METHOD = 128,    /* [128, idx, class, sep, name, path, line]  defines method idx; sent
-				 * before any event that uses it. sep is "#" or "." (or "" when class is "") */
-	TRC_EV_THREAD = 129,    /* [129, idx, name]  defines thread idx */
-	TRC_EV_CALL = 130,      /* [130, thread, method, ts] */
-	TRC_EV_RETURN = 131,    /* [131, thread, method, ts] */
-	TRC_EV_RAISE = 132,     /* [132, thread, ts, class, message, path, line] */
-	TRC_EV_EXPR = 133,      /* [133, thread, spec, expr, text]  value of expression expr of spec
-				 * at the thread's latest call */
-	TRC_EV_SLOW = 134,      /* [134, thread, method, start_ts, duration_ns, depth] */
-	TRC_EV_LOST = 135,      /* [135, count]  count events were dropped here (agent buffer full) */
-	TRC_EV_GC = 136,        /* [136, thread, start_ts, pause_ns, major, reason]  a garbage
-				 * collection, from its start to the end of its sweep, on the thread
-				 * that triggered it (TRC_GC_NO_THREAD: one not traced); pause_ns: the
-				 * time its steps stopped the app; reason: its major_by when major,
-				 * else its gc_by ("nofree", "newobj", ...) */
+#define TRC_X(NAME, name, type, fields) TRC_EV_##NAME = type, TRC_EV_##NAME##_FIELDS = fields,
+	TRC_EVENTS(TRC_X)
+#undef TRC_X
 };
 
 #endif

@@ -3,14 +3,16 @@
 
 #include "clock.h"
 #include "control.h"
+#include "eval.h"
 #include "gc.h"
-#include "hook.h"
+#include "mem.h"
 #include "names.h"
 #include "plan.h"
 #include "session.h"
 #include "top.h"
 #include "vm.h"
 #include "tracer_protocol.h"
+#include "work.h"
 #include "wrap.h"
 
 /* Everything the agent keeps in C that the GC must not collect: classes, threads, TracePoints. */
@@ -18,7 +20,7 @@ static void
 mark_all(void *unused)
 {
 	trc_names_mark();
-	trc_hook_mark();
+	trc_work_mark();
 	trc_top_mark();
 	trc_wrap_mark();
 	trc_plan_mark();
@@ -69,7 +71,7 @@ static VALUE
 last_session(void)
 {
 	static const char *const how[] = { "open", "detached", "gone", "exit" };
-	const struct trc_session_record *r = trc_session_last();
+	const struct trc_work_record *r = trc_work_last();
 	VALUE h;
 
 	if (r->client_pid == 0)
@@ -87,7 +89,8 @@ last_session(void)
  * What the agent is doing now, for operators and tests: {attached:, client_pid:, hooks:,
  * ignored_messages:, sessions:, other_ractor_calls: (wrapped calls left out, made in another
  * Ractor), wrapped: (wrappers in place), longest_step_ms: (the longest the last session's
- * putting wrappers in place or taking them away held the GVL at once), last_session:
+ * putting wrappers in place or taking them away held the GVL at once), failed_allocations:
+ * (the agent's, since the process started: what needed them did without), last_session:
  * {client_pid:, ended:, events:, lost:, hooks_left:}}.
  */
 static VALUE
@@ -97,13 +100,14 @@ stats(VALUE self)
 	VALUE h = rb_hash_new();
 
 	set(h, "attached", s != NULL ? Qtrue : Qfalse);
-	set(h, "client_pid", s != NULL ? INT2NUM(s->client_pid) : Qnil);
-	set(h, "hooks", INT2NUM(trc_hook_installed() + trc_top_installed() + trc_wrapped()));
+	set(h, "client_pid", s != NULL ? INT2NUM(trc_session_client(s)) : Qnil);
+	set(h, "hooks", INT2NUM(trc_work_hooks()));
 	set(h, "ignored_messages", ULONG2NUM(trc_control_ignored()));
 	set(h, "sessions", ULL2NUM(trc_session_count()));
 	set(h, "other_ractor_calls", ULL2NUM(trc_vm_other_ractor_calls()));
 	set(h, "wrapped", INT2NUM(trc_wrapped()));
 	set(h, "longest_step_ms", DBL2NUM((double)trc_plan_longest_step() / 1e6));
+	set(h, "failed_allocations", ULL2NUM(trc_mem_failures()));
 	set(h, "last_session", last_session());
 	return h;
 }
@@ -156,6 +160,7 @@ Init_tracer_agent(void)
 	define_eval_kinds(mod);
 	trc_wrap_init(mod);
 	trc_plan_init();
+	trc_eval_init();
 	trc_clock_init();
 	trc_gc_init();
 	trc_control_init();

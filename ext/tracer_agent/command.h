@@ -1,20 +1,14 @@
-/* command.h: the table of commands a client may send. */
+/* command.h: the commands a client may send, and what serves a session's client. */
 #ifndef TRC_COMMAND_H
 #define TRC_COMMAND_H
 
-#include <msgpack.h>
-#include <stdint.h>
-
 #include "session.h"
 
-/* GVL held, agent thread. Runs one message from the client; -1 after a protocol error. */
-int trc_command_run(struct trc_session *s, const msgpack_object *msg);
-
 /*
- * GVL held. Session `session` (its id) is over: its evals still running are interrupted (nobody
- * will read their answers; a --fork or --memory copy is seen through), and its -i Binding, with
- * the locals its lines made, let go.
+ * What a session is opened with (control.c): its messages are commands, checked by wire.c and
+ * run here (work.c traces and counts, eval.c evaluates), and its timers, close and end are
+ * work.c's and eval.c's.
  */
-void trc_command_session_end(uint64_t session);
+extern const struct trc_session_ops trc_command_ops;
 
 #endif

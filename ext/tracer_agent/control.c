@@ -23,13 +23,13 @@
 #include <ruby/thread.h>
 
 #include "extconf.h"
-#include "hook.h"
+#include "command.h"
 #include "names.h"
 #include "session.h"
 #include "vm.h"
-#include "wrap.h"
 #include "tracer_protocol.h"
 #include "wire.h"
+#include "work.h"
 
 #define HELLOS_PER_JOB 16
 
@@ -204,7 +204,7 @@ connect_client(const struct trc_hello *h)
 	int fd = dial(h->addr, strlen(h->addr), &pid);
 
 	if (fd >= 0)
-		trc_session_open(fd, pid);
+		trc_session_open(fd, pid, &trc_command_ops);
 }
 
 static void
@@ -233,6 +233,7 @@ service_work(VALUE unused)
 {
 	if (forked && !trc_vm_defer()) {
 		forked = 0;
+		trc_work_forget();
 		trc_session_forget();
 		/* Only the forking thread lives on in a child: the listener must be made again. */
 		trc_thread_ignore(listener, 0);
@@ -383,9 +384,9 @@ trc_control_connect(const char *addr)
 		service();
 	if ((fd = dial(addr, n, &pid)) < 0)
 		return -1;
-	trc_session_open(fd, pid);
+	trc_session_open(fd, pid, &trc_command_ops);
 	if (trc_session_current() != NULL)
-		trc_session_hurry(trc_session_current());
+		trc_work_hurry();
 	/*
 	 * Served here, with the GVL that loading the agent holds: the hello, then the trace or top
 	 * command, whose hooks are in place before the program's first line runs. The program waits
@@ -404,8 +405,7 @@ static void
 after_fork_child(void)
 {
 	self_pid = getpid();
-	trc_hook_disarm();
-	trc_wrap_live(0);       /* the parent's wrappers, this child's too, report nothing */
+	trc_work_forked();
 	trc_session_forked();
 	/* The parent's eventfd: a signal to the child must not wake the parent's listener. */
 	trc_vm_listener_fd(-1);

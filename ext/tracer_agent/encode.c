@@ -1,4 +1,4 @@
-/* encode.c: turns ring records into protocol messages; the agent thread's half of the ring. */
+/* encode.c: every message the agent sends: ring records (the I/O thread's half of the ring), replies. */
 #include "encode.h"
 
 #include <stdlib.h>
@@ -10,18 +10,141 @@
 #include "ring.h"
 #include "tracer_protocol.h"
 
-void
-trc_pack_str(msgpack_packer *pk, const char *s, size_t len)
+static void
+pack_str(msgpack_packer *pk, const char *s, size_t len)
 {
 	msgpack_pack_str(pk, len);
 	msgpack_pack_str_body(pk, s, len);
 }
 
-void
-trc_pack_cstr(msgpack_packer *pk, const char *s)
+static void
+pack_cstr(msgpack_packer *pk, const char *s)
 {
-	trc_pack_str(pk, s, strlen(s));
+	pack_str(pk, s, strlen(s));
 }
+
+static void
+pack_bool(msgpack_packer *pk, int b)
+{
+	if (b)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+}
+
+/* ---- replies ---- */
+
+void
+trc_encode_welcome(msgpack_packer *pk, const struct trc_welcome *w)
+{
+	msgpack_pack_array(pk, TRC_MSG_WELCOME_FIELDS);
+	msgpack_pack_uint8(pk, TRC_MSG_WELCOME);
+	msgpack_pack_uint32(pk, TRC_PROTOCOL_VERSION);
+	msgpack_pack_int(pk, (int)w->pid);
+	pack_str(pk, w->ruby, w->ruby_len);
+	pack_cstr(pk, w->cwd);
+	msgpack_pack_uint64(pk, w->mono_ns);
+	msgpack_pack_uint64(pk, w->real_ns);
+	pack_bool(pk, w->yjit);
+	msgpack_pack_uint32(pk, w->ractors);
+}
+
+void
+trc_encode_error(msgpack_packer *pk, int code, const char *msg)
+{
+	msgpack_pack_array(pk, TRC_MSG_ERROR_FIELDS);
+	msgpack_pack_uint8(pk, TRC_MSG_ERROR);
+	msgpack_pack_int(pk, code);
+	pack_cstr(pk, msg);
+}
+
+void
+trc_encode_spec(msgpack_packer *pk, int index, int matched, int pending, const char *msg, size_t msg_len,
+    const char *skipped, size_t skipped_len)
+{
+	msgpack_pack_array(pk, TRC_MSG_SPEC_FIELDS);
+	msgpack_pack_uint8(pk, TRC_MSG_SPEC);
+	msgpack_pack_int(pk, index);
+	msgpack_pack_int(pk, matched);
+	pack_bool(pk, pending);
+	pack_str(pk, msg, msg_len);
+	pack_str(pk, skipped, skipped_len);
+}
+
+void
+trc_encode_started(msgpack_packer *pk, uint32_t wrapped, uint64_t install_ns)
+{
+	msgpack_pack_array(pk, TRC_MSG_STARTED_FIELDS);
+	msgpack_pack_uint8(pk, TRC_MSG_STARTED);
+	msgpack_pack_uint32(pk, wrapped);
+	msgpack_pack_uint64(pk, install_ns);
+}
+
+void
+trc_encode_eval(msgpack_packer *pk, uint64_t id, int ok, const char *text, size_t len)
+{
+	msgpack_pack_array(pk, TRC_MSG_EVAL_FIELDS);
+	msgpack_pack_uint8(pk, TRC_MSG_EVAL);
+	msgpack_pack_uint64(pk, id);
+	pack_bool(pk, ok);
+	pack_str(pk, text, len);
+}
+
+void
+trc_encode_detached(msgpack_packer *pk, uint64_t events, uint64_t lost, uint64_t nomem)
+{
+	msgpack_pack_array(pk, TRC_MSG_DETACHED_FIELDS);
+	msgpack_pack_uint8(pk, TRC_MSG_DETACHED);
+	msgpack_pack_uint64(pk, events);
+	msgpack_pack_uint64(pk, lost);
+	msgpack_pack_uint64(pk, nomem);
+}
+
+void
+trc_encode_progress(msgpack_packer *pk, int step, uint64_t done, uint64_t total)
+{
+	msgpack_pack_array(pk, TRC_MSG_PROGRESS_FIELDS);
+	msgpack_pack_uint8(pk, TRC_MSG_PROGRESS);
+	msgpack_pack_uint8(pk, (uint8_t)step);
+	msgpack_pack_uint64(pk, done);
+	msgpack_pack_uint64(pk, total);
+}
+
+void
+trc_encode_top(msgpack_packer *pk, const struct trc_top_head *h, uint32_t nrows)
+{
+	msgpack_pack_array(pk, TRC_MSG_TOP_FIELDS);
+	msgpack_pack_uint8(pk, TRC_MSG_TOP);
+	msgpack_pack_uint64(pk, h->elapsed_ns);
+	msgpack_pack_uint64(pk, h->events);
+	msgpack_pack_uint64(pk, h->lost);
+	msgpack_pack_uint64(pk, h->gcs);
+	msgpack_pack_uint64(pk, h->major_gcs);
+	msgpack_pack_uint64(pk, h->gc_ns);
+	msgpack_pack_array(pk, nrows);
+}
+
+void
+trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct trc_label *label, uint64_t count,
+    uint64_t total_ns, uint64_t self_ns)
+{
+	msgpack_pack_array(pk, 6);
+	pack_cstr(pk, path);
+	msgpack_pack_int(pk, line);
+	if (label->sep == 0) {
+		pack_str(pk, label->a, label->na);
+	} else {
+		msgpack_pack_str(pk, label->na + 1 + label->nb);
+		msgpack_pack_str_body(pk, label->a, label->na);
+		msgpack_pack_str_body(pk, &label->sep, 1);
+		msgpack_pack_str_body(pk, label->b, label->nb);
+	}
+	msgpack_pack_uint64(pk, count);
+	msgpack_pack_uint64(pk, total_ns);
+	msgpack_pack_uint64(pk, self_ns);
+}
+
+/* ---- ring records ---- */
 
 /*
  * Memory for the output may run out: a record whose bytes do not all fit is taken back whole
@@ -106,13 +229,13 @@ define_method_now(msgpack_packer *pk, uint32_t idx)
 	struct trc_method *m = trc_method_at(idx);
 	char sep[2] = { m->sep, 0 };
 
-	msgpack_pack_array(pk, 7);
+	msgpack_pack_array(pk, TRC_EV_METHOD_FIELDS);
 	msgpack_pack_uint8(pk, TRC_EV_METHOD);
 	msgpack_pack_uint32(pk, idx);
-	trc_pack_cstr(pk, m->klass_name);
-	trc_pack_cstr(pk, sep);
-	trc_pack_cstr(pk, m->name);
-	trc_pack_cstr(pk, m->path);
+	pack_cstr(pk, m->klass_name);
+	pack_cstr(pk, sep);
+	pack_cstr(pk, m->name);
+	pack_cstr(pk, m->path);
 	msgpack_pack_int(pk, m->line);
 }
 
@@ -128,10 +251,10 @@ define_thread_now(msgpack_packer *pk, uint32_t idx)
 {
 	struct trc_thread *t = trc_thread_at(idx);
 
-	msgpack_pack_array(pk, 3);
+	msgpack_pack_array(pk, TRC_EV_THREAD_FIELDS);
 	msgpack_pack_uint8(pk, TRC_EV_THREAD);
 	msgpack_pack_uint32(pk, idx);
-	trc_pack_cstr(pk, t->name);
+	pack_cstr(pk, t->name);
 }
 
 static inline void
@@ -218,6 +341,7 @@ encode_event(msgpack_packer *pk, const struct trc_rec *r)
 		return;
 	}
 	p = start = (unsigned char *)sb->data + sb->size;
+	_Static_assert(TRC_EV_CALL_FIELDS == 4 && TRC_EV_RETURN_FIELDS == 4, "CALL and RETURN are fixarrays of 4");
 	*p++ = 0x94;    /* fixarray of 4 */
 	p = put_uint(p, r->type == TRC_REC_CALL ? TRC_EV_CALL : TRC_EV_RETURN);
 	p = put_uint(p, r->thread);
@@ -231,7 +355,7 @@ encode_slow(msgpack_packer *pk, const struct trc_rec *r)
 {
 	define_thread(pk, r->thread);
 	define_method(pk, r->method);
-	msgpack_pack_array(pk, 6);
+	msgpack_pack_array(pk, TRC_EV_SLOW_FIELDS);
 	msgpack_pack_uint8(pk, TRC_EV_SLOW);
 	msgpack_pack_uint32(pk, r->thread);
 	msgpack_pack_uint32(pk, r->method);
@@ -250,12 +374,12 @@ encode_raise(msgpack_packer *pk, const struct trc_rec *r)
 	for (int i = 0; i < 3; i++)
 		p = trc_rec_get_str(p, &s[i], &len[i]);
 	define_thread(pk, r->thread);
-	msgpack_pack_array(pk, 7);
+	msgpack_pack_array(pk, TRC_EV_RAISE_FIELDS);
 	msgpack_pack_uint8(pk, TRC_EV_RAISE);
 	msgpack_pack_uint32(pk, r->thread);
 	msgpack_pack_uint64(pk, trc_clock_ns(r->ts));
 	for (int i = 0; i < 3; i++)
-		trc_pack_str(pk, s[i], len[i]);
+		pack_str(pk, s[i], len[i]);
 	msgpack_pack_uint64(pk, r->dur);
 }
 
@@ -266,12 +390,12 @@ encode_expr(msgpack_packer *pk, const struct trc_rec *r)
 	uint32_t len;
 
 	trc_rec_get_str((const unsigned char *)(r + 1), &s, &len);
-	msgpack_pack_array(pk, 5);
+	msgpack_pack_array(pk, TRC_EV_EXPR_FIELDS);
 	msgpack_pack_uint8(pk, TRC_EV_EXPR);
 	msgpack_pack_uint32(pk, r->thread);
 	msgpack_pack_uint32(pk, r->method);
 	msgpack_pack_uint32(pk, r->aux);
-	trc_pack_str(pk, s, len);
+	pack_str(pk, s, len);
 }
 
 static void
@@ -279,7 +403,7 @@ encode_gc(msgpack_packer *pk, const struct trc_rec *r)
 {
 	if (r->thread != TRC_GC_NO_THREAD)
 		define_thread(pk, r->thread);
-	msgpack_pack_array(pk, 6);
+	msgpack_pack_array(pk, TRC_EV_GC_FIELDS);
 	msgpack_pack_uint8(pk, TRC_EV_GC);
 	msgpack_pack_uint32(pk, r->thread);
 	msgpack_pack_uint64(pk, trc_clock_ns(r->ts));
@@ -288,13 +412,13 @@ encode_gc(msgpack_packer *pk, const struct trc_rec *r)
 		msgpack_pack_true(pk);
 	else
 		msgpack_pack_false(pk);
-	trc_pack_cstr(pk, trc_gc_reason_name((int)(r->aux & 0xff)));
+	pack_cstr(pk, trc_gc_reason_name((int)(r->aux & 0xff)));
 }
 
 static void
 encode_lost(msgpack_packer *pk, const struct trc_rec *r)
 {
-	msgpack_pack_array(pk, 2);
+	msgpack_pack_array(pk, TRC_EV_LOST_FIELDS);
 	msgpack_pack_uint8(pk, TRC_EV_LOST);
 	msgpack_pack_uint64(pk, r->ts);
 }

@@ -5,8 +5,6 @@
 #include <ruby/debug.h>
 
 #include "clock.h"
-#include "hook.h"
-#include "top.h"
 
 #define GC_EVENTS (RUBY_INTERNAL_EVENT_GC_START | RUBY_INTERNAL_EVENT_GC_END_SWEEP | \
 	RUBY_INTERNAL_EVENT_GC_ENTER | RUBY_INTERNAL_EVENT_GC_EXIT)
@@ -19,11 +17,11 @@
  * (that allocates nothing) and otherwise only adds numbers.
  */
 static struct {
-	int on;
+	void (*ended)(const struct trc_gc *);   /* who watches; NULL: nobody */
 	int in_collection;
 	uint64_t entered;       /* the current step's GC_ENTER */
 	struct trc_gc gc;
-} G;
+} Gc;
 
 static VALUE sym_major_by, sym_gc_by;
 static VALUE reasons[TRC_GC_STRESS + 1];
@@ -51,14 +49,14 @@ collection_ended(uint64_t now)
 {
 	VALUE major_by = rb_gc_latest_gc_info(sym_major_by);
 
-	if (G.entered != 0)
-		G.gc.pause += now - G.entered;  /* the sweep ends inside a step: count it so far */
-	G.entered = 0;
-	G.gc.major = !NIL_P(major_by);
-	G.gc.reason = reason_of(G.gc.major ? major_by : rb_gc_latest_gc_info(sym_gc_by));
-	G.in_collection = 0;
-	trc_hook_gc(&G.gc);
-	trc_top_gc(&G.gc);
+	if (Gc.entered != 0)
+		Gc.gc.pause += now - Gc.entered;  /* the sweep ends inside a step: count it so far */
+	Gc.entered = 0;
+	Gc.gc.major = !NIL_P(major_by);
+	Gc.gc.reason = reason_of(Gc.gc.major ? major_by : rb_gc_latest_gc_info(sym_gc_by));
+	Gc.in_collection = 0;
+	if (Gc.ended != NULL)
+		Gc.ended(&Gc.gc);
 }
 
 static void
@@ -68,20 +66,20 @@ gc_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 
 	switch (ev) {
 	case RUBY_INTERNAL_EVENT_GC_ENTER:
-		G.entered = now;
+		Gc.entered = now;
 		break;
 	case RUBY_INTERNAL_EVENT_GC_START:
-		G.in_collection = 1;
-		G.gc.start = G.entered != 0 ? G.entered : now;
-		G.gc.pause = 0;
+		Gc.in_collection = 1;
+		Gc.gc.start = Gc.entered != 0 ? Gc.entered : now;
+		Gc.gc.pause = 0;
 		break;
 	case RUBY_INTERNAL_EVENT_GC_EXIT:
-		if (G.in_collection && G.entered != 0)
-			G.gc.pause += now - G.entered;
-		G.entered = 0;
+		if (Gc.in_collection && Gc.entered != 0)
+			Gc.gc.pause += now - Gc.entered;
+		Gc.entered = 0;
 		break;
 	case RUBY_INTERNAL_EVENT_GC_END_SWEEP:
-		if (G.in_collection)
+		if (Gc.in_collection)
 			collection_ended(now);
 		break;
 	default:
@@ -101,19 +99,19 @@ trc_gc_init(void)
 }
 
 void
-trc_gc_watch(int on)
+trc_gc_watch(void (*ended)(const struct trc_gc *))
 {
-	if (on && !G.on)
+	if (ended != NULL && Gc.ended == NULL)
 		rb_add_event_hook(gc_hook, GC_EVENTS, Qnil);
-	else if (!on && G.on)
+	else if (ended == NULL && Gc.ended != NULL)
 		rb_remove_event_hook(gc_hook);
-	G.on = on;
-	G.in_collection = 0;
-	G.entered = 0;
+	Gc.ended = ended;
+	Gc.in_collection = 0;
+	Gc.entered = 0;
 }
 
 int
 trc_gc_watching(void)
 {
-	return G.on;
+	return Gc.ended != NULL;
 }

@@ -25,10 +25,10 @@ const char *trc_gc_reason_name(int reason);
 /* From Init_: makes what the GC hook needs beforehand (it may allocate nothing). */
 void trc_gc_init(void);
 /*
- * GVL held. Watches collections: each one ends in a call of trc_hook_gc (a trace) and
- * trc_top_gc (a table), from the GC hook itself: no allocation, no Ruby. Off: stops.
+ * GVL held. Watches collections: each one ends in a call of ended (a trace's or a table's),
+ * from the GC hook itself: no allocation, no Ruby. NULL: stops.
  */
-void trc_gc_watch(int on);
+void trc_gc_watch(void (*ended)(const struct trc_gc *));
 int trc_gc_watching(void);
 
 #endif

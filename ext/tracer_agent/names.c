@@ -115,7 +115,7 @@ table_add(struct table *t, const void *entry, VALUE a, ID b)
 	}
 	memcpy(table_at(t, idx), entry, t->elem);
 	index_put(&t->index, pair_hash(a, b), idx);
-	/* The agent thread reads entries below count without the GVL: publish after filling. */
+	/* The I/O thread reads entries below count without the GVL: publish after filling. */
 	__atomic_store_n(&t->count, idx + 1, __ATOMIC_RELEASE);
 	return idx;
 }
@@ -218,12 +218,6 @@ struct trc_method *
 trc_method_at(uint32_t idx)
 {
 	return table_at(&methods, idx);
-}
-
-uint32_t
-trc_method_count(void)
-{
-	return __atomic_load_n(&methods.count, __ATOMIC_ACQUIRE);
 }
 
 VALUE trc_names_last_thread = Qnil;     /* a one-entry cache for trc_thread_current */
@@ -399,12 +393,6 @@ struct trc_thread *
 trc_thread_at(uint32_t idx)
 {
 	return table_at(&threads, idx);
-}
-
-uint32_t
-trc_thread_count(void)
-{
-	return __atomic_load_n(&threads.count, __ATOMIC_ACQUIRE);
 }
 
 static void

@@ -5,9 +5,11 @@
 #include <ruby.h>
 #include <stdint.h>
 
+#include "tracer_protocol.h"
+
 /*
  * Entries are appended by traced threads (GVL held) and never move or change afterwards, so the
- * agent thread may read any entry below trc_*_count() without the GVL: the count is published
+ * I/O thread may read any entry below trc_*_count() without the GVL: the count is published
  * with release ordering after the entry is filled. Storage is chunked for that reason: growing
  * never reallocates an entry another thread may be reading.
  */
@@ -47,7 +49,9 @@ struct trc_frame {
 /* GVL held. Frame depth of t, made on first use; NULL if memory runs out. */
 struct trc_frame *trc_thread_frame(struct trc_thread *t, uint32_t depth);
 
-#define TRC_NAMES_MAX (1u << 20)
+/* Either table holds at most this many entries: what the protocol lets a session define. */
+#define TRC_NAMES_MAX TRC_MAX_METHODS
+_Static_assert(TRC_MAX_METHODS == TRC_MAX_THREADS, "one limit for both name tables");
 
 /* The object a singleton class belongs to. */
 VALUE trc_attached_object(VALUE klass);
@@ -63,7 +67,6 @@ uint32_t trc_method_find(VALUE klass, ID mid);
  */
 uint32_t trc_method_intern(VALUE klass, ID mid, VALUE path, int line, int spec);
 struct trc_method *trc_method_at(uint32_t idx);
-uint32_t trc_method_count(void);
 
 /* GVL held. The entry of thread th, made on first sight; NULL when the table is full. */
 struct trc_thread *trc_thread_get(VALUE th);
@@ -82,7 +85,6 @@ struct trc_thread *trc_thread_current(void);
 extern VALUE trc_names_last_thread;
 extern struct trc_thread *trc_names_last_entry;
 struct trc_thread *trc_thread_at(uint32_t idx);
-uint32_t trc_thread_count(void);
 
 /* GVL held. Marks th as one of the agent's threads (on) or not: hooks skip its events. */
 void trc_thread_ignore(VALUE th, int on);

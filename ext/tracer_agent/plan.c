@@ -7,7 +7,6 @@
 
 #include "extconf.h"
 
-#include "hook.h"
 #include "names.h"
 #include "wrap.h"
 
@@ -280,7 +279,7 @@ select_detached(int i, VALUE owner, ID mid, struct trc_spec_result *r)
 			break;
 		}
 		targv[0] = um;
-		targv[1] = ULL2NUM(trc_hook_token(P.gen, m));
+		targv[1] = ULL2NUM(trc_wrap_token(P.gen, m));
 		if ((tp = wrap_call(id_trace_detached, 2, targv)) == Qundef)
 			continue;
 		rb_ary_push(P.tracepoints, tp);
@@ -409,7 +408,7 @@ wrap_entry(const VALUE *e)
 		if (mod == Qundef || (m = trc_method_intern(mod, mid, e[4], FIX2INT(e[5]), -2)) == UINT32_MAX)
 			return 0;
 		targv[0] = owner;
-		targv[1] = ULL2NUM(trc_hook_token(P.gen, m));
+		targv[1] = ULL2NUM(trc_wrap_token(P.gen, m));
 		if ((tp = wrap_call(id_trace_detached, 2, targv)) == Qundef)
 			return 0;
 		rb_ary_push(P.tracepoints, tp);
@@ -597,6 +596,9 @@ trc_plan_begin(const struct trc_spec *specs, int nspecs, const struct trc_scope 
 	} else {
 		P.phase = PHASE_WRAP;   /* nothing to find */
 	}
+	/* A class defined or reloaded from now on is matched too, and a method defined later. */
+	if (scope != NULL || nspecs > 0)
+		trc_wrap_watch();
 }
 
 /* Finds the app's methods in the next modules, until the deadline. */
@@ -744,7 +746,7 @@ trc_plan_end(void)
 	P.nspecs = 0;
 	P.scope = NULL;
 	P.remove_total = (uint64_t)trc_wrapped();
-	trc_wrap_live(0);
+	trc_wrap_live(0, NULL);
 }
 
 void
@@ -775,14 +777,16 @@ trc_plan_wrapped(void)
 	return P.wrapped;
 }
 
-int
-trc_plan_active(void)
+/* A plan is under way or in place: definitions matter. */
+static int
+watching(void)
 {
 	return P.phase == PHASE_FIND || P.phase == PHASE_WRAP || P.phase == PHASE_DONE;
 }
 
-void
-trc_plan_defined(VALUE mod, ID mid)
+/* The app defined mod's method mid: wrapped if the plan wants it (now, or in a step). */
+static void
+app_defined(VALUE mod, ID mid)
 {
 	if (P.phase == PHASE_DONE)
 		defined_now(mod, mid);
@@ -824,4 +828,5 @@ trc_plan_init(void)
 	id_arity = rb_intern("arity");
 	id_bind_call = rb_intern("bind_call");
 	id_still_defined = rb_intern("still_defined?");
+	trc_wrap_definitions_to(app_defined, watching);
 }

@@ -49,16 +49,15 @@ void trc_plan_progress(int *step, uint64_t *done, uint64_t *total);
 uint64_t trc_plan_longest_step(void);
 /* How many methods the plan has wrapped. */
 uint32_t trc_plan_wrapped(void);
-/* GVL held: a plan is under way or in place (definitions matter, trc_plan_defined). */
-int trc_plan_active(void);
-/* GVL held. The app defined mod's method mid: wrapped if the plan wants it (now, or in a step). */
-void trc_plan_defined(VALUE mod, ID mid);
 /* GVL held. Ends the plan: trc_plan_step takes every wrapper away from now on. */
 void trc_plan_end(void);
 /* CLOCK_MONOTONIC now, in ns: what deadlines are in. */
 uint64_t trc_plan_now(void);
 void trc_plan_mark(void);
-/* From Init_. */
+/*
+ * From Init_. While a plan is under way or in place, the app's definitions come to it
+ * (trc_wrap_watch): a method it wants is wrapped, now or in a step.
+ */
 void trc_plan_init(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* ring.h: the event ring, filled by traced threads and drained by the agent thread. */
+/* ring.h: the event ring, filled by traced threads and drained by the I/O thread. */
 #ifndef TRC_RING_H
 #define TRC_RING_H
 

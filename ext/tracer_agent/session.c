@@ -1,4 +1,4 @@
-/* session.c: a client's session: the native I/O thread, and the work it hands to the GVL side. */
+/* session.c: the transport: a client's socket, the native I/O thread, and the work it hands the GVL side. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1   /* POLLRDHUP, pthread_timedjoin_np */
 #endif
@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,17 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ruby.h>
 #include <ruby/thread.h>
 
-#include "command.h"
-#include "control.h"
 #include "encode.h"
-#include "names.h"
-#include "plan.h"
-#include "top.h"
+#include "mem.h"
 #include "vm.h"
 #include "tracer_protocol.h"
-#include "wrap.h"
 
 #define POLL_MS 10              /* how long events may wait in the ring */
 #define OUT_HIGH (1u << 20)     /* encode no further ahead of the socket than this */
@@ -39,23 +36,78 @@
 #define READ_CHUNK 65536
 #define IO_STACK (256u << 10)
 #define PASS_MAX 4              /* descriptors one read takes in (all but one are closed) */
-/*
- * Putting wrappers in place (plan.c): a step of at most STEP_NS every STEP_EVERY_MS, so that
- * the app keeps the GVL three quarters of the time and no request waits more than a step for
- * it. A program that waits for its tracer before its first line (tracer --exec) gets no pause.
- */
-#define STEP_NS (2u * 1000 * 1000)
-#define STEP_EVERY_MS 8
-#define EAGER_STEP_NS (50u * 1000 * 1000)
+
+/* A timer (trc_session_timer): set on the GVL side, under the lock; kept by the I/O thread. */
+struct timer {
+	uint64_t period_us;
+	uint64_t (*gap)(void *);
+	void *arg;
+	unsigned set;           /* bumped at each change */
+	/* I/O thread only. */
+	unsigned seen;          /* the last change it took in */
+	int on;
+	uint64_t (*io_gap)(void *);
+	void *io_arg;
+	uint64_t io_period_us;
+	uint64_t due_us;
+};
+
+struct trc_session {
+	int fd;                 /* the client's socket, non-blocking */
+	int wake_fd;            /* eventfd that wakes the I/O thread */
+	pid_t client_pid;       /* its listener's, as the kernel says (0: in an outer pid namespace) */
+	uint64_t id;            /* tells late replies of an earlier session apart */
+	uint64_t opened_ms;
+	const struct trc_session_ops *ops;
+	pthread_t io;
+
+	/* I/O thread only. */
+	msgpack_sbuffer out;
+	size_t out_off;
+
+	/* GVL side only. */
+	msgpack_unpacker in;
+	int close_told;         /* ops->close was called */
+
+	/* Shared, under lock. */
+	pthread_mutex_t lock;
+	msgpack_sbuffer ctl;    /* replies (GVL side -> I/O) */
+	msgpack_sbuffer inbox;  /* the client's bytes (I/O -> GVL side) */
+	int passed_fd;          /* a descriptor the client sent (SCM_RIGHTS) no command took, or -1 */
+	int started;            /* STARTED is queued: from then on ring's records go out */
+	struct trc_ring *ring;
+	struct timer timers[TRC_SESSION_TIMERS];
+
+	/* Written before ending is set, read after. */
+	uint64_t events, lost;
+	uint64_t nomem_at_open;         /* trc_mem_failures() then */
+
+	/* Atomics. */
+	unsigned want;          /* enum want: work for the GVL side */
+	int hello;              /* the client's hello was accepted */
+	int closing;            /* enum trc_close */
+	int ending;             /* the GVL side is done: the I/O thread delivers the rest and ends */
+	int io_done;            /* the I/O thread has ended */
+};
+
+enum want {
+	WANT_COMMANDS = 1 << 0,         /* the inbox has bytes */
+	WANT_CLOSE = 1 << 1,            /* closing was set */
+	WANT_END = 1 << 2,              /* the I/O thread has ended: free the session */
+	WANT_TIMER = 1 << 8,            /* timer i is due: WANT_TIMER << i */
+};
 
 static struct trc_session *current;
-static struct { int fd; pid_t pid; } next_client = { -1, 0 };  /* came while current was ending */
+static struct {
+	int fd;
+	pid_t pid;
+	const struct trc_session_ops *ops;
+} next_client = { -1, 0, NULL };  /* came while current was ending */
 static uint64_t next_id = 1;
 static uint64_t served;
 static uint64_t service_failures;       /* service raised (trc_session_service) */
-static struct trc_session_record last;
 
-static void session_start(int fd, pid_t client_pid);
+static void session_start(int fd, pid_t client_pid, const struct trc_session_ops *ops);
 
 struct trc_session *
 trc_session_current(void)
@@ -63,10 +115,22 @@ trc_session_current(void)
 	return current;
 }
 
-const struct trc_session_record *
-trc_session_last(void)
+uint64_t
+trc_session_id(const struct trc_session *s)
 {
-	return &last;
+	return s->id;
+}
+
+pid_t
+trc_session_client(const struct trc_session *s)
+{
+	return s->client_pid;
+}
+
+int
+trc_session_wake_fd(const struct trc_session *s)
+{
+	return s->wake_fd;
 }
 
 uint64_t
@@ -120,7 +184,7 @@ trc_session_close(struct trc_session *s, int how)
 	if (!__atomic_compare_exchange_n(&s->closing, &was, how, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
 	    how == TRC_CLOSE_GONE)
 		__atomic_store_n(&s->closing, how, __ATOMIC_RELEASE);
-	ask(s, TRC_WANT_CLOSE);
+	ask(s, WANT_CLOSE);
 }
 
 msgpack_packer *
@@ -150,34 +214,74 @@ trc_reply_error(struct trc_session *s, int code, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	pk = trc_reply_begin(s);
-	msgpack_pack_array(pk, 3);
-	msgpack_pack_uint8(pk, TRC_MSG_ERROR);
-	msgpack_pack_int(pk, code);
-	trc_pack_cstr(pk, msg);
+	trc_encode_error(pk, code, msg);
 	trc_reply_end(s);
 }
 
 void
-trc_session_started(struct trc_session *s)
+trc_session_greet(struct trc_session *s)
+{
+	__atomic_store_n(&s->hello, 1, __ATOMIC_RELEASE);
+}
+
+int
+trc_session_greeted(const struct trc_session *s)
+{
+	return load(&s->hello);
+}
+
+void
+trc_session_started(struct trc_session *s, struct trc_ring *ring)
 {
 	pthread_mutex_lock(&s->lock);
-	s->tracing = 1;
+	s->started = 1;
+	s->ring = ring;
 	pthread_mutex_unlock(&s->lock);
 	wake(s);
 }
 
 void
-trc_session_windows(struct trc_session *s, uint32_t duty)
+trc_session_timer(struct trc_session *s, int id, uint64_t period_us, uint64_t (*gap)(void *), void *arg)
 {
-	__atomic_store_n(&s->window_duty, duty, __ATOMIC_RELEASE);
+	struct timer *t = &s->timers[id];
+
+	pthread_mutex_lock(&s->lock);
+	t->period_us = period_us;
+	t->gap = gap;
+	t->arg = arg;
+	t->set++;
+	pthread_mutex_unlock(&s->lock);
+	wake(s);
 }
 
 void
-trc_session_count_every(struct trc_session *s, uint64_t ms)
+trc_session_again(struct trc_session *s, int id)
 {
-	__atomic_store_n(&s->top_every_ms, ms, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->counting, 1, __ATOMIC_RELEASE);
+	ask(s, WANT_TIMER << id);
+}
+
+void
+trc_session_finish(struct trc_session *s, uint64_t events, uint64_t lost)
+{
+	if (load(&s->ending))
+		return;
+	s->events = events;
+	s->lost = lost;
+	__atomic_store_n(&s->ending, 1, __ATOMIC_RELEASE);
 	wake(s);
+}
+
+int
+trc_session_how(const struct trc_session *s)
+{
+	return load(&s->closing);
+}
+
+void
+trc_session_totals(const struct trc_session *s, uint64_t *events, uint64_t *lost)
+{
+	*events = s->events;
+	*lost = s->lost;
 }
 
 /* ---- the I/O thread: no GVL, no Ruby ---- */
@@ -192,7 +296,7 @@ fill(struct trc_session *s, int drop)
 	msgpack_packer pk;
 	const unsigned char *p;
 	size_t n;
-	int tracing;
+	struct trc_ring *ring;
 
 	pthread_mutex_lock(&s->lock);
 	if (s->ctl.size != 0) {
@@ -200,9 +304,9 @@ fill(struct trc_session *s, int drop)
 		s->ctl.size = 0;
 	}
 	/* Read under the lock that queued STARTED: no event reaches the client before it. */
-	tracing = s->tracing;
+	ring = s->started ? s->ring : NULL;
 	pthread_mutex_unlock(&s->lock);
-	if (!tracing)
+	if (ring == NULL)
 		return 0;
 	msgpack_packer_init(&pk, &s->out, trc_encode_write);
 	/*
@@ -210,12 +314,12 @@ fill(struct trc_session *s, int drop)
 	 * whole backlog is (up to the ring's 16 MiB, tens of milliseconds during which a flood
 	 * found the ring full).
 	 */
-	while ((drop || s->out.size < OUT_HIGH) && (n = trc_ring_peek(&s->ring, &p)) != 0) {
+	while ((drop || s->out.size < OUT_HIGH) && (n = trc_ring_peek(ring, &p)) != 0) {
 		if (n > ENCODE_SLICE)
 			n = ENCODE_SLICE;
-		trc_ring_consume(&s->ring, drop ? trc_encode_drop(p, n) : trc_encode_records(&pk, p, n));
+		trc_ring_consume(ring, drop ? trc_encode_drop(p, n) : trc_encode_records(&pk, p, n));
 	}
-	return trc_ring_used(&s->ring) != 0;
+	return trc_ring_used(ring) != 0;
 }
 
 /* Writes what it can; -1 when the client is gone, else the number of bytes written. */
@@ -315,69 +419,44 @@ drain_wake(struct trc_session *s)
 		(void)0;        /* EAGAIN: nothing was pending */
 }
 
-/* Time for the next --top snapshot? Asks for it, and returns how long poll may wait. */
-static int
-top_tick(struct trc_session *s)
-{
-	uint64_t now, every;
-
-	if (!load(&s->counting))
-		return POLL_MS;
-	every = __atomic_load_n(&s->top_every_ms, __ATOMIC_ACQUIRE);
-	now = ms_now();
-	if (s->top_next_ms == 0)
-		s->top_next_ms = now + every;
-	if (now >= s->top_next_ms) {
-		ask(s, TRC_WANT_TOP);
-		s->top_next_ms = now + every;
-	}
-	return s->top_next_ms - now < POLL_MS ? (int)(s->top_next_ms - now) : POLL_MS;
-}
-
-/* Putting wrappers in place or taking them away: asks for the next step when it is due. */
-static int
-step_tick(struct trc_session *s)
-{
-	uint64_t now;
-
-	if (!load(&s->stepping))
-		return POLL_MS;
-	now = ms_now();
-	if (now >= s->step_next_ms) {
-		ask(s, TRC_WANT_STEP);
-		s->step_next_ms = now + STEP_EVERY_MS;
-	}
-	return (int)(s->step_next_ms - now);
-}
-
 /*
- * TRC_TOP_BY_TIME: opens a window of TRC_TOP_WINDOW_US, then waits a gap drawn from
- * 0..2*(duty-1) windows (on average duty-1: the hook is on about 1/duty of the time), so that
- * the windows fall at no fixed phase of the app's own cycles. Returns the microseconds to the
- * next edge, -1 without windows.
+ * The timers: takes in what the GVL side changed, asks for the work of those that are due, and
+ * returns the microseconds until the next one is (-1: none is on).
  */
 static int64_t
-window_tick(struct trc_session *s)
+timers_tick(struct trc_session *s)
 {
-	uint32_t duty = __atomic_load_n(&s->window_duty, __ATOMIC_ACQUIRE);
-	int open = load(&s->window_want);
-	uint64_t now;
+	uint64_t now = us_now();
+	int64_t wait = -1;
 
-	if (duty < 2 || !load(&s->counting))
-		return -1;
-	now = us_now();
-	if (s->window_next_us != 0 && now < s->window_next_us)
-		return (int64_t)(s->window_next_us - now);
-	if (s->window_next_us != 0) {
-		open = !open;
-		__atomic_store_n(&s->window_want, open, __ATOMIC_RELEASE);
-		ask(s, TRC_WANT_WINDOW);
-	} else {
-		s->window_seed = (now ^ 0x9E3779B97F4A7C15ull) | 1;
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; i < TRC_SESSION_TIMERS; i++) {
+		struct timer *t = &s->timers[i];
+
+		if (t->seen == t->set)
+			continue;
+		t->seen = t->set;
+		t->io_gap = t->gap;
+		t->io_arg = t->arg;
+		t->io_period_us = t->period_us;
+		t->on = t->gap != NULL || t->period_us != 0;
+		if (t->on)
+			t->due_us = now + (t->io_gap != NULL ? t->io_gap(t->io_arg) : t->io_period_us);
 	}
-	s->window_next_us = now + (open ? TRC_TOP_WINDOW_US :
-	    trc_xorshift(&s->window_seed) % (2 * (uint64_t)(duty - 1) * TRC_TOP_WINDOW_US + 1));
-	return (int64_t)(s->window_next_us - now);
+	pthread_mutex_unlock(&s->lock);
+	for (int i = 0; i < TRC_SESSION_TIMERS; i++) {
+		struct timer *t = &s->timers[i];
+
+		if (!t->on)
+			continue;
+		if (now >= t->due_us) {
+			ask(s, WANT_TIMER << i);
+			t->due_us = now + (t->io_gap != NULL ? t->io_gap(t->io_arg) : t->io_period_us);
+		}
+		if (wait < 0 || (int64_t)(t->due_us - now) < wait)
+			wait = (int64_t)(t->due_us - now);
+	}
+	return wait;
 }
 
 /*
@@ -390,7 +469,7 @@ window_tick(struct trc_session *s)
  */
 /* The goodbye's bytes, packed where no allocation can fail them (a process at its limit). */
 struct bye {
-	char buf[32];           /* [69, u64, u64]: 19 bytes at most */
+	char buf[32];           /* [69, u64, u64, u64]: 28 bytes at most */
 	size_t n, off;
 };
 
@@ -409,17 +488,10 @@ bye_write(void *data, const char *p, size_t n)
 static void
 bye_pack(struct trc_session *s, struct bye *b)
 {
-	uint64_t events = 0, lost = 0;
 	msgpack_packer pk;
 
-	if (s->tracing)
-		trc_hook_counts(&events, &lost);
-	lost += trc_encode_lost();
 	msgpack_packer_init(&pk, b, bye_write);
-	msgpack_pack_array(&pk, 3);
-	msgpack_pack_uint8(&pk, TRC_MSG_DETACHED);
-	msgpack_pack_uint64(&pk, events);
-	msgpack_pack_uint64(&pk, lost);
+	trc_encode_detached(&pk, s->events, s->lost + trc_encode_lost(), trc_mem_failures() - s->nomem_at_open);
 }
 
 /* Sends what is left of the goodbye; -1 when the client is gone, else the bytes sent. */
@@ -486,7 +558,7 @@ io_main(void *arg)
 			gone = 1;
 			trc_session_close(s, TRC_CLOSE_GONE);
 		}
-		int64_t wait_us, window;
+		int64_t wait_us, due;
 		struct timespec ts;
 		struct pollfd fds[2] = {
 			{ .fd = s->wake_fd, .events = POLLIN },
@@ -505,24 +577,22 @@ io_main(void *arg)
 		 */
 		if (__atomic_load_n(&s->want, __ATOMIC_ACQUIRE) != 0)
 			trc_vm_poke();
-		wait_us = (int64_t)top_tick(s) * 1000;
-		if ((int64_t)step_tick(s) * 1000 < wait_us)
-			wait_us = (int64_t)step_tick(s) * 1000;
-		if ((window = window_tick(s)) >= 0 && window < wait_us)
-			wait_us = window;
+		wait_us = POLL_MS * 1000;
+		if ((due = timers_tick(s)) >= 0 && due < wait_us)
+			wait_us = due;
 		ts.tv_sec = (time_t)(wait_us / 1000000);
 		ts.tv_nsec = (long)(wait_us % 1000000) * 1000;
 		if (s->out.size != 0)
 			fds[1].events |= POLLOUT;
-		/* Once the client is gone, only a wake-up matters: the GVL side ends the session. */
-		if (ppoll(fds, gone ? 1 : 2, gone && !load(&s->stepping) ? NULL : &ts, NULL) < 0 && errno != EINTR)
+		/* Once the client is gone, only a wake-up or a timer matters: the GVL side ends it. */
+		if (ppoll(fds, gone ? 1 : 2, gone && due < 0 ? NULL : &ts, NULL) < 0 && errno != EINTR)
 			break;
 		if (fds[0].revents & POLLIN)
 			drain_wake(s);
 		if (!gone && fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			int r = receive(s);
 			if (r > 0)
-				ask(s, TRC_WANT_COMMANDS);
+				ask(s, WANT_COMMANDS);
 			if (r < 0) {
 				gone = 1;
 				trc_session_close(s, TRC_CLOSE_GONE);
@@ -534,7 +604,7 @@ io_main(void *arg)
 	/* The client sees the end now; the descriptor itself is closed by the GVL side. */
 	shutdown(s->fd, SHUT_RDWR);
 	__atomic_store_n(&s->io_done, 1, __ATOMIC_RELEASE);
-	ask(s, TRC_WANT_END);
+	ask(s, WANT_END);
 	return NULL;
 }
 
@@ -568,140 +638,10 @@ run_commands(struct trc_session *s)
 			trc_session_close(s, TRC_CLOSE_DETACH);
 			break;
 		}
-		if (trc_command_run(s, &msg.data) < 0)
+		if (s->ops->message(s, &msg.data) < 0)
 			trc_session_close(s, TRC_CLOSE_DETACH);
 	}
 	msgpack_unpacked_destroy(&msg);
-}
-
-static void
-send_counts(struct trc_session *s)
-{
-	msgpack_packer *pk = trc_reply_begin(s);
-	trc_top_pack(pk);
-	trc_reply_end(s);
-}
-
-/* The end of stop(), once every wrapper is gone: the I/O thread delivers the rest. */
-static void
-stopped(struct trc_session *s)
-{
-	if (s->cfg_read)
-		trc_scope_release(&s->cfg.scope);
-	s->cfg_read = 0;
-	__atomic_store_n(&s->ending, 1, __ATOMIC_RELEASE);
-	wake(s);
-}
-
-/*
- * Removes the hooks; after it the ring gets nothing more. The wrappers stop reporting at once,
- * and are taken away in steps (stepping), after which the I/O thread delivers the rest; a
- * process that exits leaves them as they are, reporting nothing.
- */
-static void
-stop(struct trc_session *s)
-{
-	if (s->stopped)
-		return;
-	s->stopped = 1;
-	if (s->tracing)
-		trc_hook_stop();
-	if (load(&s->counting)) {
-		/*
-		 * The counts of the last, partial interval, then the hooks off; also as the process
-		 * exits, which is how a program tracer --exec started ends its counting.
-		 */
-		if (load(&s->closing) == TRC_CLOSE_DETACH || load(&s->closing) == TRC_CLOSE_EXIT)
-			send_counts(s);
-		trc_top_stop();
-	} else if (trc_session_installing(s)) {
-		trc_hook_stop();
-		trc_top_stop();
-	}
-	trc_plan_end();
-	if (load(&s->closing) == TRC_CLOSE_EXIT || trc_plan_step(trc_plan_now() + STEP_NS)) {
-		__atomic_store_n(&s->stepping, 0, __ATOMIC_RELEASE);
-		stopped(s);
-		return;
-	}
-	__atomic_store_n(&s->stepping, 1, __ATOMIC_RELEASE);
-	wake(s);
-}
-
-/* Says how far the plan has come, every TRC_PROGRESS_MS. */
-static void
-progress(struct trc_session *s, int done)
-{
-	uint64_t now = trc_plan_now(), n, total;
-	msgpack_packer *pk;
-	int step;
-
-	if (done || now < s->progress_at)
-		return;
-	s->progress_at = now + TRC_PROGRESS_MS * 1000000ull;
-	trc_plan_progress(&step, &n, &total);
-	pk = trc_reply_begin(s);
-	msgpack_pack_array(pk, 4);
-	msgpack_pack_uint8(pk, TRC_MSG_PROGRESS);
-	msgpack_pack_uint8(pk, (uint8_t)step);
-	msgpack_pack_uint64(pk, n);
-	msgpack_pack_uint64(pk, total);
-	trc_reply_end(s);
-}
-
-/* The next step of putting wrappers in place, or of taking them away. */
-static void
-step(struct trc_session *s)
-{
-	int eager = load(&s->eager) && !s->stopped;
-	int done = trc_plan_step(trc_plan_now() + (eager ? EAGER_STEP_NS : STEP_NS));
-
-	progress(s, done);
-	if (!done) {
-		if (eager)
-			ask(s, TRC_WANT_STEP);
-		return;
-	}
-	__atomic_store_n(&s->stepping, 0, __ATOMIC_RELEASE);
-	if (s->stopped) {
-		stopped(s);
-	} else if (s->installed != NULL) {
-		void (*installed)(struct trc_session *) = s->installed;
-
-		s->installed = NULL;
-		s->install_ns = trc_plan_now() - s->install_start;
-		installed(s);
-	}
-}
-
-void
-trc_session_install(struct trc_session *s, void (*installed)(struct trc_session *))
-{
-	s->installed = installed;
-	s->install_start = trc_plan_now();
-	s->progress_at = s->install_start + TRC_PROGRESS_MS * 1000000ull;
-	__atomic_store_n(&s->stepping, 1, __ATOMIC_RELEASE);
-	step(s);
-	if (load(&s->stepping))
-		wake(s);
-}
-
-void
-trc_session_hurry(struct trc_session *s)
-{
-	__atomic_store_n(&s->eager, 1, __ATOMIC_RELEASE);
-}
-
-int
-trc_session_installing(const struct trc_session *s)
-{
-	return s->installed != NULL;
-}
-
-uint64_t
-trc_session_install_ns(const struct trc_session *s)
-{
-	return s->install_ns;
 }
 
 int
@@ -731,7 +671,6 @@ session_free(struct trc_session *s)
 	msgpack_sbuffer_destroy(&s->ctl);
 	msgpack_sbuffer_destroy(&s->inbox);
 	pthread_mutex_destroy(&s->lock);
-	trc_ring_release(&s->ring);
 	free(s);
 }
 
@@ -742,21 +681,24 @@ end(struct trc_session *s)
 	int fd = next_client.fd;
 
 	pthread_join(s->io, NULL);      /* it has returned already, or is about to */
-	last.client_pid = s->client_pid;
-	last.how = load(&s->closing);
-	last.events = last.lost = 0;
-	if (s->tracing)
-		trc_hook_counts(&last.events, &last.lost);
-	last.lost += trc_encode_lost();
+	s->lost += trc_encode_lost();
+	s->ops->end(s);
 	trc_encode_reset();
-	trc_names_reset();
-	trc_command_session_end(s->id);
 	current = NULL;
 	session_free(s);
-	last.hooks_left = trc_hook_installed() + trc_top_installed() + trc_wrapped();
 	next_client.fd = -1;
 	if (fd >= 0)
-		session_start(fd, next_client.pid);
+		session_start(fd, next_client.pid, next_client.ops);
+}
+
+/* ops->close, once: as soon as the session closes. */
+static void
+tell_close(struct trc_session *s)
+{
+	if (s->close_told)
+		return;
+	s->close_told = 1;
+	s->ops->close(s, load(&s->closing));
 }
 
 static VALUE
@@ -767,16 +709,13 @@ service_loop(VALUE unused)
 	while ((s = current) != NULL && __atomic_load_n(&s->want, __ATOMIC_ACQUIRE) != 0) {
 		unsigned w = __atomic_exchange_n(&s->want, 0, __ATOMIC_ACQ_REL);
 
-		if (w & TRC_WANT_COMMANDS)
+		if (w & WANT_COMMANDS)
 			run_commands(s);
-		if (w & TRC_WANT_WINDOW && !s->stopped && load(&s->counting))
-			trc_top_window(__atomic_load_n(&s->window_want, __ATOMIC_ACQUIRE));
-		if (w & TRC_WANT_TOP && !s->stopped && load(&s->counting))
-			send_counts(s);
-		if (w & TRC_WANT_STEP && load(&s->stepping))
-			step(s);
+		for (int i = 0; i < TRC_SESSION_TIMERS; i++)
+			if (w & (WANT_TIMER << i))
+				s->ops->timer(s, i);
 		if (load(&s->closing) != TRC_CLOSE_NONE)
-			stop(s);
+			tell_close(s);
 		if (load(&s->io_done))
 			end(s);
 	}
@@ -818,14 +757,14 @@ int
 trc_session_settled(void)
 {
 	struct trc_session *s = current;
-	int tracing;
+	int started;
 
-	if (s == NULL || load(&s->closing) != TRC_CLOSE_NONE || load(&s->counting))
+	if (s == NULL || load(&s->closing) != TRC_CLOSE_NONE)
 		return 1;
 	pthread_mutex_lock(&s->lock);
-	tracing = s->tracing;
+	started = s->started;
 	pthread_mutex_unlock(&s->lock);
-	return tracing;
+	return started;
 }
 
 /* ---- opening ---- */
@@ -847,7 +786,7 @@ sbuffer_prealloc(msgpack_sbuffer *sb, size_t n)
 }
 
 static struct trc_session *
-session_new(int fd, pid_t client_pid)
+session_new(int fd, pid_t client_pid, const struct trc_session_ops *ops)
 {
 	struct trc_session *s = calloc(1, sizeof(*s));
 
@@ -859,6 +798,8 @@ session_new(int fd, pid_t client_pid)
 		return NULL;
 	}
 	s->fd = fd;
+	s->ops = ops;
+	s->nomem_at_open = trc_mem_failures();
 	s->passed_fd = -1;
 	s->client_pid = client_pid;
 	s->opened_ms = ms_now();
@@ -912,10 +853,7 @@ refuse(int fd, const char *fmt, ...)
 	va_end(ap);
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_array(&pk, 3);
-	msgpack_pack_uint8(&pk, TRC_MSG_ERROR);
-	msgpack_pack_int(&pk, TRC_ERR_BUSY);
-	trc_pack_cstr(&pk, msg);
+	trc_encode_error(&pk, TRC_ERR_BUSY, msg);
 	/* Best effort and never blocking: the socket is non-blocking and the message small. */
 	if (send(fd, sb.data, sb.size, MSG_NOSIGNAL) < 0)
 		(void)0;
@@ -924,9 +862,9 @@ refuse(int fd, const char *fmt, ...)
 }
 
 static void
-session_start(int fd, pid_t client_pid)
+session_start(int fd, pid_t client_pid, const struct trc_session_ops *ops)
 {
-	struct trc_session *s = session_new(fd, client_pid);
+	struct trc_session *s = session_new(fd, client_pid, ops);
 
 	if (s == NULL) {
 		close(fd);
@@ -956,12 +894,12 @@ session_live(struct trc_session *s)
 }
 
 void
-trc_session_open(int fd, pid_t client_pid)
+trc_session_open(int fd, pid_t client_pid, const struct trc_session_ops *ops)
 {
 	struct trc_session *s = current;
 
 	if (s == NULL) {
-		session_start(fd, client_pid);
+		session_start(fd, client_pid, ops);
 		return;
 	}
 	if (session_live(s)) {
@@ -976,6 +914,7 @@ trc_session_open(int fd, pid_t client_pid)
 		refuse(next_client.fd, "process %d: another client attached first", (int)getpid());
 	next_client.fd = fd;
 	next_client.pid = client_pid;
+	next_client.ops = ops;
 }
 
 /* ---- fork and exit ---- */
@@ -1007,22 +946,12 @@ trc_session_forget(void)
 	if (s == NULL)
 		return;
 	current = NULL;
-	if (s->tracing || trc_session_installing(s))
-		trc_hook_stop();
-	if (load(&s->counting) || trc_session_installing(s))
-		trc_top_stop();
-	/* The parent's wrappers are this child's too: all of them go now. */
-	trc_plan_end();
-	while (!trc_plan_step(trc_plan_now() + STEP_NS))
-		;
-	trc_names_reset();
 	trc_encode_forget();
 	/*
 	 * The parent's I/O thread may have been inside the lock or a buffer's realloc at fork
 	 * time: what it touched (lock, out, ctl, inbox) is left alone, a small leak once per fork.
 	 */
 	msgpack_unpacker_destroy(&s->in);
-	trc_ring_release(&s->ring);
 	free(s);
 }
 
@@ -1050,7 +979,9 @@ trc_session_at_exit(void)
 	if (s == NULL)
 		return;
 	trc_session_close(s, TRC_CLOSE_EXIT);
-	stop(s);
+	/* Told even when a detach was under way: it need not take its wrappers away any more. */
+	s->close_told = 1;
+	s->ops->close(s, TRC_CLOSE_EXIT);
 	/* Ours alone from now on: service, run by any thread meanwhile, must not join it too. */
 	current = NULL;
 	/* Without the GVL: the I/O thread needs none, but other threads may still want it. */

@@ -12,7 +12,6 @@
 #include "clock.h"
 #include "gc.h"
 #include "encode.h"
-#include "hook.h"
 #include "names.h"
 #include "tracer_protocol.h"
 #include "wrap.h"
@@ -25,6 +24,13 @@
  * and a full table counts the event as lost until the next snapshot empties it.
  */
 #define SLOTS (2 * TRC_TOP_MAX_ROWS)
+
+/* Each mode's flags (enum trc_top_mode_flag), from the protocol's list. */
+static const int modes[] = {
+#define TRC_X(NAME, value, name, flags, label, word, count) [TRC_TOP_##NAME] = flags,
+	TRC_TOP_MODES(TRC_X)
+#undef TRC_X
+};
 
 struct row {
 	uintptr_t what;
@@ -61,6 +67,17 @@ static struct {
 	int raise_hook;
 	volatile int armed;
 } T;
+
+/*
+ * TRC_TOP_BY_TIME's windows: open is the edge the I/O thread last timed (it alone writes it,
+ * from trc_top_window_edge); the service follows it (trc_top_window). The first edge closes a
+ * window that never opened.
+ */
+static struct {
+	int open;
+	uint32_t duty;
+	uint64_t seed;
+} windows;
 
 
 
@@ -241,7 +258,7 @@ time_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	trc_vm_hook_out();
 }
 
-/* ---- calls and time of the app's methods, through wrappers (hook.c hands them over) ---- */
+/* ---- calls and time of the app's methods, through wrappers (wrap.c's sink) ---- */
 
 static void
 site_of(uint32_t m, struct site *s)
@@ -254,8 +271,8 @@ site_of(uint32_t m, struct site *s)
 	s->path = me->path;
 }
 
-void
-trc_top_enter(struct trc_thread *t, uint32_t m)
+static void
+sink_enter(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 {
 	struct site s;
 	struct row *r;
@@ -264,27 +281,29 @@ trc_top_enter(struct trc_thread *t, uint32_t m)
 		return;
 	site_of(m, &s);
 	T.events++;
-	if (T.mode == TRC_TOP_TIME)
+	if (modes[T.mode] & TRC_TOPM_TIMED)
 		time_call(t, &s);
 	else if ((r = row_get(s.method + 1, s.file, s.line, s.path)) != NULL)
 		r->count++;
 }
 
-void
-trc_top_leave(struct trc_thread *t, uint32_t m)
+static void
+sink_leave(struct trc_thread *t, uint32_t m)
 {
 	struct site s;
 
-	if (!T.armed || !T.wrapped || T.mode != TRC_TOP_TIME)
+	if (!T.armed || !T.wrapped || !(modes[T.mode] & TRC_TOPM_TIMED))
 		return;
 	site_of(m, &s);
 	T.events++;
 	time_return(t, &s);
 }
 
+static const struct trc_wrap_sink sink = { sink_enter, sink_leave };
+
 /* From gc.c's hook, inside the GC: no allocation, no Ruby. */
-void
-trc_top_gc(const struct trc_gc *g)
+static void
+gc_ended(const struct trc_gc *g)
 {
 	if (!T.armed || !T.gc)
 		return;
@@ -365,7 +384,7 @@ newobj_hook(VALUE data, const rb_trace_arg_t *arg)
 	path = rb_tracearg_path(ta);
 	if (!RB_TYPE_P(path, T_STRING))
 		return;
-	r = row_get(T.mode == TRC_TOP_ARRAYS || T.mode == TRC_TOP_STRINGS ? 0 : RBASIC_CLASS(obj),
+	r = row_get(modes[T.mode] & TRC_TOPM_CLASS ? RBASIC_CLASS(obj) : 0,
 	    RSTRING_PTR(path), FIX2INT(rb_tracearg_lineno(ta)), RSTRING_PTR(path));
 	if (r != NULL)
 		r->count += weight;
@@ -478,8 +497,10 @@ newobj_on(int on)
  * would undercount by as much as the hook slows allocation while it is on (a third, measured).
  */
 void
-trc_top_window(int open)
+trc_top_window(void)
 {
+	int open = __atomic_load_n(&windows.open, __ATOMIC_ACQUIRE);
+
 	if (!T.armed || !T.by_time || open == T.newobj)
 		return;
 	if (open)
@@ -487,6 +508,23 @@ trc_top_window(int open)
 	else
 		T.alloc_seen += allocations() - T.alloc_mark;
 	newobj_on(open);
+}
+
+/*
+ * The I/O thread's side: windows of TRC_TOP_WINDOW_US, each after a gap drawn from
+ * 0..2*(duty-1) windows (on average duty-1: the hook is on about 1/duty of the time), so that
+ * they fall at no fixed phase of the app's own cycles. Each call is an edge: it flips the
+ * window and says how long until the next one.
+ */
+uint64_t
+trc_top_window_edge(void *unused)
+{
+	int open = !__atomic_load_n(&windows.open, __ATOMIC_ACQUIRE);
+
+	(void)unused;
+	__atomic_store_n(&windows.open, open, __ATOMIC_RELEASE);
+	return open ? TRC_TOP_WINDOW_US : trc_xorshift(&windows.seed) % (2 * (uint64_t)(windows.duty - 1) *
+	    TRC_TOP_WINDOW_US + 1);
 }
 
 int
@@ -528,13 +566,15 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 		goto fail;
 	T.mode = mode;
 	T.flags = flags;
-	T.by_time = (flags & TRC_TOP_BY_TIME) && sample > 1 && mode != TRC_TOP_CALLS &&
-	    mode != TRC_TOP_TIME && mode != TRC_TOP_EXCEPTIONS;
+	T.by_time = (flags & TRC_TOP_BY_TIME) && sample > 1 && (modes[mode] & TRC_TOPM_ALLOC);
 	T.sample = T.by_time ? 1 : sample;      /* only the allocation hook reads it */
+	windows.open = 1;
+	windows.duty = sample;
+	windows.seed = (trc_clock_now() ^ 0x9E3779B97F4A7C15ull) | 1;
 	T.seed = (trc_clock_now() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull) | 1;
 	T.countdown = T.weight = next_gap();
-	T.wrapped = (mode == TRC_TOP_CALLS || mode == TRC_TOP_TIME) && !scope->all;
-	T.gen = T.wrapped ? trc_hook_generation() : 0;
+	T.wrapped = (modes[mode] & TRC_TOPM_METHOD) && !scope->all;
+	T.gen = T.wrapped ? trc_wrap_generation() : 0;
 	return 0;
 fail:
 	trc_top_stop();
@@ -556,32 +596,27 @@ trc_top_go(void)
 	T.armed = 1;
 	T.gc = (T.flags & TRC_TOP_GC) != 0;
 	if (T.gc)
-		trc_gc_watch(1);
+		trc_gc_watch(gc_ended);
 	if (T.wrapped) {
-		trc_wrap_live(T.gen);
+		trc_wrap_live(T.gen, &sink);
 		return;
 	}
-	switch (T.mode) {
-	case TRC_TOP_CALLS:
-		T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL;
-		rb_add_event_hook(calls_hook, T.global, Qnil);
-		break;
-	case TRC_TOP_TIME:
-		T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_RETURN;
-		rb_add_event_hook(time_hook, T.global, Qnil);
-		break;
-	case TRC_TOP_EXCEPTIONS:
+	if (modes[T.mode] & TRC_TOPM_METHOD) {
+		if (modes[T.mode] & TRC_TOPM_TIMED) {
+			T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_RETURN;
+			rb_add_event_hook(time_hook, T.global, Qnil);
+		} else {
+			T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL;
+			rb_add_event_hook(calls_hook, T.global, Qnil);
+		}
+	} else if (modes[T.mode] & TRC_TOPM_RAISE) {
 		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
 		T.raise_hook = 1;
-		break;
-	default:
-		if (T.by_time) {
-			T.alloc_base = allocations();
-			T.alloc_seen = 0;
-		} else {
-			newobj_on(1);
-		}
-		break;
+	} else if (T.by_time) {
+		T.alloc_base = allocations();
+		T.alloc_seen = 0;
+	} else {
+		newobj_on(1);
 	}
 }
 
@@ -590,10 +625,10 @@ trc_top_stop(void)
 {
 	T.armed = 0;
 	if (T.gc)
-		trc_gc_watch(0);
+		trc_gc_watch(NULL);
 	T.gc = 0;
 	if (T.wrapped)
-		trc_wrap_live(0);
+		trc_wrap_live(0, NULL);
 	T.wrapped = 0;
 	if (T.global == (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
 		rb_remove_event_hook(calls_hook);
@@ -614,55 +649,41 @@ trc_top_stop(void)
 	trc_scope_release(&T.scope);
 }
 
-/* "Class#method", packed from the names table: no Ruby string per row. */
+/* A row's label: "Class#method" from the names table (no Ruby string per row), or a class's name. */
 static void
-pack_method_label(msgpack_packer *pk, const struct trc_method *m)
+label_of(const struct row *r, struct trc_label *l, VALUE *keep)
 {
-	size_t nk = strlen(m->klass_name), nn = strlen(m->name);
+	const struct trc_method *m;
 
-	if (m->sep == 0) {
-		trc_pack_str(pk, m->name, nn);
-		return;
-	}
-	msgpack_pack_str(pk, nk + 1 + nn);
-	msgpack_pack_str_body(pk, m->klass_name, nk);
-	msgpack_pack_str_body(pk, &m->sep, 1);
-	msgpack_pack_str_body(pk, m->name, nn);
-}
-
-static void
-pack_label(msgpack_packer *pk, const struct row *r)
-{
-	VALUE label;
-
-	switch (T.mode) {
-	case TRC_TOP_CALLS:
-	case TRC_TOP_TIME:
-		pack_method_label(pk, trc_method_at((uint32_t)(r->what - 1)));
-		return;
-	case TRC_TOP_ARRAYS:
-	case TRC_TOP_STRINGS:
-		trc_pack_str(pk, "", 0);
-		return;
-	default:
-		label = rb_class_path((VALUE)r->what);
-		trc_pack_str(pk, RSTRING_PTR(label), (size_t)RSTRING_LEN(label));
-		return;
+	*l = (struct trc_label){ .a = "", .na = 0 };
+	if (modes[T.mode] & TRC_TOPM_METHOD) {
+		m = trc_method_at((uint32_t)(r->what - 1));
+		if (m->sep == 0) {
+			l->a = m->name;
+			l->na = strlen(m->name);
+		} else {
+			*l = (struct trc_label){ .a = m->klass_name, .na = strlen(m->klass_name), .sep = m->sep,
+				.b = m->name, .nb = strlen(m->name) };
+		}
+	} else if (modes[T.mode] & TRC_TOPM_CLASS) {
+		*keep = rb_class_path((VALUE)r->what);
+		l->a = RSTRING_PTR(*keep);
+		l->na = (size_t)RSTRING_LEN(*keep);
 	}
 }
 
 static void
 pack_row(msgpack_packer *pk, const struct row *r, double scale)
 {
-	int by_class = T.mode == TRC_TOP_OBJECTS_TOTAL;
+	int no_site = (modes[T.mode] & TRC_TOPM_NO_SITE) != 0;
+	struct trc_label label;
+	VALUE keep = Qnil;
 
-	msgpack_pack_array(pk, 6);
-	trc_pack_cstr(pk, by_class ? "" : r->path);
-	msgpack_pack_int(pk, by_class ? 0 : r->line);
-	pack_label(pk, r);
-	msgpack_pack_uint64(pk, scale < 0 ? r->count : (uint64_t)((double)r->count * scale + 0.5));
-	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->total));
-	msgpack_pack_uint64(pk, trc_clock_dur_ns(r->self));
+	label_of(r, &label, &keep);
+	trc_encode_top_row(pk, no_site ? "" : r->path, no_site ? 0 : r->line, &label,
+	    scale < 0 ? r->count : (uint64_t)((double)r->count * scale + 0.5), trc_clock_dur_ns(r->total),
+	    trc_clock_dur_ns(r->self));
+	RB_GC_GUARD(keep);
 }
 
 void
@@ -674,19 +695,15 @@ trc_top_pack(msgpack_packer *pk)
 	/* Sampled by time, each count stands for its share of all the interval's allocations. */
 	uint64_t now = trc_clock_now();
 	double scale = T.by_time ? interval_scale() : -1;
+	struct trc_top_head head = {
+		.elapsed_ns = trc_clock_dur_ns(now - T.since), .events = T.events, .lost = T.lost, .gcs = T.gcs,
+		.major_gcs = T.major_gcs, .gc_ns = trc_clock_dur_ns(T.gc_ticks),
+	};
 
 	T.armed = 0;
 	for (uint32_t i = 0; i < T.nused; i++)
 		n += !T.rows[T.used[i]].excluded && T.rows[T.used[i]].count != 0;
-	msgpack_pack_array(pk, 8);
-	msgpack_pack_uint8(pk, TRC_MSG_TOP);
-	msgpack_pack_uint64(pk, trc_clock_dur_ns(now - T.since));
-	msgpack_pack_uint64(pk, T.events);
-	msgpack_pack_uint64(pk, T.lost);
-	msgpack_pack_uint64(pk, T.gcs);
-	msgpack_pack_uint64(pk, T.major_gcs);
-	msgpack_pack_uint64(pk, trc_clock_dur_ns(T.gc_ticks));
-	msgpack_pack_array(pk, n);
+	trc_encode_top(pk, &head, n);
 	for (uint32_t i = 0; i < T.nused; i++) {
 		const struct row *r = &T.rows[T.used[i]];
 		if (!r->excluded && r->count != 0)
@@ -706,8 +723,7 @@ void
 trc_top_mark(void)
 {
 	trc_scope_mark(&T.scope);
-	if (T.rows == NULL || T.mode == TRC_TOP_CALLS || T.mode == TRC_TOP_TIME ||
-	    T.mode == TRC_TOP_ARRAYS || T.mode == TRC_TOP_STRINGS)
+	if (T.rows == NULL || !(modes[T.mode] & TRC_TOPM_CLASS))
 		return;
 	for (uint32_t i = 0; i < T.nused; i++)
 		rb_gc_mark((VALUE)T.rows[T.used[i]].what);

@@ -41,18 +41,17 @@ const struct trc_scope *trc_top_wrapped(uint64_t *gen);
  * the VM's call hooks when the scope is everything; allocation and raise hooks for the rest.
  */
 void trc_top_go(void);
-/* GVL held, from hook.c: a wrapped call of method m on thread t begins, or ends. */
-void trc_top_enter(struct trc_thread *t, uint32_t m);
-void trc_top_leave(struct trc_thread *t, uint32_t m);
-struct trc_gc;
-/* From gc.c's hook, inside the GC (no allocation, no Ruby): a collection, for the table. */
-void trc_top_gc(const struct trc_gc *g);
 /* GVL held. Removes the hooks and frees the table. */
 void trc_top_stop(void);
 
-/* TRC_TOP_BY_TIME: whether this counting samples by time; open or close a window (GVL held). */
+/*
+ * TRC_TOP_BY_TIME: whether this counting samples by time. Its windows' edges are timed by
+ * trc_top_window_edge, on the I/O thread (no GVL, no Ruby), which returns the microseconds to
+ * the next edge; trc_top_window (GVL held) opens or closes the window as the last edge said.
+ */
 int trc_top_by_time(void);
-void trc_top_window(int open);
+uint64_t trc_top_window_edge(void *unused);
+void trc_top_window(void);
 /* GVL held. Packs one TRC_MSG_TOP with what was counted since the last one, then clears it. */
 void trc_top_pack(msgpack_packer *pk);
 /* GVL held. How many hooks are installed now. */

@@ -105,21 +105,20 @@ check_detach(const msgpack_object *a)
 static int
 check_top(const msgpack_object *a)
 {
-	return is_uint(&a[1], TRC_TOP_EXCEPTIONS) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+	return is_uint(&a[1], TRC_TOP_LAST) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 	    a[2].via.u64 >= TRC_TOP_INTERVAL_MIN_MS && a[2].via.u64 <= TRC_TOP_INTERVAL_MAX_MS && is_uint(&a[3], TRC_TOP_GC | TRC_TOP_BY_TIME) && is_scope(&a[4]) &&
 	    a[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[5].via.u64 >= 1 && a[5].via.u64 <= TRC_TOP_MAX_SAMPLE;
 }
 
+/* The shapes, from the protocol's list: a command there without its check here does not compile. */
 static const struct {
 	int type;
 	uint32_t size;
 	int (*check)(const msgpack_object *a);
 } shapes[] = {
-	{ TRC_CMD_HELLO, 3, check_hello },
-	{ TRC_CMD_TRACE, 5, check_trace },
-	{ TRC_CMD_EVAL, 4, check_eval },
-	{ TRC_CMD_DETACH, 1, check_detach },
-	{ TRC_CMD_TOP, 6, check_top },
+#define TRC_X(NAME, name, type, fields, before_hello) { TRC_CMD_##NAME, fields, check_##name },
+	TRC_COMMANDS(TRC_X)
+#undef TRC_X
 };
 
 int

@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "extconf.h"
-#include "control.h"
-#include "hook.h"
 #include "names.h"
 
 /*
@@ -51,6 +49,10 @@ static struct {
 	uint32_t ninstalled, installed_cap;
 	st_table *owners;       /* owner -> its Wrappers module */
 	uint64_t live;          /* the generation whose wrappers report; 0: none */
+	const struct trc_wrap_sink *sink;       /* where they report */
+	uint64_t generation;    /* the latest made (trc_wrap_generation) */
+	void (*defined)(VALUE mod, ID mid);     /* the app's definitions go there ... */
+	int (*watching)(void);  /* ... when this says they matter */
 	int defining;           /* our own definitions are not the app's */
 	VALUE wrappers_class;   /* TracerAgent::Wrappers */
 	VALUE anchor;           /* TracerAgent::Wrappers::Anchor: see prepend() */
@@ -168,7 +170,7 @@ remember_installed(const struct slot *s)
 	return 0;
 }
 
-/* ---- the wrapper ---- */
+/* ---- passing a call on ---- */
 
 struct call {
 	int argc;
@@ -252,6 +254,119 @@ reaches(struct slot *s, VALUE self)
 	return 1;
 }
 
+/* ---- reporting: to the live generation's sink ---- */
+
+/*
+ * The slow path: a thread not seen last, or expressions to evaluate. Both may run Ruby (to
+ * name the thread, to evaluate), hence the hook guard; and the thread may belong to another
+ * Ractor, which must not touch the agent's tables at all.
+ */
+static void
+report_slow(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
+{
+	const struct trc_wrap_sink *sink = W.sink;
+	struct trc_thread *t;
+
+	if (!trc_vm_main_ractor()) {
+		trc_vm_other_ractor();
+		return;
+	}
+	trc_vm_hook_in();
+	if ((t = trc_thread_current()) != NULL && !t->quiet && sink == W.sink) {
+		if (begins)
+			sink->enter(t, m, exprs);
+		else
+			sink->leave(t, m);
+	}
+	trc_vm_hook_out();
+}
+
+/*
+ * Every wrapped call passes here twice, so the common case takes no lock and no call but the
+ * sink's: on the thread seen last (which is then of the main Ractor, and has an entry), no
+ * expression. Nothing in it can run Ruby, so the session's service cannot run in the middle
+ * of it either: no hook guard is needed. The caller made sure a generation is live.
+ */
+static inline void
+report(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
+{
+	struct trc_thread *t;
+
+	if (rb_thread_current() == trc_names_last_thread && (t = trc_names_last_entry) != NULL &&
+	    !t->quiet && exprs == NULL) {
+		if (begins)
+			W.sink->enter(t, m, NULL);
+		else
+			W.sink->leave(t, m);
+		return;
+	}
+	report_slow(m, begins, exprs);
+}
+
+/*
+ * A token says which method a call into the agent is of (TracerAgent.__enter and __leave, from
+ * the TracePoints on methods no table holds): the method index and the generation of the
+ * session that put it in place. A TracePoint the app still reaches after its session then
+ * carries an old generation and is not counted as some other method of a later session.
+ */
+#define TOKEN_METHOD_BITS 21    /* TRC_MAX_METHODS is 1 << 20 */
+
+uint64_t
+trc_wrap_generation(void)
+{
+	return ++W.generation;
+}
+
+uint64_t
+trc_wrap_token(uint64_t gen, uint32_t m)
+{
+	return (gen << TOKEN_METHOD_BITS) | m;
+}
+
+/* Method m of a token of the live generation; 0 for a stale or foreign token. */
+static inline int
+token_method(VALUE token, uint32_t *m)
+{
+	uint64_t tok;
+
+	if (!FIXNUM_P(token) || FIX2LONG(token) < 0)
+		return 0;
+	tok = (uint64_t)FIX2LONG(token);
+	*m = (uint32_t)(tok & ((1u << TOKEN_METHOD_BITS) - 1));
+	return W.live != 0 && tok >> TOKEN_METHOD_BITS == W.live;
+}
+
+/* TracerAgent.__enter(token): a call of a method a TracePoint watches begins. */
+static VALUE
+agent_enter(VALUE self, VALUE token)
+{
+	uint32_t m;
+
+	if (token_method(token, &m))
+		report(m, 1, NULL);
+	return Qnil;
+}
+
+/* TracerAgent.__leave(token): it ended, however it ended. */
+static VALUE
+agent_leave(VALUE self, VALUE token)
+{
+	uint32_t m;
+
+	if (token_method(token, &m))
+		report(m, 0, NULL);
+	return Qnil;
+}
+
+void
+trc_wrap_live(uint64_t gen, const struct trc_wrap_sink *sink)
+{
+	W.live = sink != NULL ? gen : 0;
+	W.sink = sink;
+}
+
+/* ---- the wrapper ---- */
+
 static VALUE
 call_ended(VALUE arg)
 {
@@ -259,7 +374,7 @@ call_ended(VALUE arg)
 
 	/* Not if the session ended meanwhile: its tables may be gone. */
 	if (W.live == c->gen)
-		trc_hook_wrapped_leave(W.slots[c->slot].m);
+		report(W.slots[c->slot].m, 0, NULL);
 	return Qnil;
 }
 
@@ -308,10 +423,10 @@ wrapped_call(int argc, const VALUE *argv, VALUE self)
 	c.slot = (uint32_t)(s - W.slots);
 	c.gen = s->gen;
 	if (NIL_P(s->exprs)) {
-		trc_hook_wrapped_enter(s->m, NULL);
+		report(s->m, 1, NULL);
 	} else {
 		struct trc_wrap_exprs e = { s->exprs, self, argc, argv };
-		trc_hook_wrapped_enter(s->m, &e);
+		report(s->m, 1, &e);
 	}
 	return rb_ensure(call_on, (VALUE)&c, call_ended, (VALUE)&c);
 }
@@ -661,12 +776,6 @@ trc_wrap_expressions(VALUE owner, ID mid, VALUE exprs, VALUE *why)
 	return um;
 }
 
-void
-trc_wrap_live(uint64_t gen)
-{
-	W.live = gen;
-}
-
 /* ---- taking them away ---- */
 
 struct remove_args {
@@ -690,7 +799,7 @@ remove_wrapper(VALUE arg)
 int
 trc_wrap_remove_some(int (*more)(void *), void *arg)
 {
-	W.live = 0;
+	trc_wrap_live(0, NULL);
 	W.defining++;
 	while (W.ninstalled > 0 && more(arg)) {
 		struct slot *s = &W.slots[W.installed[--W.ninstalled]];
@@ -755,7 +864,7 @@ agent_watching(VALUE self)
 	if (W.defining)
 		return Qfalse;
 	__atomic_fetch_add(&W.definitions, 1, __ATOMIC_RELAXED);
-	return trc_hook_watching() && trc_vm_main_ractor() ? Qtrue : Qfalse;
+	return W.watching != NULL && W.watching() && trc_vm_main_ractor() ? Qtrue : Qfalse;
 }
 
 uint64_t
@@ -771,10 +880,36 @@ agent_defined(VALUE self, VALUE mod, VALUE name)
 	if (W.defining || !SYMBOL_P(name))
 		return Qnil;
 	ruby_side();
-	if (rb_obj_is_kind_of(mod, W.wrappers_class))
+	if (rb_obj_is_kind_of(mod, W.wrappers_class) || W.defined == NULL)
 		return Qnil;
-	trc_hook_defined(mod, SYM2ID(name));
+	trc_vm_hook_in();       /* Ruby runs below: the session's service must wait */
+	W.defined(mod, SYM2ID(name));
+	trc_vm_hook_out();
 	return Qnil;
+}
+
+void
+trc_wrap_definitions_to(void (*defined)(VALUE mod, ID mid), int (*watching)(void))
+{
+	W.defined = defined;
+	W.watching = watching;
+}
+
+static VALUE
+watch_definitions(VALUE unused)
+{
+	ruby_side();
+	return rb_funcall(W.wrap_module, rb_intern("watch"), 0);
+}
+
+void
+trc_wrap_watch(void)
+{
+	int state = 0;
+
+	rb_protect(watch_definitions, Qnil, &state);
+	if (state)
+		rb_set_errinfo(Qnil);
 }
 
 void
@@ -790,7 +925,9 @@ trc_wrap_init(VALUE mod)
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(true);
 #endif
-	trc_hook_define(mod);
+	/* The TracePoints' calls into the agent: a stale token does nothing. */
+	rb_define_singleton_method(mod, "__enter", agent_enter, 1);
+	rb_define_singleton_method(mod, "__leave", agent_leave, 1);
 	rb_define_singleton_method(mod, "__watching", agent_watching, 0);
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(false);

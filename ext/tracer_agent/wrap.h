@@ -12,6 +12,8 @@ enum trc_visibility {
 	TRC_VISI_PRIVATE = 2,
 };
 
+struct trc_thread;
+
 /* From Init_: TracerAgent.__enter, __leave, __watching, __defined. */
 void trc_wrap_init(VALUE mod);
 
@@ -38,7 +40,7 @@ int trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uin
  */
 VALUE trc_wrap_expressions(VALUE owner, ID mid, VALUE exprs, VALUE *why);
 
-/* A wrapped call with -m expressions: what hook.c needs to evaluate them (trc_wrap_eval_exprs). */
+/* A wrapped call with -m expressions: what a sink needs to evaluate them (trc_wrap_eval_exprs). */
 struct trc_wrap_exprs {
 	VALUE um;
 	VALUE self;
@@ -48,8 +50,33 @@ struct trc_wrap_exprs {
 /* GVL held, in the wrapper's frame: the expressions' values, an Array; may raise. */
 VALUE trc_wrap_eval_exprs(const struct trc_wrap_exprs *e);
 
-/* GVL held. The wrappers of generation gen report from now on (0: none does). */
-void trc_wrap_live(uint64_t gen);
+/*
+ * Where the live generation's calls go: a trace (trace.c) or a table (top.c). GVL held, on the
+ * main Ractor, with the calling thread's entry t (names.h), never quiet. enter gets the -m
+ * expressions to show (NULL: none), and may run Ruby to evaluate them; nothing else may.
+ */
+struct trc_wrap_sink {
+	void (*enter)(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs);
+	void (*leave)(struct trc_thread *t, uint32_t m);
+};
+
+/*
+ * GVL held. A new generation, for a session that traces or counts: wrappers and TracePoints of
+ * an earlier one, which the app may still reach through an alias of its own, report nowhere.
+ */
+uint64_t trc_wrap_generation(void);
+/* The token a TracePoint on method m, put in place for generation gen, reports its calls with. */
+uint64_t trc_wrap_token(uint64_t gen, uint32_t m);
+/* GVL held. The wrappers of generation gen report to sink from now on (gen 0: none does). */
+void trc_wrap_live(uint64_t gen, const struct trc_wrap_sink *sink);
+
+/*
+ * GVL held. Makes the app's method definitions reach defined(mod, mid) from now on, whenever
+ * watching() says they matter (plan.c gives both, at Init_). defined runs inside the hook guard
+ * (vm.h): the session's service waits for it.
+ */
+void trc_wrap_watch(void);
+void trc_wrap_definitions_to(void (*defined)(VALUE mod, ID mid), int (*watching)(void));
 
 /*
  * GVL held. Stops every wrapper from reporting, then removes them while more(arg) says there

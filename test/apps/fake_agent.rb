@@ -76,7 +76,7 @@ when 'fork_text', 'fork_pid1'
   sock.readpartial(4096)
   sock.write(mp([68, 1, true, mode == 'fork_text' ? '12; touch /tmp/tracer-pwned' : '1']))
   sock.readpartial(4096)
-  sock.write(mp([69, 0, 0]))
+  sock.write(mp([69, 0, 0, 0]))
 when 'stream_defs', 'stream_calls'
   # HELLO, then the TRACE the WELCOME brings: its spec matches, the hooks are on.
   sock.readpartial(4096)
@@ -109,7 +109,7 @@ when 'slow_start'
   sock.readpartial(4096)
   puts 'got trace'
   sock.readpartial(4096) # the DETACH
-  sock.write(mp([66, 0, 1, false, '', '']) + mp([67, 1, 1000]) + mp([69, 0, 0]))
+  sock.write(mp([66, 0, 1, false, '', '']) + mp([67, 1, 1000]) + mp([69, 0, 0, 0]))
 else
   abort "fake_agent: unknown mode #{mode}"
 end

@@ -92,10 +92,10 @@ welcome = [64, VERSION, 200, '3.1.2', '/app', 1_000_000_000, 1_700_000_000_000_0
 write(c, 'welcome', "\x02\x00".b + msgs(welcome))
 write(c, 'error', "\x02\x00".b + msgs([65, 2, 'process 200 is already traced by pid 99']))
 write(c, 'eval', "\x02\x05".b + msgs(welcome, [68, 1, true, '42'], [68, 1, false, 'NameError: x'],
-                                     [69, 0, 0]))
+                                     [69, 0, 0, 0]))
 write(c, 'interactive', "\x02\x03".b + msgs(welcome, [68, 1, true, 'incomplete'], [68, 2, true, 'complete'],
                                              [68, 4, true, '1'], [68, 3, false, 'Interrupt: interrupted by tracer'],
-                                             [69, 0, 0]))
+                                             [69, 0, 0, 0]))
 write(c, 'top', "\x02\x00".b + msgs(welcome, [67, 3, 1000],
                                     [70, 1_000_000_000, 1234, 5, 3, 1, 4_500_000,
                                      [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000],
@@ -112,9 +112,9 @@ tree = [[130, 0, 2, 1_000_000_010], [131, 0, 2, 1_000_000_020],
         [132, 0, 1_000_001_300, 'ArgumentError', 'worker failed', '/app/w.rb', 7],
         [131, 1, 3, 1_000_002_000], [131, 0, 0, 1_000_003_000]]
 write(c, 'trace', "\x02\x00".b + msgs(welcome, [66, 0, 3, false, '', ''], [67, 3, 1000], *methods, *threads, *tree,
-                                      [69, 11, 0]))
+                                      [69, 11, 0, 0]))
 write(c, 'trace_chunked', "\x3a\x07".b + msgs(welcome, [67, 3, 1000], *methods, *threads, *tree,
-                                              [135, 12], [69, 11, 12]))
+                                              [135, 12], [69, 11, 12, 0]))
 write(c, 'slow', "\x12\x00".b + msgs(welcome, [67, 3, 1000], *methods,
                                      [134, 0, 1, 1_000_000_000, 150_000_000, 1],
                                      [134, 0, 0, 1_000_000_000, 300_000_000, 0]))

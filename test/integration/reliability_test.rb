@@ -46,9 +46,9 @@ class ReliabilityTest < Minitest::Test
       sleep 3 # the client under test reads nothing for 3 s: longer than the agent used to wait
       got << read_all(sock)
     end
-    # [69, events, lost], each count a msgpack unsigned integer, and nothing after it.
+    # [69, events, lost, nomem], each count a msgpack unsigned integer, and nothing after it.
     count = /(?:[\x00-\x7f]|\xcc.|\xcd..|\xce.{4}|\xcf.{8})/mn
-    assert_match(/\x93\x45#{count}#{count}\z/n, data[-40..] || data, "the stream ends with the goodbye, whole (#{data.bytesize} bytes)")
+    assert_match(/\x94\x45#{count}#{count}#{count}\z/n, data[-40..] || data, "the stream ends with the goodbye, whole (#{data.bytesize} bytes)")
     assert t.alive?
     assert_equal "=> 1\n", tracer('-p', t.pid, '-e', '1').first
   end

@@ -152,16 +152,17 @@ check_eval_fail(const struct trc_message *m)
 static void
 build_detached(struct trc_buf *b)
 {
-	trc_pack_array(b, 3);
+	trc_pack_array(b, 4);
 	trc_pack_uint(b, TRC_MSG_DETACHED);
 	trc_pack_uint(b, 1ull << 32);
 	trc_pack_uint(b, 5);
+	trc_pack_uint(b, 2);
 }
 
 static int
 check_detached(const struct trc_message *m)
 {
-	return m->detached.events == 1ull << 32 && m->detached.lost == 5;
+	return m->detached.events == 1ull << 32 && m->detached.lost == 5 && m->detached.nomem == 2;
 }
 
 static void

@@ -110,10 +110,11 @@ session_bytes(msgpack_sbuffer *sb, uint64_t n)
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint8(&pk, TRC_EV_LOST);
 	msgpack_pack_uint64(&pk, 7);
-	msgpack_pack_array(&pk, 3);
+	msgpack_pack_array(&pk, 4);
 	msgpack_pack_uint8(&pk, TRC_MSG_DETACHED);
 	msgpack_pack_uint64(&pk, 2 * n);
 	msgpack_pack_uint64(&pk, 7);
+	msgpack_pack_uint64(&pk, 0);
 }
 
 static struct trc_output out;

@@ -1,5 +1,5 @@
-/* hook.c: the traced threads' side of the ring: wrapped calls, VM event hooks, exceptions. */
-#include "hook.h"
+/* trace.c: the traced threads' side of the ring: wrapped calls, VM event hooks, exceptions. */
+#include "trace.h"
 
 #include <ruby/debug.h>
 #include <stdlib.h>
@@ -9,20 +9,15 @@
 
 #include "extconf.h"
 #include "clock.h"
-#include "control.h"
 #include "gc.h"
 #include "names.h"
-#include "plan.h"
-#include "top.h"
 #include "vm.h"
 #include "wrap.h"
-#include "tracer_protocol.h"
 
-#define EXPR_MAX 1024
 
 static struct {
 	volatile int armed;     /* hooks may write; cleared at stop and in a forked child */
-	uint64_t started;       /* counts trc_hook_start: see still_tracing() */
+	uint64_t started;       /* the generation traced: see still_tracing() */
 	const struct trc_trace_cfg *cfg;
 	struct trc_ring *ring;
 	int wake_fd;
@@ -31,10 +26,10 @@ static struct {
 	int raise_hook;
 	uint64_t events, lost, lost_pending;
 	uint64_t slow_ticks;    /* cfg->slow_ns on the traced threads' clock */
-} H;
+} Tr;
 
 /*
- * The agent thread drains the ring every few milliseconds anyway; a burst that fills a quarter
+ * The I/O thread drains the ring every few milliseconds anyway; a burst that fills a quarter
  * of it before then wakes it early. One compare per event: the check runs only when the write
  * position passes wake_at.
  */
@@ -42,17 +37,17 @@ static void
 wake_consumer(void)
 {
 	uint64_t one = 1;
-	size_t quarter = (H.ring->mask + 1) / 4;
+	size_t quarter = (Tr.ring->mask + 1) / 4;
 
-	if (trc_ring_used(H.ring) >= quarter && write(H.wake_fd, &one, sizeof(one)) < 0)
+	if (trc_ring_used(Tr.ring) >= quarter && write(Tr.wake_fd, &one, sizeof(one)) < 0)
 		(void)0;        /* a full eventfd already says "wake up" */
-	H.wake_at = H.ring->head + quarter;
+	Tr.wake_at = Tr.ring->head + quarter;
 }
 
 static inline void
 maybe_wake(void)
 {
-	if (H.ring->head >= H.wake_at)
+	if (Tr.ring->head >= Tr.wake_at)
 		wake_consumer();
 }
 
@@ -65,23 +60,23 @@ rec_new(size_t n)
 {
 	struct trc_rec *r;
 
-	if (H.lost_pending != 0) {
-		r = trc_ring_reserve(H.ring, TRC_REC_SHORT);
+	if (Tr.lost_pending != 0) {
+		r = trc_ring_reserve(Tr.ring, TRC_REC_SHORT);
 		if (r == NULL)
 			goto lost;
 		memset(r, 0, TRC_REC_SHORT);
 		r->type = TRC_REC_LOST;
 		r->size = TRC_REC_SHORT;
-		r->ts = H.lost_pending;
-		trc_ring_commit(H.ring, r);
-		H.lost_pending = 0;
+		r->ts = Tr.lost_pending;
+		trc_ring_commit(Tr.ring, r);
+		Tr.lost_pending = 0;
 	}
-	r = trc_ring_reserve(H.ring, n);
+	r = trc_ring_reserve(Tr.ring, n);
 	if (r != NULL)
 		return r;
 lost:
-	H.lost++;
-	H.lost_pending++;
+	Tr.lost++;
+	Tr.lost_pending++;
 	maybe_wake();
 	return NULL;
 }
@@ -89,8 +84,8 @@ lost:
 static inline void
 rec_commit(struct trc_rec *r)
 {
-	trc_ring_commit(H.ring, r);
-	H.events++;     /* read by the I/O thread only once the hooks are off */
+	trc_ring_commit(Tr.ring, r);
+	Tr.events++;     /* read by the I/O thread only once the hooks are off */
 	maybe_wake();
 }
 
@@ -155,11 +150,11 @@ spec_selects(const struct trc_spec *sp, VALUE klass, ID mid)
 static int
 select_method(VALUE klass, ID mid)
 {
-	const struct trc_trace_cfg *cfg = H.cfg;
+	const struct trc_trace_cfg *cfg = Tr.cfg;
 	if (cfg->flags & TRC_TRACE_FIREHOSE || cfg->nspecs == 0)
 		return -2;
 	/* Without the global call hook, every selected method was entered by select_one. */
-	if (!(H.global & RUBY_EVENT_CALL))
+	if (!(Tr.global & RUBY_EVENT_CALL))
 		return -1;
 	for (int i = 0; i < cfg->nspecs; i++)
 		if (spec_selects(&cfg->specs[i], klass, mid))
@@ -195,7 +190,7 @@ method_index(rb_event_flag_t ev, VALUE klass, ID mid)
 static inline int
 still_tracing(uint64_t started)
 {
-	return H.armed && H.started == started;
+	return Tr.armed && Tr.started == started;
 }
 
 static VALUE
@@ -220,7 +215,7 @@ inspect_value(VALUE v)
 static int
 eval_exprs(struct trc_thread *t, const struct trc_wrap_exprs *e, VALUE *values)
 {
-	uint64_t started = H.started;
+	uint64_t started = Tr.started;
 	int state = 0, n = 0;
 	VALUE list;
 
@@ -252,7 +247,7 @@ put_exprs(const struct trc_thread *t, int spec, const VALUE *values, int n)
 	for (int i = 0; i < n; i++) {
 		struct trc_rec head = { .type = TRC_REC_EXPR, .thread = t->idx, .method = (uint32_t)spec, .aux = (uint32_t)i };
 		const char *s = RSTRING_PTR(values[i]);
-		long len = RSTRING_LEN(values[i]) > EXPR_MAX ? EXPR_MAX : RSTRING_LEN(values[i]);
+		long len = RSTRING_LEN(values[i]) > TRC_MAX_EXPR_TEXT ? TRC_MAX_EXPR_TEXT : RSTRING_LEN(values[i]);
 		put_strings(&head, 1, &s, &len);
 	}
 }
@@ -280,7 +275,7 @@ slow_push(struct trc_thread *t, uint64_t ts)
 	struct trc_frame *f = trc_thread_frame(t, t->depth);
 	if (f != NULL) {
 		f->start = ts;
-		if (H.cfg->flags & TRC_TRACE_SLOWCPU)
+		if (Tr.cfg->flags & TRC_TRACE_SLOWCPU)
 			f->cpu = thread_cpu_ns();
 	}
 }
@@ -294,15 +289,15 @@ slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 	if (t->depth >= t->frames_cap)
 		return;
 	start = t->frames[t->depth].start;
-	if (H.cfg->flags & TRC_TRACE_SLOWCPU) {
+	if (Tr.cfg->flags & TRC_TRACE_SLOWCPU) {
 		uint64_t cpu = thread_cpu_ns() - t->frames[t->depth].cpu;
 
-		if (cpu < H.cfg->slow_ns)
+		if (cpu < Tr.cfg->slow_ns)
 			return;
 		dur = trc_clock_ticks(cpu);
 	} else {
 		dur = ts - start;
-		if (dur < H.slow_ticks)
+		if (dur < Tr.slow_ticks)
 			return;
 	}
 	if ((r = rec_new(sizeof(struct trc_rec))) == NULL)
@@ -324,7 +319,7 @@ on_call(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 {
 	VALUE values[TRC_MAX_EXPRS];
 
-	if (H.cfg->flags & TRC_TRACE_SLOW) {
+	if (Tr.cfg->flags & TRC_TRACE_SLOW) {
 		slow_push(t, trc_clock_now());
 	} else if (exprs != NULL) {
 		int n = eval_exprs(t, exprs, values);
@@ -349,142 +344,28 @@ on_return(struct trc_thread *t, uint32_t m)
 	if (t->depth == 0)
 		return;
 	t->depth--;
-	if (H.cfg->flags & TRC_TRACE_SLOW)
+	if (Tr.cfg->flags & TRC_TRACE_SLOW)
 		slow_pop(t, m, ts);
 	else
 		put_event(TRC_REC_RETURN, t, m, ts);
 }
 
-/*
- * A token says which method a call into the agent is of (TracerAgent.__enter and __leave, from
- * the TracePoints on methods no table holds): the method index and the generation of the
- * tracing that put it in place. A TracePoint the app still reaches after its session then
- * carries an old generation and is not counted as some other method of a later session.
- */
-#define TOKEN_METHOD_BITS 21    /* TRC_NAMES_MAX is 1 << 20 */
-
-static uint64_t generation;
-
-uint64_t
-trc_hook_generation(void)
-{
-	return ++generation;
-}
-
-uint64_t
-trc_hook_token(uint64_t gen, uint32_t m)
-{
-	return (gen << TOKEN_METHOD_BITS) | m;
-}
-
-/* Method m of a token of this generation; 0 for a stale or foreign token. */
-static inline int
-token_method(VALUE token, uint32_t *m)
-{
-	uint64_t tok;
-
-	if (!FIXNUM_P(token) || FIX2LONG(token) < 0)
-		return 0;
-	tok = (uint64_t)FIX2LONG(token);
-	*m = (uint32_t)(tok & ((1u << TOKEN_METHOD_BITS) - 1));
-	return tok >> TOKEN_METHOD_BITS == generation;
-}
-
-/* A wrapped call on thread t begins (or ends): to the trace, or to the tables. */
-static inline void
-wrapped(struct trc_thread *t, uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
-{
-	if (H.armed) {
-		if (begins)
-			on_call(t, m, exprs);
-		else
-			on_return(t, m);
-	} else if (begins) {
-		trc_top_enter(t, m);
-	} else {
-		trc_top_leave(t, m);
-	}
-}
-
-/*
- * The slow path: a thread not seen last, or expressions to evaluate. Both may run Ruby (to
- * name the thread, to evaluate), hence the hook guard; and the thread may belong to another
- * Ractor, which must not touch the agent's tables at all.
- */
+/* The trace's sink for wrapped calls (wrap.h): on the thread t of the main Ractor. */
 static void
-wrapped_slow(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
+sink_enter(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 {
-	struct trc_thread *t;
-
-	if (!trc_vm_main_ractor()) {
-		trc_vm_other_ractor();
-		return;
-	}
-	trc_vm_hook_in();
-	if ((t = trc_thread_current()) != NULL && !t->quiet)
-		wrapped(t, m, begins, exprs);
-	trc_vm_hook_out();
+	if (Tr.armed)
+		on_call(t, m, exprs);
 }
 
-/*
- * Every wrapped call passes here twice, so the common case takes no call and no lock: on the
- * thread seen last (which is then of the main Ractor, and has an entry), no expression. Nothing
- * in it can run Ruby, so the session's service cannot run in the middle of it either: no hook
- * guard is needed.
- */
-static inline void
-wrapped_event(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
+static void
+sink_leave(struct trc_thread *t, uint32_t m)
 {
-	struct trc_thread *t;
-
-	if (rb_thread_current() == trc_names_last_thread && (t = trc_names_last_entry) != NULL &&
-	    !t->quiet && exprs == NULL) {
-		wrapped(t, m, begins, NULL);
-		return;
-	}
-	wrapped_slow(m, begins, exprs);
+	if (Tr.armed)
+		on_return(t, m);
 }
 
-void
-trc_hook_wrapped_enter(uint32_t m, const struct trc_wrap_exprs *exprs)
-{
-	wrapped_event(m, 1, exprs);
-}
-
-void
-trc_hook_wrapped_leave(uint32_t m)
-{
-	wrapped_event(m, 0, NULL);
-}
-
-/* TracerAgent.__enter(token): a call of a method a TracePoint watches begins. */
-static VALUE
-agent_enter(VALUE self, VALUE token)
-{
-	uint32_t m;
-
-	if (token_method(token, &m))
-		wrapped_event(m, 1, NULL);
-	return Qnil;
-}
-
-/* TracerAgent.__leave(token): it ended, however it ended. */
-static VALUE
-agent_leave(VALUE self, VALUE token)
-{
-	uint32_t m;
-
-	if (token_method(token, &m))
-		wrapped_event(m, 0, NULL);
-	return Qnil;
-}
-
-void
-trc_hook_define(VALUE mod)
-{
-	rb_define_singleton_method(mod, "__enter", agent_enter, 1);
-	rb_define_singleton_method(mod, "__leave", agent_leave, 1);
-}
+static const struct trc_wrap_sink sink = { sink_enter, sink_leave };
 
 static void
 global_event(rb_event_flag_t ev, VALUE self, ID mid, VALUE klass)
@@ -492,7 +373,7 @@ global_event(rb_event_flag_t ev, VALUE self, ID mid, VALUE klass)
 	struct trc_thread *t;
 	uint32_t m;
 
-	if (!H.armed || (t = trc_thread_current()) == NULL)
+	if (!Tr.armed || (t = trc_thread_current()) == NULL)
 		return;
 	if (mid == 0 && !rb_frame_method_id_and_class(&mid, &klass))
 		return;
@@ -526,12 +407,12 @@ raise_event(void)
 	rb_trace_arg_t *ta;
 	VALUE exc, cname, msg, path;
 	int state = 0;
-	uint64_t started = H.started;
+	uint64_t started = Tr.started;
 
-	if (!H.armed || (t = trc_thread_current()) == NULL)
+	if (!Tr.armed || (t = trc_thread_current()) == NULL)
 		return;
 	/* Outside firehose only exceptions that happen inside a traced call are in the tree. */
-	if (!(H.cfg->flags & TRC_TRACE_FIREHOSE) && t->depth == 0)
+	if (!(Tr.cfg->flags & TRC_TRACE_FIREHOSE) && t->depth == 0)
 		return;
 	ta = rb_tracearg_from_tracepoint(Qnil);
 	exc = rb_tracearg_raised_exception(ta);
@@ -567,13 +448,13 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 
 /* ---- garbage collections (from gc.c's hook, inside the GC: no allocation, no Ruby) ---- */
 
-void
-trc_hook_gc(const struct trc_gc *g)
+static void
+gc_ended(const struct trc_gc *g)
 {
 	const struct trc_thread *t;
 	struct trc_rec *r;
 
-	if (!H.armed || !(H.cfg->flags & TRC_TRACE_GC) || (r = rec_new(sizeof(struct trc_rec))) == NULL)
+	if (!Tr.armed || !(Tr.cfg->flags & TRC_TRACE_GC) || (r = rec_new(sizeof(struct trc_rec))) == NULL)
 		return;
 	t = trc_thread_find(rb_thread_current());
 	memset(r, 0, sizeof(*r));
@@ -588,123 +469,72 @@ trc_hook_gc(const struct trc_gc *g)
 
 /* ---- installing ---- */
 
-void
-trc_hook_defined(VALUE mod, ID mid)
-{
-	trc_vm_hook_in();  /* Ruby runs below: the session's service must wait */
-	trc_plan_defined(mod, mid);
-	trc_vm_hook_out();
-}
-
-int
-trc_hook_watching(void)
-{
-	return trc_plan_active();
-}
-
-static VALUE
-watch_definitions(VALUE unused)
-{
-	VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	return rb_funcall(rb_const_get(agent, rb_intern("Wrap")), rb_intern("watch"), 0);
-}
-
-/* From now on the app's definitions come to trc_hook_defined (Module#method_added). */
-void
-trc_hook_watch(void)
-{
-	int state = 0;
-
-	rb_protect(watch_definitions, Qnil, &state);
-	if (state)
-		rb_set_errinfo(Qnil);
-}
-
-void
-trc_hook_prepare(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd)
-{
-	H.cfg = cfg;
-	H.started = trc_hook_generation();
-	H.ring = ring;
-	H.wake_fd = wake_fd;
-	H.wake_at = (ring->mask + 1) / 4;
-	H.events = H.lost = H.lost_pending = 0;
-	H.armed = 0;
-}
-
 uint64_t
-trc_hook_prepared_generation(void)
+trc_trace_prepare(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd)
 {
-	return H.started;
+	Tr.cfg = cfg;
+	Tr.started = trc_wrap_generation();
+	Tr.ring = ring;
+	Tr.wake_fd = wake_fd;
+	Tr.wake_at = (ring->mask + 1) / 4;
+	Tr.events = Tr.lost = Tr.lost_pending = 0;
+	Tr.armed = 0;
+	return Tr.started;
 }
 
 void
-trc_hook_go(void)
+trc_trace_go(void)
 {
-	const struct trc_trace_cfg *cfg = H.cfg;
+	const struct trc_trace_cfg *cfg = Tr.cfg;
 	/* Firehose, and slow calls of any method, over everything: only the VM's hook sees that. */
 	int global = ((cfg->flags & TRC_TRACE_FIREHOSE) || cfg->nspecs == 0) && cfg->scope.all;
 
 	trc_clock_calibrate();
-	H.slow_ticks = trc_clock_ticks(cfg->slow_ns);
-	H.armed = 1;
-	trc_wrap_live(H.started);
-	H.global = global ? RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN : 0;
-	if (H.global)
-		rb_add_event_hook(global_hook, H.global, Qnil);
+	Tr.slow_ticks = trc_clock_ticks(cfg->slow_ns);
+	Tr.armed = 1;
+	trc_wrap_live(Tr.started, &sink);
+	Tr.global = global ? RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN : 0;
+	if (Tr.global)
+		rb_add_event_hook(global_hook, Tr.global, Qnil);
 	if (cfg->flags & TRC_TRACE_RAISE) {
 		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
-		H.raise_hook = 1;
+		Tr.raise_hook = 1;
 	}
 	if (cfg->flags & TRC_TRACE_GC)
-		trc_gc_watch(1);
+		trc_gc_watch(gc_ended);
 }
 
 void
-trc_hook_stop(void)
+trc_trace_stop(void)
 {
-	H.armed = 0;
-	trc_wrap_live(0);
-	if (H.cfg != NULL && (H.cfg->flags & TRC_TRACE_GC))
-		trc_gc_watch(0);
-	if (H.global)
+	Tr.armed = 0;
+	trc_wrap_live(0, NULL);
+	if (Tr.cfg != NULL && (Tr.cfg->flags & TRC_TRACE_GC))
+		trc_gc_watch(NULL);
+	if (Tr.global)
 		rb_remove_event_hook(global_hook);
-	if (H.raise_hook)
+	if (Tr.raise_hook)
 		rb_remove_event_hook(raise_hook);
-	H.global = 0;
-	H.raise_hook = 0;
-	H.cfg = NULL;
+	Tr.global = 0;
+	Tr.raise_hook = 0;
+	Tr.cfg = NULL;
 }
 
 int
-trc_hook_installed(void)
+trc_trace_hooks(void)
 {
-	return (H.global != 0) + H.raise_hook + (H.armed && trc_gc_watching());
+	return (Tr.global != 0) + Tr.raise_hook + (Tr.armed && trc_gc_watching());
 }
 
 void
-trc_hook_disarm(void)
+trc_trace_disarm(void)
 {
-	H.armed = 0;
+	Tr.armed = 0;
 }
 
 void
-trc_hook_counts(uint64_t *events, uint64_t *lost)
+trc_trace_counts(uint64_t *events, uint64_t *lost)
 {
-	*events = H.events;
-	*lost = H.lost;
-}
-
-void
-trc_hook_mark(void)
-{
-	if (H.cfg == NULL)
-		return;
-	trc_scope_mark(&H.cfg->scope);
-	for (int i = 0; i < H.cfg->nspecs; i++) {
-		rb_gc_mark(H.cfg->specs[i].klass);
-		rb_gc_mark(H.cfg->specs[i].name);
-		for (int j = 0; j < H.cfg->specs[i].nexpr; j++)
-			rb_gc_mark(H.cfg->specs[i].exprs[j]);
-	}
+	*events = Tr.events;
+	*lost = Tr.lost;
 }
