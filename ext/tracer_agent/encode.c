@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "gc.h"
+#include "mem.h"
 #include "names.h"
 #include "ring.h"
 #include "tracer_protocol.h"
@@ -182,7 +183,7 @@ mark(struct sent *s, uint32_t idx)
 
 		while (cap <= idx)
 			cap *= 2;
-		if ((on = realloc(s->on, cap)) == NULL)
+		if ((on = trc_realloc(s->on, cap)) == NULL)
 			return;
 		memset(on + s->cap, 0, cap - s->cap);
 		s->on = on;
@@ -197,6 +198,7 @@ trc_encode_write(void *data, const char *buf, size_t len)
 	if (msgpack_sbuffer_write(data, buf, len) == 0)
 		return 0;
 	write_failed = 1;
+	trc_mem_failed();
 	return -1;
 }
 
@@ -317,7 +319,7 @@ reserve(msgpack_packer *pk, size_t n)
 	want = sb->alloc ? sb->alloc * 2 : 65536;
 	while (want - sb->size < n)
 		want *= 2;
-	if ((data = realloc(sb->data, want)) == NULL)
+	if ((data = trc_realloc(sb->data, want)) == NULL)
 		return 0;
 	sb->data = data;
 	sb->alloc = want;

@@ -21,7 +21,7 @@ static struct {
 	int in_collection;
 	uint64_t entered;       /* the current step's GC_ENTER */
 	struct trc_gc gc;
-} Gc;
+} watch;
 
 static VALUE sym_major_by, sym_gc_by;
 static VALUE reasons[TRC_GC_STRESS + 1];
@@ -49,14 +49,14 @@ collection_ended(uint64_t now)
 {
 	VALUE major_by = rb_gc_latest_gc_info(sym_major_by);
 
-	if (Gc.entered != 0)
-		Gc.gc.pause += now - Gc.entered;  /* the sweep ends inside a step: count it so far */
-	Gc.entered = 0;
-	Gc.gc.major = !NIL_P(major_by);
-	Gc.gc.reason = reason_of(Gc.gc.major ? major_by : rb_gc_latest_gc_info(sym_gc_by));
-	Gc.in_collection = 0;
-	if (Gc.ended != NULL)
-		Gc.ended(&Gc.gc);
+	if (watch.entered != 0)
+		watch.gc.pause += now - watch.entered;  /* the sweep ends inside a step: count it so far */
+	watch.entered = 0;
+	watch.gc.major = !NIL_P(major_by);
+	watch.gc.reason = reason_of(watch.gc.major ? major_by : rb_gc_latest_gc_info(sym_gc_by));
+	watch.in_collection = 0;
+	if (watch.ended != NULL)
+		watch.ended(&watch.gc);
 }
 
 static void
@@ -66,20 +66,20 @@ gc_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 
 	switch (ev) {
 	case RUBY_INTERNAL_EVENT_GC_ENTER:
-		Gc.entered = now;
+		watch.entered = now;
 		break;
 	case RUBY_INTERNAL_EVENT_GC_START:
-		Gc.in_collection = 1;
-		Gc.gc.start = Gc.entered != 0 ? Gc.entered : now;
-		Gc.gc.pause = 0;
+		watch.in_collection = 1;
+		watch.gc.start = watch.entered != 0 ? watch.entered : now;
+		watch.gc.pause = 0;
 		break;
 	case RUBY_INTERNAL_EVENT_GC_EXIT:
-		if (Gc.in_collection && Gc.entered != 0)
-			Gc.gc.pause += now - Gc.entered;
-		Gc.entered = 0;
+		if (watch.in_collection && watch.entered != 0)
+			watch.gc.pause += now - watch.entered;
+		watch.entered = 0;
 		break;
 	case RUBY_INTERNAL_EVENT_GC_END_SWEEP:
-		if (Gc.in_collection)
+		if (watch.in_collection)
 			collection_ended(now);
 		break;
 	default:
@@ -101,17 +101,17 @@ trc_gc_init(void)
 void
 trc_gc_watch(void (*ended)(const struct trc_gc *))
 {
-	if (ended != NULL && Gc.ended == NULL)
+	if (ended != NULL && watch.ended == NULL)
 		rb_add_event_hook(gc_hook, GC_EVENTS, Qnil);
-	else if (ended == NULL && Gc.ended != NULL)
+	else if (ended == NULL && watch.ended != NULL)
 		rb_remove_event_hook(gc_hook);
-	Gc.ended = ended;
-	Gc.in_collection = 0;
-	Gc.entered = 0;
+	watch.ended = ended;
+	watch.in_collection = 0;
+	watch.entered = 0;
 }
 
 int
 trc_gc_watching(void)
 {
-	return Gc.ended != NULL;
+	return watch.ended != NULL;
 }

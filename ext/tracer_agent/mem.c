@@ -47,6 +47,12 @@ trc_strndup(const char *s, size_t n)
 	return counted(strndup(s, n));
 }
 
+void
+trc_mem_failed(void)
+{
+	__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
+}
+
 uint64_t
 trc_mem_failures(void)
 {

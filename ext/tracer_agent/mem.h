@@ -18,6 +18,8 @@ char *trc_strdup(const char *s);
 char *trc_strndup(const char *s, size_t n);
 /* Allocations that failed since the process started (TracerAgent.stats). */
 uint64_t trc_mem_failures(void);
+/* One more, made by a library on our behalf (msgpack-c's buffers). */
+void trc_mem_failed(void);
 
 /*
  * How many bytes of address space the process may still map under its RLIMIT_AS (ulimit -v),

@@ -2,6 +2,7 @@
 #include "names.h"
 
 #include "extconf.h"
+#include "mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +87,7 @@ index_grow(struct table *t)
 
 	if (ix->slots != NULL && ix->used * 2 < ix->mask + 1)
 		return 0;
-	bigger.slots = calloc(size, sizeof(uint32_t));
+	bigger.slots = trc_calloc(size, sizeof(uint32_t));
 	if (bigger.slots == NULL)
 		return -1;
 	bigger.mask = size - 1;
@@ -109,7 +110,7 @@ table_add(struct table *t, const void *entry, VALUE a, ID b)
 	if (idx >= TRC_NAMES_MAX || index_grow(t) < 0)
 		return UINT32_MAX;
 	if (t->chunks[idx >> CHUNK_BITS] == NULL) {
-		t->chunks[idx >> CHUNK_BITS] = malloc(CHUNK * t->elem);
+		t->chunks[idx >> CHUNK_BITS] = trc_malloc(CHUNK * t->elem);
 		if (t->chunks[idx >> CHUNK_BITS] == NULL)
 			return UINT32_MAX;
 	}
@@ -142,7 +143,7 @@ module_path(VALUE mod)
 	VALUE name = rb_mod_name(mod);
 	if (NIL_P(name))
 		name = rb_class_path(mod);      /* "#<Class:0x...>" for anonymous ones */
-	return strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
+	return trc_strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
 }
 
 /* "Foo" with sep '.' for Foo's singleton class, "Foo" with '#' for Foo or an object's. */
@@ -151,7 +152,7 @@ class_name(VALUE klass, char *sep)
 {
 	if (klass == 0 || NIL_P(klass)) {
 		*sep = 0;
-		return strdup("");
+		return trc_strdup("");
 	}
 	if (RB_TYPE_P(klass, T_ICLASS))
 		klass = RBASIC(klass)->klass;
@@ -192,8 +193,8 @@ trc_method_intern(VALUE klass, ID mid, VALUE path, int line, int spec)
 	m.klass = klass;
 	m.mid = mid;
 	m.klass_name = class_name(klass, &m.sep);
-	m.name = strdup(name ? name : "(unknown)");
-	m.path = RB_TYPE_P(path, T_STRING) ? strndup(RSTRING_PTR(path), (size_t)RSTRING_LEN(path)) : strdup("");
+	m.name = trc_strdup(name ? name : "(unknown)");
+	m.path = RB_TYPE_P(path, T_STRING) ? trc_strndup(RSTRING_PTR(path), (size_t)RSTRING_LEN(path)) : trc_strdup("");
 	m.line = line;
 	m.spec = (int8_t)(spec >= 0 ? spec : -1);
 	m.selected = spec != -1;
@@ -310,8 +311,8 @@ thread_name(VALUE th)
 		name = Qnil;
 	}
 	if (RB_TYPE_P(name, T_STRING))
-		return strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
-	return strdup(th == rb_thread_main() ? "main" : "");
+		return trc_strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
+	return trc_strdup(th == rb_thread_main() ? "main" : "");
 }
 
 struct trc_thread *
@@ -338,7 +339,7 @@ trc_thread_get(VALUE th)
 	memset(&t, 0, sizeof(t));
 	t.thread = th;
 	t.ignored = (uint8_t)is_ignored(th);
-	t.name = t.ignored ? strdup("tracer-agent") : thread_name(th);
+	t.name = t.ignored ? trc_strdup("tracer-agent") : thread_name(th);
 	if ((idx = index_find(&threads, th, 0)) != UINT32_MAX) {
 		free(t.name);
 		return trc_thread_at(idx);
@@ -347,7 +348,7 @@ trc_thread_get(VALUE th)
 	if (t.name != NULL && t.name[0] == '\0') {
 		free(t.name);
 		snprintf(buf, sizeof(buf), "thread-%u", t.idx);
-		t.name = strdup(buf);
+		t.name = trc_strdup(buf);
 	}
 	if (t.name == NULL || (idx = table_add(&threads, &t, th, 0)) == UINT32_MAX) {
 		free(t.name);
@@ -381,7 +382,7 @@ trc_thread_frame(struct trc_thread *t, uint32_t depth)
 		struct trc_frame *f;
 		while (cap <= depth)
 			cap *= 2;
-		if (cap > (1u << 20) || (f = realloc(t->frames, cap * sizeof(*f))) == NULL)
+		if (cap > (1u << 20) || (f = trc_realloc(t->frames, cap * sizeof(*f))) == NULL)
 			return NULL;
 		t->frames = f;
 		t->frames_cap = cap;

@@ -7,6 +7,7 @@
 
 #include "extconf.h"
 
+#include "mem.h"
 #include "names.h"
 #include "wrap.h"
 
@@ -61,7 +62,7 @@ static struct {
 	uint64_t known_at;
 	uint64_t found_at;      /* definitions when this plan began to find */
 	int found_known;        /* found came from known: each entry is checked again */
-} P = { .cwd = Qnil, .ignore = Qnil, .found = Qnil, .pending = Qnil, .tracepoints = Qnil, .known = Qnil,
+} plan = { .cwd = Qnil, .ignore = Qnil, .found = Qnil, .pending = Qnil, .tracepoints = Qnil, .known = Qnil,
 	.known_scope = Qnil };
 
 static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_methods, id_visibility_of,
@@ -187,7 +188,7 @@ select_one(VALUE owner, ID mid, int visibility, VALUE um, int i, struct trc_spec
 {
 	VALUE loc = call(um, id_source_location, 0, NULL), arity = call(um, id_arity, 0, NULL);
 	VALUE exprs = Qnil, why = Qnil;
-	const struct trc_spec *sp = &P.specs[i];
+	const struct trc_spec *sp = &plan.specs[i];
 	const char *refusal;
 	uint32_t m;
 
@@ -209,13 +210,13 @@ select_one(VALUE owner, ID mid, int visibility, VALUE um, int i, struct trc_spec
 		r->why = why;
 		return 0;
 	}
-	if (trc_wrap_put(owner, mid, visibility, FIXNUM_P(arity) ? FIX2INT(arity) : -1, m, P.gen, exprs, &why) < 0) {
+	if (trc_wrap_put(owner, mid, visibility, FIXNUM_P(arity) ? FIX2INT(arity) : -1, m, plan.gen, exprs, &why) < 0) {
 		r->why = why;
 		return 0;
 	}
 	if (sp->mid != 0)
 		note_owner(r, owner, mid, um);
-	P.wrapped++;
+	plan.wrapped++;
 	return 1;
 }
 
@@ -279,10 +280,10 @@ select_detached(int i, VALUE owner, ID mid, struct trc_spec_result *r)
 			break;
 		}
 		targv[0] = um;
-		targv[1] = ULL2NUM(trc_wrap_token(P.gen, m));
+		targv[1] = ULL2NUM(trc_wrap_token(plan.gen, m));
 		if ((tp = wrap_call(id_trace_detached, 2, targv)) == Qundef)
 			continue;
-		rb_ary_push(P.tracepoints, tp);
+		rb_ary_push(plan.tracepoints, tp);
 		n++;
 	}
 	return n;
@@ -291,7 +292,7 @@ select_detached(int i, VALUE owner, ID mid, struct trc_spec_result *r)
 static int
 select_spec(int i, struct trc_spec_result *r)
 {
-	const struct trc_spec *sp = &P.specs[i];
+	const struct trc_spec *sp = &plan.specs[i];
 	VALUE mods;
 	int n = 0;
 
@@ -408,22 +409,22 @@ wrap_entry(const VALUE *e)
 		if (mod == Qundef || (m = trc_method_intern(mod, mid, e[4], FIX2INT(e[5]), -2)) == UINT32_MAX)
 			return 0;
 		targv[0] = owner;
-		targv[1] = ULL2NUM(trc_wrap_token(P.gen, m));
+		targv[1] = ULL2NUM(trc_wrap_token(plan.gen, m));
 		if ((tp = wrap_call(id_trace_detached, 2, targv)) == Qundef)
 			return 0;
-		rb_ary_push(P.tracepoints, tp);
+		rb_ary_push(plan.tracepoints, tp);
 		return 1;
 	}
 	if (trc_wrap_refusal(owner, mid, 0) != NULL || basic_op(owner, mid))
 		return 0;
-	if (P.found_known) {
+	if (plan.found_known) {
 		VALUE argv[2] = { owner, e[1] };
 		if (!RTEST(wrap_call(id_still_defined, 2, argv)))
 			return 0;
 	}
 	if ((m = trc_method_intern(owner, mid, e[4], FIX2INT(e[5]), -2)) == UINT32_MAX)
 		return 0;
-	return trc_wrap_put(owner, mid, visibility, FIX2INT(e[3]), m, P.gen, Qnil, &why) == 0;
+	return trc_wrap_put(owner, mid, visibility, FIX2INT(e[3]), m, plan.gen, Qnil, &why) == 0;
 }
 
 /* Whether spec sp names method mid just defined in mod. */
@@ -450,10 +451,10 @@ defined_now(VALUE mod, ID mid)
 	VALUE argv[5], where;
 	struct trc_spec_result r = { 0, 0, Qnil, Qnil, Qnil };
 
-	for (int i = 0; i < P.nspecs; i++) {
+	for (int i = 0; i < plan.nspecs; i++) {
 		VALUE um;
 
-		if (!spec_defines(&P.specs[i], mod, mid))
+		if (!spec_defines(&plan.specs[i], mod, mid))
 			continue;
 		argv[0] = mod;
 		argv[1] = ID2SYM(mid);
@@ -462,18 +463,18 @@ defined_now(VALUE mod, ID mid)
 			select_one(mod, mid, FIX2INT(where), um, i, &r);
 		return;
 	}
-	if (P.scope == NULL)
+	if (plan.scope == NULL)
 		return;
 	argv[0] = mod;
 	argv[1] = ID2SYM(mid);
-	argv[2] = P.scope->prefix_list;
-	argv[3] = P.cwd;
-	argv[4] = P.ignore;
+	argv[2] = plan.scope->prefix_list;
+	argv[3] = plan.cwd;
+	argv[4] = plan.ignore;
 	where = wrap_call(id_app_method, 5, argv);
 	if (RB_TYPE_P(where, T_ARRAY) && RARRAY_LEN(where) == 4) {
 		VALUE e[ENTRY] = { mod, ID2SYM(mid), RARRAY_AREF(where, 0), RARRAY_AREF(where, 1), RARRAY_AREF(where, 2),
 				   RARRAY_AREF(where, 3) };
-		P.wrapped += wrap_entry(e);
+		plan.wrapped += wrap_entry(e);
 	}
 }
 
@@ -481,7 +482,7 @@ defined_now(VALUE mod, ID mid)
 static VALUE
 scope_key(void)
 {
-	return rb_ary_new_from_args(3, P.scope->prefix_list, P.scope->ignore_list, P.cwd);
+	return rb_ary_new_from_args(3, plan.scope->prefix_list, plan.scope->ignore_list, plan.cwd);
 }
 
 /* ---- every module, from the heap ---- */
@@ -489,25 +490,25 @@ scope_key(void)
 static void
 modules_forget(void)
 {
-	free(P.modules);
-	P.modules = NULL;
-	P.nmodules = P.modules_cap = 0;
-	P.next = 0;
-	P.walked = 0;
+	free(plan.modules);
+	plan.modules = NULL;
+	plan.nmodules = plan.modules_cap = 0;
+	plan.next = 0;
+	plan.walked = 0;
 }
 
 static void
 modules_add(VALUE mod)
 {
-	if (P.nmodules == P.modules_cap) {
-		size_t cap = P.modules_cap ? P.modules_cap * 2 : 1024;
-		VALUE *v = realloc(P.modules, cap * sizeof(*v));
+	if (plan.nmodules == plan.modules_cap) {
+		size_t cap = plan.modules_cap ? plan.modules_cap * 2 : 1024;
+		VALUE *v = trc_realloc(plan.modules, cap * sizeof(*v));
 		if (v == NULL)
 			return;         /* a module left out: its methods are not traced */
-		P.modules = v;
-		P.modules_cap = cap;
+		plan.modules = v;
+		plan.modules_cap = cap;
 	}
-	P.modules[P.nmodules++] = mod;
+	plan.modules[plan.nmodules++] = mod;
 }
 
 #ifdef HAVE_RB_OBJSPACE_EACH_OBJECTS
@@ -557,22 +558,22 @@ void
 trc_plan_begin(const struct trc_spec *specs, int nspecs, const struct trc_scope *scope, uint64_t gen,
     struct trc_spec_result *results)
 {
-	P.gen = gen;
-	P.specs = specs;
-	P.nspecs = nspecs;
-	P.scope = scope;
-	P.wrapped = 0;
-	P.remove_total = 0;
-	P.longest_step = 0;
-	P.tracepoints = rb_ary_new();
-	P.pending = rb_ary_new();
-	P.found = rb_ary_new();
-	P.found_known = 0;
-	P.next_found = 0;
+	plan.gen = gen;
+	plan.specs = specs;
+	plan.nspecs = nspecs;
+	plan.scope = scope;
+	plan.wrapped = 0;
+	plan.remove_total = 0;
+	plan.longest_step = 0;
+	plan.tracepoints = rb_ary_new();
+	plan.pending = rb_ary_new();
+	plan.found = rb_ary_new();
+	plan.found_known = 0;
+	plan.next_found = 0;
 	modules_forget();
-	P.cwd = Qnil;
-	P.ignore = Qnil;
-	P.phase = PHASE_FIND;
+	plan.cwd = Qnil;
+	plan.ignore = Qnil;
+	plan.phase = PHASE_FIND;
 	for (int i = 0; i < nspecs; i++) {
 		struct trc_spec_result *r = &results[i];
 
@@ -585,16 +586,16 @@ trc_plan_begin(const struct trc_spec *specs, int nspecs, const struct trc_scope 
 	if (scope != NULL) {
 		VALUE ignore = wrap_call(id_ignore_regexp, 1, &scope->ignore_list);
 
-		P.cwd = scope->cwd ? rb_str_new_cstr(scope->cwd) : Qnil;
-		P.ignore = ignore == Qundef ? Qnil : ignore;
-		if (!NIL_P(P.known) && P.known_at == trc_wrap_definitions() &&
-		    rb_equal(P.known_scope, scope_key()) == Qtrue) {
-			P.found = rb_ary_dup(P.known);
-			P.found_known = 1;
-			P.phase = PHASE_WRAP;   /* found already: nothing defined since */
+		plan.cwd = scope->cwd ? rb_str_new_cstr(scope->cwd) : Qnil;
+		plan.ignore = ignore == Qundef ? Qnil : ignore;
+		if (!NIL_P(plan.known) && plan.known_at == trc_wrap_definitions() &&
+		    rb_equal(plan.known_scope, scope_key()) == Qtrue) {
+			plan.found = rb_ary_dup(plan.known);
+			plan.found_known = 1;
+			plan.phase = PHASE_WRAP;   /* found already: nothing defined since */
 		}
 	} else {
-		P.phase = PHASE_WRAP;   /* nothing to find */
+		plan.phase = PHASE_WRAP;   /* nothing to find */
 	}
 	/* A class defined or reloaded from now on is matched too, and a method defined later. */
 	if (scope != NULL || nspecs > 0)
@@ -607,55 +608,55 @@ find(uint64_t deadline)
 {
 	VALUE argv[4];
 
-	if (!P.walked) {
+	if (!plan.walked) {
 		VALUE detached;
 
-		P.found_at = trc_wrap_definitions();
-		argv[0] = P.scope->prefix_list;
-		argv[1] = P.cwd;
-		argv[2] = P.ignore;
+		plan.found_at = trc_wrap_definitions();
+		argv[0] = plan.scope->prefix_list;
+		argv[1] = plan.cwd;
+		argv[2] = plan.ignore;
 		if ((detached = wrap_call(id_detached_app, 3, argv)) != Qundef)
-			rb_ary_concat(P.found, detached);
+			rb_ary_concat(plan.found, detached);
 		walk_modules();
-		P.walked = 1;
+		plan.walked = 1;
 		return;         /* the heap walk is this slice */
 	}
-	while (P.next < P.nmodules && trc_plan_now() < deadline) {
+	while (plan.next < plan.nmodules && trc_plan_now() < deadline) {
 		VALUE list;
 
-		argv[0] = P.modules[P.next++];
-		argv[1] = P.scope->prefix_list;
-		argv[2] = P.cwd;
-		argv[3] = P.ignore;
+		argv[0] = plan.modules[plan.next++];
+		argv[1] = plan.scope->prefix_list;
+		argv[2] = plan.cwd;
+		argv[3] = plan.ignore;
 		if ((list = wrap_call(id_app_methods_of, 4, argv)) != Qundef && RB_TYPE_P(list, T_ARRAY))
-			rb_ary_concat(P.found, list);
+			rb_ary_concat(plan.found, list);
 	}
-	if (P.next >= P.nmodules) {
+	if (plan.next >= plan.nmodules) {
 		modules_forget();
-		P.phase = PHASE_WRAP;
-		P.known = rb_ary_dup(P.found);
-		P.known_scope = scope_key();
-		P.known_at = P.found_at;
+		plan.phase = PHASE_WRAP;
+		plan.known = rb_ary_dup(plan.found);
+		plan.known_scope = scope_key();
+		plan.known_at = plan.found_at;
 	}
 }
 
 static void
 wrap_found(uint64_t deadline)
 {
-	while (P.next_found + ENTRY <= RARRAY_LEN(P.found) && trc_plan_now() < deadline) {
-		const VALUE *e = RARRAY_CONST_PTR(P.found) + P.next_found;
+	while (plan.next_found + ENTRY <= RARRAY_LEN(plan.found) && trc_plan_now() < deadline) {
+		const VALUE *e = RARRAY_CONST_PTR(plan.found) + plan.next_found;
 
-		P.next_found += ENTRY;
-		P.wrapped += wrap_entry(e);
+		plan.next_found += ENTRY;
+		plan.wrapped += wrap_entry(e);
 	}
 }
 
 static void
 take_pending(void)
 {
-	VALUE list = P.pending;
+	VALUE list = plan.pending;
 
-	P.pending = rb_ary_new();
+	plan.pending = rb_ary_new();
 	for (long i = 0; i + 1 < RARRAY_LEN(list); i += 2)
 		defined_now(RARRAY_AREF(list, i), SYM2ID(RARRAY_AREF(list, i + 1)));
 	RB_GC_GUARD(list);
@@ -674,9 +675,9 @@ remove_tracepoints(void)
 
 	if (!id_disable)
 		id_disable = rb_intern("disable");
-	for (long i = 0; !NIL_P(P.tracepoints) && i < RARRAY_LEN(P.tracepoints); i++)
-		call(RARRAY_AREF(P.tracepoints, i), id_disable, 0, NULL);
-	P.tracepoints = Qnil;
+	for (long i = 0; !NIL_P(plan.tracepoints) && i < RARRAY_LEN(plan.tracepoints); i++)
+		call(RARRAY_AREF(plan.tracepoints, i), id_disable, 0, NULL);
+	plan.tracepoints = Qnil;
 }
 
 static int
@@ -688,21 +689,21 @@ trc_plan_step(uint64_t deadline)
 	uint64_t start = trc_plan_now(), took;
 	int done = step(deadline);
 
-	if ((took = trc_plan_now() - start) > P.longest_step)
-		P.longest_step = took;
+	if ((took = trc_plan_now() - start) > plan.longest_step)
+		plan.longest_step = took;
 	return done;
 }
 
 uint64_t
 trc_plan_longest_step(void)
 {
-	return P.longest_step;
+	return plan.longest_step;
 }
 
 static int
 step(uint64_t deadline)
 {
-	switch (P.phase) {
+	switch (plan.phase) {
 	case PHASE_IDLE:
 		return 1;
 	case PHASE_FIND:
@@ -710,11 +711,11 @@ step(uint64_t deadline)
 		return 0;
 	case PHASE_WRAP:
 		wrap_found(deadline);
-		if (P.next_found + ENTRY <= RARRAY_LEN(P.found))
+		if (plan.next_found + ENTRY <= RARRAY_LEN(plan.found))
 			return 0;
-		P.found = rb_ary_new();
-		P.next_found = 0;
-		P.phase = PHASE_DONE;
+		plan.found = rb_ary_new();
+		plan.next_found = 0;
+		plan.phase = PHASE_DONE;
 		take_pending();
 		return 1;
 	case PHASE_DONE:
@@ -723,11 +724,11 @@ step(uint64_t deadline)
 		remove_tracepoints();
 		if (trc_wrap_remove_some(before, &deadline) > 0)
 			return 0;
-		P.phase = PHASE_IDLE;
-		P.specs = NULL;
-		P.nspecs = 0;
-		P.scope = NULL;
-		P.cwd = P.ignore = P.pending = Qnil;
+		plan.phase = PHASE_IDLE;
+		plan.specs = NULL;
+		plan.nspecs = 0;
+		plan.scope = NULL;
+		plan.cwd = plan.ignore = plan.pending = Qnil;
 		return 1;
 	}
 	return 1;
@@ -736,37 +737,37 @@ step(uint64_t deadline)
 void
 trc_plan_end(void)
 {
-	if (P.phase == PHASE_IDLE)
+	if (plan.phase == PHASE_IDLE)
 		return;
-	P.phase = PHASE_REMOVE;
+	plan.phase = PHASE_REMOVE;
 	modules_forget();
-	P.found = Qnil;
+	plan.found = Qnil;
 	/* The session releases them next; removing needs none of them. */
-	P.specs = NULL;
-	P.nspecs = 0;
-	P.scope = NULL;
-	P.remove_total = (uint64_t)trc_wrapped();
+	plan.specs = NULL;
+	plan.nspecs = 0;
+	plan.scope = NULL;
+	plan.remove_total = (uint64_t)trc_wrapped();
 	trc_wrap_live(0, NULL);
 }
 
 void
 trc_plan_progress(int *step, uint64_t *done, uint64_t *total)
 {
-	switch (P.phase) {
+	switch (plan.phase) {
 	case PHASE_FIND:
 		*step = TRC_STEP_FIND;
-		*done = (uint64_t)P.next;
-		*total = (uint64_t)P.nmodules;
+		*done = (uint64_t)plan.next;
+		*total = (uint64_t)plan.nmodules;
 		break;
 	case PHASE_REMOVE:
 		*step = TRC_STEP_REMOVE;
-		*total = P.remove_total;
-		*done = P.remove_total - (uint64_t)trc_wrapped();
+		*total = plan.remove_total;
+		*done = plan.remove_total - (uint64_t)trc_wrapped();
 		break;
 	default:
 		*step = TRC_STEP_WRAP;
-		*done = NIL_P(P.found) ? 0 : (uint64_t)P.next_found / ENTRY;
-		*total = NIL_P(P.found) ? 0 : (uint64_t)RARRAY_LEN(P.found) / ENTRY;
+		*done = NIL_P(plan.found) ? 0 : (uint64_t)plan.next_found / ENTRY;
+		*total = NIL_P(plan.found) ? 0 : (uint64_t)RARRAY_LEN(plan.found) / ENTRY;
 		break;
 	}
 }
@@ -774,38 +775,38 @@ trc_plan_progress(int *step, uint64_t *done, uint64_t *total)
 uint32_t
 trc_plan_wrapped(void)
 {
-	return P.wrapped;
+	return plan.wrapped;
 }
 
 /* A plan is under way or in place: definitions matter. */
 static int
 watching(void)
 {
-	return P.phase == PHASE_FIND || P.phase == PHASE_WRAP || P.phase == PHASE_DONE;
+	return plan.phase == PHASE_FIND || plan.phase == PHASE_WRAP || plan.phase == PHASE_DONE;
 }
 
 /* The app defined mod's method mid: wrapped if the plan wants it (now, or in a step). */
 static void
 app_defined(VALUE mod, ID mid)
 {
-	if (P.phase == PHASE_DONE)
+	if (plan.phase == PHASE_DONE)
 		defined_now(mod, mid);
-	else if (P.phase == PHASE_FIND || P.phase == PHASE_WRAP)
-		rb_ary_push(rb_ary_push(P.pending, mod), ID2SYM(mid));
+	else if (plan.phase == PHASE_FIND || plan.phase == PHASE_WRAP)
+		rb_ary_push(rb_ary_push(plan.pending, mod), ID2SYM(mid));
 }
 
 void
 trc_plan_mark(void)
 {
-	rb_gc_mark(P.cwd);
-	rb_gc_mark(P.ignore);
-	for (size_t i = P.next; i < P.nmodules; i++)
-		rb_gc_mark(P.modules[i]);
-	rb_gc_mark(P.found);
-	rb_gc_mark(P.known);
-	rb_gc_mark(P.known_scope);
-	rb_gc_mark(P.pending);
-	rb_gc_mark(P.tracepoints);
+	rb_gc_mark(plan.cwd);
+	rb_gc_mark(plan.ignore);
+	for (size_t i = plan.next; i < plan.nmodules; i++)
+		rb_gc_mark(plan.modules[i]);
+	rb_gc_mark(plan.found);
+	rb_gc_mark(plan.known);
+	rb_gc_mark(plan.known_scope);
+	rb_gc_mark(plan.pending);
+	rb_gc_mark(plan.tracepoints);
 }
 
 void

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mem.h"
+
 static VALUE
 str_list(const msgpack_object *o)
 {
@@ -22,7 +24,7 @@ str_list(const msgpack_object *o)
 static int
 add_prefix(struct trc_scope *s, const char *p, size_t n)
 {
-	char *copy = malloc(n + 1);
+	char *copy = trc_malloc(n + 1);
 
 	if (copy == NULL)
 		return -1;
@@ -49,7 +51,7 @@ trc_scope_read(struct trc_scope *s, const msgpack_object *o)
 	memset(s, 0, sizeof(*s));
 	s->prefix_list = s->ignore_list = Qnil;
 	s->all = f[0].via.boolean;
-	s->prefixes = calloc(prefixes->via.array.size + 1, sizeof(char *));
+	s->prefixes = trc_calloc(prefixes->via.array.size + 1, sizeof(char *));
 	if (s->prefixes == NULL)
 		return -1;
 	for (uint32_t i = 0; i < prefixes->via.array.size; i++)
@@ -62,7 +64,7 @@ trc_scope_read(struct trc_scope *s, const msgpack_object *o)
 		if (cwd[n - 1] != '/')
 			cwd[n++] = '/';
 		cwd[n] = 0;
-		if ((s->cwd = strdup(cwd)) == NULL || (s->cwd_default && add_prefix(s, cwd, n) < 0))
+		if ((s->cwd = trc_strdup(cwd)) == NULL || (s->cwd_default && add_prefix(s, cwd, n) < 0))
 			goto fail;
 	}
 	s->prefix_list = rb_ary_new_capa(s->nprefixes);
@@ -129,12 +131,12 @@ trc_scope_absolute(const struct trc_scope *s, const char *path)
 	char *out;
 
 	if (!relative(path) || s->cwd == NULL)
-		return strdup(path);
+		return trc_strdup(path);
 	if (path[0] == '.' && path[1] == '/')
 		path += 2;
 	a = strlen(s->cwd);
 	b = strlen(path);
-	if ((out = malloc(a + b + 1)) == NULL)
+	if ((out = trc_malloc(a + b + 1)) == NULL)
 		return NULL;
 	memcpy(out, s->cwd, a);
 	memcpy(out + a, path, b + 1);

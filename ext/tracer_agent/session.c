@@ -72,6 +72,8 @@ struct trc_session {
 	/* Shared, under lock. */
 	pthread_mutex_t lock;
 	msgpack_sbuffer ctl;    /* replies (GVL side -> I/O) */
+	size_t reply_start;     /* where the reply being built began in ctl */
+	int reply_failed;       /* ... and whether a write of it failed */
 	msgpack_sbuffer inbox;  /* the client's bytes (I/O -> GVL side) */
 	int passed_fd;          /* a descriptor the client sent (SCM_RIGHTS) no command took, or -1 */
 	int started;            /* STARTED is queued: from then on ring's records go out */
@@ -187,18 +189,41 @@ trc_session_close(struct trc_session *s, int how)
 	ask(s, WANT_CLOSE);
 }
 
+/*
+ * A reply's bytes go into ctl whole or not at all: a write that fails for want of memory
+ * (msgpack-c's realloc) would otherwise leave half a message in the stream. The reply is then
+ * dropped and counted (mem.h).
+ */
+static int
+reply_write(void *data, const char *buf, size_t len)
+{
+	struct trc_session *s = data;
+
+	if (s->reply_failed || msgpack_sbuffer_write(&s->ctl, buf, len) != 0) {
+		s->reply_failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
 msgpack_packer *
 trc_reply_begin(struct trc_session *s)
 {
 	static msgpack_packer pk;       /* GVL held: one reply is built at a time */
 	pthread_mutex_lock(&s->lock);
-	msgpack_packer_init(&pk, &s->ctl, msgpack_sbuffer_write);
+	s->reply_start = s->ctl.size;
+	s->reply_failed = 0;
+	msgpack_packer_init(&pk, s, reply_write);
 	return &pk;
 }
 
 void
 trc_reply_end(struct trc_session *s)
 {
+	if (s->reply_failed) {
+		s->ctl.size = s->reply_start;
+		trc_mem_failed();
+	}
 	pthread_mutex_unlock(&s->lock);
 	wake(s);
 }
@@ -299,8 +324,10 @@ fill(struct trc_session *s, int drop)
 	struct trc_ring *ring;
 
 	pthread_mutex_lock(&s->lock);
+	/* Whole replies, or none: without the memory, they are dropped, and counted. */
 	if (s->ctl.size != 0) {
-		msgpack_sbuffer_write(&s->out, s->ctl.data, s->ctl.size);
+		if (msgpack_sbuffer_write(&s->out, s->ctl.data, s->ctl.size) != 0)
+			trc_mem_failed();
 		s->ctl.size = 0;
 	}
 	/* Read under the lock that queued STARTED: no event reaches the client before it. */
@@ -404,9 +431,12 @@ receive(struct trc_session *s)
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -1;
 	pthread_mutex_lock(&s->lock);
+	/* A command cut for want of memory would be misread: the session ends instead. */
 	ok = s->inbox.size + (size_t)n <= IN_MAX;
-	if (ok)
-		msgpack_sbuffer_write(&s->inbox, buf, (size_t)n);
+	if (ok && msgpack_sbuffer_write(&s->inbox, buf, (size_t)n) != 0) {
+		trc_mem_failed();
+		ok = 0;
+	}
 	pthread_mutex_unlock(&s->lock);
 	return ok ? 1 : -1;
 }
@@ -779,7 +809,7 @@ static int
 sbuffer_prealloc(msgpack_sbuffer *sb, size_t n)
 {
 	msgpack_sbuffer_init(sb);
-	if ((sb->data = malloc(n)) == NULL)
+	if ((sb->data = trc_malloc(n)) == NULL)
 		return -1;
 	sb->alloc = n;
 	return 0;
@@ -788,7 +818,7 @@ sbuffer_prealloc(msgpack_sbuffer *sb, size_t n)
 static struct trc_session *
 session_new(int fd, pid_t client_pid, const struct trc_session_ops *ops)
 {
-	struct trc_session *s = calloc(1, sizeof(*s));
+	struct trc_session *s = trc_calloc(1, sizeof(*s));
 
 	if (s == NULL)
 		return NULL;

@@ -1,6 +1,5 @@
 /* top.c: the counting hooks behind --top, and the fixed-size table they count into. */
 #include "top.h"
-#include "vm.h"
 
 #include <ruby/debug.h>
 #include <stdlib.h>
@@ -10,9 +9,10 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "gc.h"
 #include "encode.h"
+#include "gc.h"
 #include "names.h"
+#include "vm.h"
 #include "tracer_protocol.h"
 #include "wrap.h"
 
@@ -39,6 +39,7 @@ struct row {
 	int line;
 	uint8_t used;
 	uint8_t excluded;       /* outside the prefixes: looked up, never reported */
+	uint8_t nomem;          /* excluded for want of memory for its path: its events are lost */
 	uint64_t count, total, self;
 };
 
@@ -66,7 +67,7 @@ static struct {
 	size_t alloc_seen;      /* allocations made inside windows this interval */
 	int raise_hook;
 	volatile int armed;
-} T;
+} table;
 
 /*
  * TRC_TOP_BY_TIME's windows: open is the edge the I/O thread last timed (it alone writes it,
@@ -100,25 +101,31 @@ row_get(uintptr_t what, const char *file, int line, const char *path)
 	struct row *r;
 
 	for (;; i = (i + 1) & (SLOTS - 1)) {
-		r = &T.rows[i];
+		r = &table.rows[i];
 		if (!r->used)
 			break;
-		if (r->what == what && r->file == file && r->line == line)
+		if (r->what == what && r->file == file && r->line == line) {
+			if (r->nomem)
+				table.lost++;
 			return r->excluded ? NULL : r;
+		}
 	}
-	if (T.nused >= TRC_TOP_MAX_ROWS) {
-		T.lost++;
+	if (table.nused >= TRC_TOP_MAX_ROWS) {
+		table.lost++;
 		return NULL;
 	}
 	r->what = what;
 	r->file = file;
 	r->line = line;
 	r->used = 1;
-	r->excluded = !trc_scope_wanted(&T.scope, path);
+	r->excluded = !trc_scope_wanted(&table.scope, path);
 	/* Shown as an absolute path: a script run as `ruby app.rb` has relative ones. */
-	r->path = r->excluded ? NULL : trc_scope_absolute(&T.scope, path);
+	r->path = r->excluded ? NULL : trc_scope_absolute(&table.scope, path);
+	r->nomem = !r->excluded && r->path == NULL;
+	r->excluded |= r->nomem;
 	r->count = r->total = r->self = 0;
-	T.used[T.nused++] = i;
+	table.used[table.nused++] = i;
+	table.lost += r->nomem;
 	return r->excluded ? NULL : r;
 }
 
@@ -169,9 +176,9 @@ count_call(rb_event_flag_t ev, VALUE klass, ID mid)
 	struct site s;
 	struct row *r;
 
-	if (!T.armed || trc_thread_current() == NULL || call_site(ev, klass, mid, &s) < 0)
+	if (!table.armed || trc_thread_current() == NULL || call_site(ev, klass, mid, &s) < 0)
 		return;
-	T.events++;
+	table.events++;
 	if ((r = row_get(s.method + 1, s.file, s.line, s.path)) != NULL)
 		r->count++;
 }
@@ -241,9 +248,9 @@ time_event(rb_event_flag_t ev, VALUE klass, ID mid)
 	struct trc_thread *t;
 	struct site s;
 
-	if (!T.armed || (t = trc_thread_current()) == NULL || call_site(ev, klass, mid, &s) < 0)
+	if (!table.armed || (t = trc_thread_current()) == NULL || call_site(ev, klass, mid, &s) < 0)
 		return;
-	T.events++;
+	table.events++;
 	if (ev & (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
 		time_call(t, &s);
 	else
@@ -277,11 +284,11 @@ sink_enter(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 	struct site s;
 	struct row *r;
 
-	if (!T.armed || !T.wrapped)
+	if (!table.armed || !table.wrapped)
 		return;
 	site_of(m, &s);
-	T.events++;
-	if (modes[T.mode] & TRC_TOPM_TIMED)
+	table.events++;
+	if (modes[table.mode] & TRC_TOPM_TIMED)
 		time_call(t, &s);
 	else if ((r = row_get(s.method + 1, s.file, s.line, s.path)) != NULL)
 		r->count++;
@@ -292,10 +299,10 @@ sink_leave(struct trc_thread *t, uint32_t m)
 {
 	struct site s;
 
-	if (!T.armed || !T.wrapped || !(modes[T.mode] & TRC_TOPM_TIMED))
+	if (!table.armed || !table.wrapped || !(modes[table.mode] & TRC_TOPM_TIMED))
 		return;
 	site_of(m, &s);
-	T.events++;
+	table.events++;
 	time_return(t, &s);
 }
 
@@ -305,11 +312,11 @@ static const struct trc_wrap_sink sink = { sink_enter, sink_leave };
 static void
 gc_ended(const struct trc_gc *g)
 {
-	if (!T.armed || !T.gc)
+	if (!table.armed || !table.gc)
 		return;
-	T.gcs++;
-	T.major_gcs += g->major != 0;
-	T.gc_ticks += g->pause;
+	table.gcs++;
+	table.major_gcs += g->major != 0;
+	table.gc_ticks += g->pause;
 }
 
 /* ---- allocations: internal event, so no Ruby calls and no Ruby allocation in here ---- */
@@ -320,7 +327,7 @@ counted_type(VALUE obj)
 {
 	if (RBASIC_CLASS(obj) == 0)
 		return 0;       /* hidden: the VM's scratch strings, arrays and hashes */
-	switch (T.mode) {
+	switch (table.mode) {
 	case TRC_TOP_ARRAYS:
 		return RB_TYPE_P(obj, T_ARRAY) || RB_TYPE_P(obj, T_HASH);
 	case TRC_TOP_STRINGS:
@@ -348,9 +355,9 @@ counted_type(VALUE obj)
 static uint32_t
 next_gap(void)
 {
-	if (T.sample <= 1)
+	if (table.sample <= 1)
 		return 1;
-	return 1 + (uint32_t)(trc_xorshift(&T.seed) % (2 * (uint64_t)T.sample - 1));
+	return 1 + (uint32_t)(trc_xorshift(&table.seed) % (2 * (uint64_t)table.sample - 1));
 }
 
 /*
@@ -368,23 +375,23 @@ newobj_hook(VALUE data, const rb_trace_arg_t *arg)
 	uint32_t weight;
 
 	(void)data;
-	if (!T.armed)
+	if (!table.armed)
 		return;
 	obj = rb_tracearg_object(ta);
 	/* Which thread costs a thread-local lookup in libruby: only asked while the agent has
 	 * threads of its own (an eval still running); none in a --top session otherwise. */
 	if (!counted_type(obj) || (trc_agent_threads() && trc_thread_is_agent(rb_thread_current())))
 		return;
-	T.events++;
+	table.events++;
 	/* Unsampled, every gap is 1. */
-	if (--T.countdown > 0)
+	if (--table.countdown > 0)
 		return;
-	weight = T.weight;
-	T.countdown = T.weight = next_gap();
+	weight = table.weight;
+	table.countdown = table.weight = next_gap();
 	path = rb_tracearg_path(ta);
 	if (!RB_TYPE_P(path, T_STRING))
 		return;
-	r = row_get(modes[T.mode] & TRC_TOPM_CLASS ? RBASIC_CLASS(obj) : 0,
+	r = row_get(modes[table.mode] & TRC_TOPM_CLASS ? RBASIC_CLASS(obj) : 0,
 	    RSTRING_PTR(path), FIX2INT(rb_tracearg_lineno(ta)), RSTRING_PTR(path));
 	if (r != NULL)
 		r->count += weight;
@@ -399,9 +406,9 @@ count_raise(void)
 	VALUE path;
 	struct row *r;
 
-	if (!T.armed || trc_thread_current() == NULL)
+	if (!table.armed || trc_thread_current() == NULL)
 		return;
-	T.events++;
+	table.events++;
 	ta = rb_tracearg_from_tracepoint(Qnil);
 	path = rb_tracearg_path(ta);
 	if (!RB_TYPE_P(path, T_STRING))
@@ -426,15 +433,15 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 static void
 clear_rows(void)
 {
-	for (uint32_t i = 0; i < T.nused; i++) {
-		struct row *r = &T.rows[T.used[i]];
+	for (uint32_t i = 0; i < table.nused; i++) {
+		struct row *r = &table.rows[table.used[i]];
 		free(r->path);
 		memset(r, 0, sizeof(*r));
 	}
-	T.nused = 0;
-	T.events = T.lost = 0;
-	T.gcs = T.major_gcs = T.gc_ticks = 0;
-	T.since = trc_clock_now();
+	table.nused = 0;
+	table.events = table.lost = 0;
+	table.gcs = table.major_gcs = table.gc_ticks = 0;
+	table.since = trc_clock_now();
 }
 
 /*
@@ -478,14 +485,14 @@ allocations(void)
 static void
 newobj_on(int on)
 {
-	if (on && !T.newobj) {
+	if (on && !table.newobj) {
 		/* A raw hook's type differs from rb_event_hook_func_t; the flag tells the VM. */
 		rb_add_event_hook2((rb_event_hook_func_t)(void (*)(void))newobj_hook,
 		    RUBY_INTERNAL_EVENT_NEWOBJ, Qnil, RUBY_EVENT_HOOK_FLAG_SAFE | RUBY_EVENT_HOOK_FLAG_RAW_ARG);
-		T.newobj = 1;
-	} else if (!on && T.newobj) {
+		table.newobj = 1;
+	} else if (!on && table.newobj) {
 		rb_remove_event_hook((rb_event_hook_func_t)(void (*)(void))newobj_hook);
-		T.newobj = 0;
+		table.newobj = 0;
 	}
 }
 
@@ -501,12 +508,12 @@ trc_top_window(void)
 {
 	int open = __atomic_load_n(&windows.open, __ATOMIC_ACQUIRE);
 
-	if (!T.armed || !T.by_time || open == T.newobj)
+	if (!table.armed || !table.by_time || open == table.newobj)
 		return;
 	if (open)
-		T.alloc_mark = allocations();
+		table.alloc_mark = allocations();
 	else
-		T.alloc_seen += allocations() - T.alloc_mark;
+		table.alloc_seen += allocations() - table.alloc_mark;
 	newobj_on(open);
 }
 
@@ -530,7 +537,7 @@ trc_top_window_edge(void *unused)
 int
 trc_top_by_time(void)
 {
-	return T.by_time;
+	return table.by_time;
 }
 
 /*
@@ -541,40 +548,40 @@ trc_top_by_time(void)
 static double
 interval_scale(void)
 {
-	size_t now = allocations(), all = now - T.alloc_base;
+	size_t now = allocations(), all = now - table.alloc_base;
 	double scale;
 
-	if (T.newobj) {
-		T.alloc_seen += now - T.alloc_mark;
-		T.alloc_mark = now;
+	if (table.newobj) {
+		table.alloc_seen += now - table.alloc_mark;
+		table.alloc_mark = now;
 	}
-	scale = T.alloc_seen ? (double)all / (double)T.alloc_seen : 0;
-	T.alloc_base = now;
-	T.alloc_seen = 0;
+	scale = table.alloc_seen ? (double)all / (double)table.alloc_seen : 0;
+	table.alloc_base = now;
+	table.alloc_seen = 0;
 	return scale;
 }
 
 int
 trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope)
 {
-	T.nused = 0;    /* before any failure: trc_top_stop() empties the first nused rows */
-	T.armed = 0;
-	T.scope = *scope;
-	T.rows = table_map((size_t)SLOTS * sizeof(*T.rows));
-	T.used = table_map(TRC_TOP_MAX_ROWS * sizeof(*T.used));
-	if (T.rows == NULL || T.used == NULL)
+	table.nused = 0;    /* before any failure: trc_top_stop() empties the first nused rows */
+	table.armed = 0;
+	table.scope = *scope;
+	table.rows = table_map((size_t)SLOTS * sizeof(*table.rows));
+	table.used = table_map(TRC_TOP_MAX_ROWS * sizeof(*table.used));
+	if (table.rows == NULL || table.used == NULL)
 		goto fail;
-	T.mode = mode;
-	T.flags = flags;
-	T.by_time = (flags & TRC_TOP_BY_TIME) && sample > 1 && (modes[mode] & TRC_TOPM_ALLOC);
-	T.sample = T.by_time ? 1 : sample;      /* only the allocation hook reads it */
+	table.mode = mode;
+	table.flags = flags;
+	table.by_time = (flags & TRC_TOP_BY_TIME) && sample > 1 && (modes[mode] & TRC_TOPM_ALLOC);
+	table.sample = table.by_time ? 1 : sample;      /* only the allocation hook reads it */
 	windows.open = 1;
 	windows.duty = sample;
 	windows.seed = (trc_clock_now() ^ 0x9E3779B97F4A7C15ull) | 1;
-	T.seed = (trc_clock_now() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull) | 1;
-	T.countdown = T.weight = next_gap();
-	T.wrapped = (modes[mode] & TRC_TOPM_METHOD) && !scope->all;
-	T.gen = T.wrapped ? trc_wrap_generation() : 0;
+	table.seed = (trc_clock_now() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull) | 1;
+	table.countdown = table.weight = next_gap();
+	table.wrapped = (modes[mode] & TRC_TOPM_METHOD) && !scope->all;
+	table.gen = table.wrapped ? trc_wrap_generation() : 0;
 	return 0;
 fail:
 	trc_top_stop();
@@ -584,8 +591,8 @@ fail:
 const struct trc_scope *
 trc_top_wrapped(uint64_t *gen)
 {
-	*gen = T.gen;
-	return T.wrapped ? &T.scope : NULL;
+	*gen = table.gen;
+	return table.wrapped ? &table.scope : NULL;
 }
 
 void
@@ -593,28 +600,28 @@ trc_top_go(void)
 {
 	trc_clock_calibrate();
 	clear_rows();
-	T.armed = 1;
-	T.gc = (T.flags & TRC_TOP_GC) != 0;
-	if (T.gc)
+	table.armed = 1;
+	table.gc = (table.flags & TRC_TOP_GC) != 0;
+	if (table.gc)
 		trc_gc_watch(gc_ended);
-	if (T.wrapped) {
-		trc_wrap_live(T.gen, &sink);
+	if (table.wrapped) {
+		trc_wrap_live(table.gen, &sink);
 		return;
 	}
-	if (modes[T.mode] & TRC_TOPM_METHOD) {
-		if (modes[T.mode] & TRC_TOPM_TIMED) {
-			T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_RETURN;
-			rb_add_event_hook(time_hook, T.global, Qnil);
+	if (modes[table.mode] & TRC_TOPM_METHOD) {
+		if (modes[table.mode] & TRC_TOPM_TIMED) {
+			table.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_RETURN;
+			rb_add_event_hook(time_hook, table.global, Qnil);
 		} else {
-			T.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL;
-			rb_add_event_hook(calls_hook, T.global, Qnil);
+			table.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL;
+			rb_add_event_hook(calls_hook, table.global, Qnil);
 		}
-	} else if (modes[T.mode] & TRC_TOPM_RAISE) {
+	} else if (modes[table.mode] & TRC_TOPM_RAISE) {
 		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
-		T.raise_hook = 1;
-	} else if (T.by_time) {
-		T.alloc_base = allocations();
-		T.alloc_seen = 0;
+		table.raise_hook = 1;
+	} else if (table.by_time) {
+		table.alloc_base = allocations();
+		table.alloc_seen = 0;
 	} else {
 		newobj_on(1);
 	}
@@ -623,30 +630,30 @@ trc_top_go(void)
 void
 trc_top_stop(void)
 {
-	T.armed = 0;
-	if (T.gc)
+	table.armed = 0;
+	if (table.gc)
 		trc_gc_watch(NULL);
-	T.gc = 0;
-	if (T.wrapped)
+	table.gc = 0;
+	if (table.wrapped)
 		trc_wrap_live(0, NULL);
-	T.wrapped = 0;
-	if (T.global == (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
+	table.wrapped = 0;
+	if (table.global == (RUBY_EVENT_CALL | RUBY_EVENT_C_CALL))
 		rb_remove_event_hook(calls_hook);
-	else if (T.global)
+	else if (table.global)
 		rb_remove_event_hook(time_hook);
-	if (T.raise_hook)
+	if (table.raise_hook)
 		rb_remove_event_hook(raise_hook);
 	newobj_on(0);
-	T.by_time = 0;
-	T.global = 0;
-	T.raise_hook = 0;
-	if (T.rows != NULL)
+	table.by_time = 0;
+	table.global = 0;
+	table.raise_hook = 0;
+	if (table.rows != NULL)
 		clear_rows();
-	table_unmap(T.rows, (size_t)SLOTS * sizeof(*T.rows));
-	table_unmap(T.used, TRC_TOP_MAX_ROWS * sizeof(*T.used));
-	T.rows = NULL;
-	T.used = NULL;
-	trc_scope_release(&T.scope);
+	table_unmap(table.rows, (size_t)SLOTS * sizeof(*table.rows));
+	table_unmap(table.used, TRC_TOP_MAX_ROWS * sizeof(*table.used));
+	table.rows = NULL;
+	table.used = NULL;
+	trc_scope_release(&table.scope);
 }
 
 /* A row's label: "Class#method" from the names table (no Ruby string per row), or a class's name. */
@@ -656,7 +663,7 @@ label_of(const struct row *r, struct trc_label *l, VALUE *keep)
 	const struct trc_method *m;
 
 	*l = (struct trc_label){ .a = "", .na = 0 };
-	if (modes[T.mode] & TRC_TOPM_METHOD) {
+	if (modes[table.mode] & TRC_TOPM_METHOD) {
 		m = trc_method_at((uint32_t)(r->what - 1));
 		if (m->sep == 0) {
 			l->a = m->name;
@@ -665,7 +672,7 @@ label_of(const struct row *r, struct trc_label *l, VALUE *keep)
 			*l = (struct trc_label){ .a = m->klass_name, .na = strlen(m->klass_name), .sep = m->sep,
 				.b = m->name, .nb = strlen(m->name) };
 		}
-	} else if (modes[T.mode] & TRC_TOPM_CLASS) {
+	} else if (modes[table.mode] & TRC_TOPM_CLASS) {
 		*keep = rb_class_path((VALUE)r->what);
 		l->a = RSTRING_PTR(*keep);
 		l->na = (size_t)RSTRING_LEN(*keep);
@@ -675,7 +682,7 @@ label_of(const struct row *r, struct trc_label *l, VALUE *keep)
 static void
 pack_row(msgpack_packer *pk, const struct row *r, double scale)
 {
-	int no_site = (modes[T.mode] & TRC_TOPM_NO_SITE) != 0;
+	int no_site = (modes[table.mode] & TRC_TOPM_NO_SITE) != 0;
 	struct trc_label label;
 	VALUE keep = Qnil;
 
@@ -691,40 +698,40 @@ trc_top_pack(msgpack_packer *pk)
 {
 	uint32_t n = 0;
 	/* Labels are made with the GVL held: the hooks cannot run, but they could allocate. */
-	int was = T.armed;
+	int was = table.armed;
 	/* Sampled by time, each count stands for its share of all the interval's allocations. */
 	uint64_t now = trc_clock_now();
-	double scale = T.by_time ? interval_scale() : -1;
+	double scale = table.by_time ? interval_scale() : -1;
 	struct trc_top_head head = {
-		.elapsed_ns = trc_clock_dur_ns(now - T.since), .events = T.events, .lost = T.lost, .gcs = T.gcs,
-		.major_gcs = T.major_gcs, .gc_ns = trc_clock_dur_ns(T.gc_ticks),
+		.elapsed_ns = trc_clock_dur_ns(now - table.since), .events = table.events, .lost = table.lost, .gcs = table.gcs,
+		.major_gcs = table.major_gcs, .gc_ns = trc_clock_dur_ns(table.gc_ticks),
 	};
 
-	T.armed = 0;
-	for (uint32_t i = 0; i < T.nused; i++)
-		n += !T.rows[T.used[i]].excluded && T.rows[T.used[i]].count != 0;
+	table.armed = 0;
+	for (uint32_t i = 0; i < table.nused; i++)
+		n += !table.rows[table.used[i]].excluded && table.rows[table.used[i]].count != 0;
 	trc_encode_top(pk, &head, n);
-	for (uint32_t i = 0; i < T.nused; i++) {
-		const struct row *r = &T.rows[T.used[i]];
+	for (uint32_t i = 0; i < table.nused; i++) {
+		const struct row *r = &table.rows[table.used[i]];
 		if (!r->excluded && r->count != 0)
 			pack_row(pk, r, scale);
 	}
 	clear_rows();
-	T.armed = was;
+	table.armed = was;
 }
 
 int
 trc_top_installed(void)
 {
-	return (T.global != 0) + T.raise_hook + T.newobj + (T.gc && trc_gc_watching());
+	return (table.global != 0) + table.raise_hook + table.newobj + (table.gc && trc_gc_watching());
 }
 
 void
 trc_top_mark(void)
 {
-	trc_scope_mark(&T.scope);
-	if (T.rows == NULL || !(modes[T.mode] & TRC_TOPM_CLASS))
+	trc_scope_mark(&table.scope);
+	if (table.rows == NULL || !(modes[table.mode] & TRC_TOPM_CLASS))
 		return;
-	for (uint32_t i = 0; i < T.nused; i++)
-		rb_gc_mark((VALUE)T.rows[T.used[i]].what);
+	for (uint32_t i = 0; i < table.nused; i++)
+		rb_gc_mark((VALUE)table.rows[table.used[i]].what);
 }

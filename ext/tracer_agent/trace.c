@@ -26,7 +26,7 @@ static struct {
 	int raise_hook;
 	uint64_t events, lost, lost_pending;
 	uint64_t slow_ticks;    /* cfg->slow_ns on the traced threads' clock */
-} Tr;
+} trace;
 
 /*
  * The I/O thread drains the ring every few milliseconds anyway; a burst that fills a quarter
@@ -37,17 +37,17 @@ static void
 wake_consumer(void)
 {
 	uint64_t one = 1;
-	size_t quarter = (Tr.ring->mask + 1) / 4;
+	size_t quarter = (trace.ring->mask + 1) / 4;
 
-	if (trc_ring_used(Tr.ring) >= quarter && write(Tr.wake_fd, &one, sizeof(one)) < 0)
+	if (trc_ring_used(trace.ring) >= quarter && write(trace.wake_fd, &one, sizeof(one)) < 0)
 		(void)0;        /* a full eventfd already says "wake up" */
-	Tr.wake_at = Tr.ring->head + quarter;
+	trace.wake_at = trace.ring->head + quarter;
 }
 
 static inline void
 maybe_wake(void)
 {
-	if (Tr.ring->head >= Tr.wake_at)
+	if (trace.ring->head >= trace.wake_at)
 		wake_consumer();
 }
 
@@ -60,23 +60,23 @@ rec_new(size_t n)
 {
 	struct trc_rec *r;
 
-	if (Tr.lost_pending != 0) {
-		r = trc_ring_reserve(Tr.ring, TRC_REC_SHORT);
+	if (trace.lost_pending != 0) {
+		r = trc_ring_reserve(trace.ring, TRC_REC_SHORT);
 		if (r == NULL)
 			goto lost;
 		memset(r, 0, TRC_REC_SHORT);
 		r->type = TRC_REC_LOST;
 		r->size = TRC_REC_SHORT;
-		r->ts = Tr.lost_pending;
-		trc_ring_commit(Tr.ring, r);
-		Tr.lost_pending = 0;
+		r->ts = trace.lost_pending;
+		trc_ring_commit(trace.ring, r);
+		trace.lost_pending = 0;
 	}
-	r = trc_ring_reserve(Tr.ring, n);
+	r = trc_ring_reserve(trace.ring, n);
 	if (r != NULL)
 		return r;
 lost:
-	Tr.lost++;
-	Tr.lost_pending++;
+	trace.lost++;
+	trace.lost_pending++;
 	maybe_wake();
 	return NULL;
 }
@@ -84,8 +84,8 @@ lost:
 static inline void
 rec_commit(struct trc_rec *r)
 {
-	trc_ring_commit(Tr.ring, r);
-	Tr.events++;     /* read by the I/O thread only once the hooks are off */
+	trc_ring_commit(trace.ring, r);
+	trace.events++;     /* read by the I/O thread only once the hooks are off */
 	maybe_wake();
 }
 
@@ -150,11 +150,11 @@ spec_selects(const struct trc_spec *sp, VALUE klass, ID mid)
 static int
 select_method(VALUE klass, ID mid)
 {
-	const struct trc_trace_cfg *cfg = Tr.cfg;
+	const struct trc_trace_cfg *cfg = trace.cfg;
 	if (cfg->flags & TRC_TRACE_FIREHOSE || cfg->nspecs == 0)
 		return -2;
 	/* Without the global call hook, every selected method was entered by select_one. */
-	if (!(Tr.global & RUBY_EVENT_CALL))
+	if (!(trace.global & RUBY_EVENT_CALL))
 		return -1;
 	for (int i = 0; i < cfg->nspecs; i++)
 		if (spec_selects(&cfg->specs[i], klass, mid))
@@ -190,7 +190,7 @@ method_index(rb_event_flag_t ev, VALUE klass, ID mid)
 static inline int
 still_tracing(uint64_t started)
 {
-	return Tr.armed && Tr.started == started;
+	return trace.armed && trace.started == started;
 }
 
 static VALUE
@@ -215,7 +215,7 @@ inspect_value(VALUE v)
 static int
 eval_exprs(struct trc_thread *t, const struct trc_wrap_exprs *e, VALUE *values)
 {
-	uint64_t started = Tr.started;
+	uint64_t started = trace.started;
 	int state = 0, n = 0;
 	VALUE list;
 
@@ -275,7 +275,7 @@ slow_push(struct trc_thread *t, uint64_t ts)
 	struct trc_frame *f = trc_thread_frame(t, t->depth);
 	if (f != NULL) {
 		f->start = ts;
-		if (Tr.cfg->flags & TRC_TRACE_SLOWCPU)
+		if (trace.cfg->flags & TRC_TRACE_SLOWCPU)
 			f->cpu = thread_cpu_ns();
 	}
 }
@@ -289,15 +289,15 @@ slow_pop(struct trc_thread *t, uint32_t m, uint64_t ts)
 	if (t->depth >= t->frames_cap)
 		return;
 	start = t->frames[t->depth].start;
-	if (Tr.cfg->flags & TRC_TRACE_SLOWCPU) {
+	if (trace.cfg->flags & TRC_TRACE_SLOWCPU) {
 		uint64_t cpu = thread_cpu_ns() - t->frames[t->depth].cpu;
 
-		if (cpu < Tr.cfg->slow_ns)
+		if (cpu < trace.cfg->slow_ns)
 			return;
 		dur = trc_clock_ticks(cpu);
 	} else {
 		dur = ts - start;
-		if (dur < Tr.slow_ticks)
+		if (dur < trace.slow_ticks)
 			return;
 	}
 	if ((r = rec_new(sizeof(struct trc_rec))) == NULL)
@@ -319,7 +319,7 @@ on_call(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 {
 	VALUE values[TRC_MAX_EXPRS];
 
-	if (Tr.cfg->flags & TRC_TRACE_SLOW) {
+	if (trace.cfg->flags & TRC_TRACE_SLOW) {
 		slow_push(t, trc_clock_now());
 	} else if (exprs != NULL) {
 		int n = eval_exprs(t, exprs, values);
@@ -344,7 +344,7 @@ on_return(struct trc_thread *t, uint32_t m)
 	if (t->depth == 0)
 		return;
 	t->depth--;
-	if (Tr.cfg->flags & TRC_TRACE_SLOW)
+	if (trace.cfg->flags & TRC_TRACE_SLOW)
 		slow_pop(t, m, ts);
 	else
 		put_event(TRC_REC_RETURN, t, m, ts);
@@ -354,14 +354,14 @@ on_return(struct trc_thread *t, uint32_t m)
 static void
 sink_enter(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 {
-	if (Tr.armed)
+	if (trace.armed)
 		on_call(t, m, exprs);
 }
 
 static void
 sink_leave(struct trc_thread *t, uint32_t m)
 {
-	if (Tr.armed)
+	if (trace.armed)
 		on_return(t, m);
 }
 
@@ -373,7 +373,7 @@ global_event(rb_event_flag_t ev, VALUE self, ID mid, VALUE klass)
 	struct trc_thread *t;
 	uint32_t m;
 
-	if (!Tr.armed || (t = trc_thread_current()) == NULL)
+	if (!trace.armed || (t = trc_thread_current()) == NULL)
 		return;
 	if (mid == 0 && !rb_frame_method_id_and_class(&mid, &klass))
 		return;
@@ -407,12 +407,12 @@ raise_event(void)
 	rb_trace_arg_t *ta;
 	VALUE exc, cname, msg, path;
 	int state = 0;
-	uint64_t started = Tr.started;
+	uint64_t started = trace.started;
 
-	if (!Tr.armed || (t = trc_thread_current()) == NULL)
+	if (!trace.armed || (t = trc_thread_current()) == NULL)
 		return;
 	/* Outside firehose only exceptions that happen inside a traced call are in the tree. */
-	if (!(Tr.cfg->flags & TRC_TRACE_FIREHOSE) && t->depth == 0)
+	if (!(trace.cfg->flags & TRC_TRACE_FIREHOSE) && t->depth == 0)
 		return;
 	ta = rb_tracearg_from_tracepoint(Qnil);
 	exc = rb_tracearg_raised_exception(ta);
@@ -454,7 +454,7 @@ gc_ended(const struct trc_gc *g)
 	const struct trc_thread *t;
 	struct trc_rec *r;
 
-	if (!Tr.armed || !(Tr.cfg->flags & TRC_TRACE_GC) || (r = rec_new(sizeof(struct trc_rec))) == NULL)
+	if (!trace.armed || !(trace.cfg->flags & TRC_TRACE_GC) || (r = rec_new(sizeof(struct trc_rec))) == NULL)
 		return;
 	t = trc_thread_find(rb_thread_current());
 	memset(r, 0, sizeof(*r));
@@ -472,33 +472,33 @@ gc_ended(const struct trc_gc *g)
 uint64_t
 trc_trace_prepare(const struct trc_trace_cfg *cfg, struct trc_ring *ring, int wake_fd)
 {
-	Tr.cfg = cfg;
-	Tr.started = trc_wrap_generation();
-	Tr.ring = ring;
-	Tr.wake_fd = wake_fd;
-	Tr.wake_at = (ring->mask + 1) / 4;
-	Tr.events = Tr.lost = Tr.lost_pending = 0;
-	Tr.armed = 0;
-	return Tr.started;
+	trace.cfg = cfg;
+	trace.started = trc_wrap_generation();
+	trace.ring = ring;
+	trace.wake_fd = wake_fd;
+	trace.wake_at = (ring->mask + 1) / 4;
+	trace.events = trace.lost = trace.lost_pending = 0;
+	trace.armed = 0;
+	return trace.started;
 }
 
 void
 trc_trace_go(void)
 {
-	const struct trc_trace_cfg *cfg = Tr.cfg;
+	const struct trc_trace_cfg *cfg = trace.cfg;
 	/* Firehose, and slow calls of any method, over everything: only the VM's hook sees that. */
 	int global = ((cfg->flags & TRC_TRACE_FIREHOSE) || cfg->nspecs == 0) && cfg->scope.all;
 
 	trc_clock_calibrate();
-	Tr.slow_ticks = trc_clock_ticks(cfg->slow_ns);
-	Tr.armed = 1;
-	trc_wrap_live(Tr.started, &sink);
-	Tr.global = global ? RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN : 0;
-	if (Tr.global)
-		rb_add_event_hook(global_hook, Tr.global, Qnil);
+	trace.slow_ticks = trc_clock_ticks(cfg->slow_ns);
+	trace.armed = 1;
+	trc_wrap_live(trace.started, &sink);
+	trace.global = global ? RUBY_EVENT_CALL | RUBY_EVENT_RETURN | RUBY_EVENT_C_CALL | RUBY_EVENT_C_RETURN : 0;
+	if (trace.global)
+		rb_add_event_hook(global_hook, trace.global, Qnil);
 	if (cfg->flags & TRC_TRACE_RAISE) {
 		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
-		Tr.raise_hook = 1;
+		trace.raise_hook = 1;
 	}
 	if (cfg->flags & TRC_TRACE_GC)
 		trc_gc_watch(gc_ended);
@@ -507,34 +507,34 @@ trc_trace_go(void)
 void
 trc_trace_stop(void)
 {
-	Tr.armed = 0;
+	trace.armed = 0;
 	trc_wrap_live(0, NULL);
-	if (Tr.cfg != NULL && (Tr.cfg->flags & TRC_TRACE_GC))
+	if (trace.cfg != NULL && (trace.cfg->flags & TRC_TRACE_GC))
 		trc_gc_watch(NULL);
-	if (Tr.global)
+	if (trace.global)
 		rb_remove_event_hook(global_hook);
-	if (Tr.raise_hook)
+	if (trace.raise_hook)
 		rb_remove_event_hook(raise_hook);
-	Tr.global = 0;
-	Tr.raise_hook = 0;
-	Tr.cfg = NULL;
+	trace.global = 0;
+	trace.raise_hook = 0;
+	trace.cfg = NULL;
 }
 
 int
 trc_trace_hooks(void)
 {
-	return (Tr.global != 0) + Tr.raise_hook + (Tr.armed && trc_gc_watching());
+	return (trace.global != 0) + trace.raise_hook + (trace.armed && trc_gc_watching());
 }
 
 void
 trc_trace_disarm(void)
 {
-	Tr.armed = 0;
+	trace.armed = 0;
 }
 
 void
 trc_trace_counts(uint64_t *events, uint64_t *lost)
 {
-	*events = Tr.events;
-	*lost = Tr.lost;
+	*events = trace.events;
+	*lost = trace.lost;
 }

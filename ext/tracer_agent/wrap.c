@@ -1,12 +1,13 @@
 /* wrap.c: tracing a method with a C wrapper, in a module prepended to the method's owner. */
 #include "wrap.h"
-#include "vm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "extconf.h"
+#include "mem.h"
 #include "names.h"
+#include "vm.h"
 
 /*
  * Why this shape. A wrapper is a C function defined, under the method's own name, in a module
@@ -59,7 +60,7 @@ static struct {
 	VALUE wrap_module;      /* TracerAgent::Wrap */
 	uint64_t alloc_failures;
 	uint64_t definitions;   /* methods the app defined since DefinitionWatch is in place */
-} W;
+} wraps;
 
 static ID id_bind_call, id_private, id_protected, id_expressions;
 
@@ -69,12 +70,12 @@ ruby_side(void)
 {
 	VALUE agent;
 
-	if (W.wrap_module != 0)
+	if (wraps.wrap_module != 0)
 		return;
 	agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	W.wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
-	W.anchor = rb_define_class_under(W.wrappers_class, "Anchor", rb_cObject);
-	W.wrap_module = rb_const_get(agent, rb_intern("Wrap"));
+	wraps.wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
+	wraps.anchor = rb_define_class_under(wraps.wrappers_class, "Anchor", rb_cObject);
+	wraps.wrap_module = rb_const_get(agent, rb_intern("Wrap"));
 }
 
 /* ---- slots ---- */
@@ -89,14 +90,14 @@ slot_hash(VALUE w, ID mid)
 static inline struct slot *
 slot_find(VALUE w, ID mid)
 {
-	if (W.index == NULL)
+	if (wraps.index == NULL)
 		return NULL;
-	for (uint32_t i = slot_hash(w, mid) & W.mask;; i = (i + 1) & W.mask) {
-		uint32_t s = W.index[i];
+	for (uint32_t i = slot_hash(w, mid) & wraps.mask;; i = (i + 1) & wraps.mask) {
+		uint32_t s = wraps.index[i];
 		if (s == 0)
 			return NULL;
-		if (W.slots[s - 1].w == w && W.slots[s - 1].mid == mid)
-			return &W.slots[s - 1];
+		if (wraps.slots[s - 1].w == w && wraps.slots[s - 1].mid == mid)
+			return &wraps.slots[s - 1];
 	}
 }
 
@@ -113,24 +114,24 @@ index_put(uint32_t *index, uint32_t mask, uint32_t hash, uint32_t value)
 static int
 slots_grow(void)
 {
-	if (W.n == W.cap) {
-		uint32_t cap = W.cap ? W.cap * 2 : 256;
-		struct slot *s = realloc(W.slots, (size_t)cap * sizeof(*s));
+	if (wraps.n == wraps.cap) {
+		uint32_t cap = wraps.cap ? wraps.cap * 2 : 256;
+		struct slot *s = trc_realloc(wraps.slots, (size_t)cap * sizeof(*s));
 		if (s == NULL)
 			return -1;
-		W.slots = s;
-		W.cap = cap;
+		wraps.slots = s;
+		wraps.cap = cap;
 	}
-	if (W.index == NULL || (W.n + 1) * 2 > W.mask + 1) {
-		uint32_t size = W.index == NULL ? 512 : (W.mask + 1) * 2;
-		uint32_t *index = calloc(size, sizeof(*index));
+	if (wraps.index == NULL || (wraps.n + 1) * 2 > wraps.mask + 1) {
+		uint32_t size = wraps.index == NULL ? 512 : (wraps.mask + 1) * 2;
+		uint32_t *index = trc_calloc(size, sizeof(*index));
 		if (index == NULL)
 			return -1;
-		for (uint32_t i = 0; i < W.n; i++)
-			index_put(index, size - 1, slot_hash(W.slots[i].w, W.slots[i].mid), i + 1);
-		free(W.index);
-		W.index = index;
-		W.mask = size - 1;
+		for (uint32_t i = 0; i < wraps.n; i++)
+			index_put(index, size - 1, slot_hash(wraps.slots[i].w, wraps.slots[i].mid), i + 1);
+		free(wraps.index);
+		wraps.index = index;
+		wraps.mask = size - 1;
 	}
 	return 0;
 }
@@ -144,29 +145,29 @@ slot_get(VALUE w, VALUE owner, ID mid)
 		return s;
 	if (slots_grow() < 0)
 		return NULL;
-	s = &W.slots[W.n];
+	s = &wraps.slots[wraps.n];
 	memset(s, 0, sizeof(*s));
 	s->w = w;
 	s->mid = mid;
 	s->exprs = Qnil;
 	s->reaches = Qnil;
 	s->owner = owner;
-	index_put(W.index, W.mask, slot_hash(w, mid), ++W.n);
+	index_put(wraps.index, wraps.mask, slot_hash(w, mid), ++wraps.n);
 	return s;
 }
 
 static int
 remember_installed(const struct slot *s)
 {
-	if (W.ninstalled == W.installed_cap) {
-		uint32_t cap = W.installed_cap ? W.installed_cap * 2 : 256;
-		uint32_t *p = realloc(W.installed, (size_t)cap * sizeof(*p));
+	if (wraps.ninstalled == wraps.installed_cap) {
+		uint32_t cap = wraps.installed_cap ? wraps.installed_cap * 2 : 256;
+		uint32_t *p = trc_realloc(wraps.installed, (size_t)cap * sizeof(*p));
 		if (p == NULL)
 			return -1;
-		W.installed = p;
-		W.installed_cap = cap;
+		wraps.installed = p;
+		wraps.installed_cap = cap;
 	}
-	W.installed[W.ninstalled++] = (uint32_t)(s - W.slots);
+	wraps.installed[wraps.ninstalled++] = (uint32_t)(s - wraps.slots);
 	return 0;
 }
 
@@ -185,7 +186,7 @@ static VALUE
 find_original(VALUE arg)
 {
 	const struct slot *s = (const struct slot *)arg;
-	VALUE um = rb_funcall(rb_const_get(W.wrap_module, rb_intern("INSTANCE_METHOD")), id_bind_call, 2, s->owner,
+	VALUE um = rb_funcall(rb_const_get(wraps.wrap_module, rb_intern("INSTANCE_METHOD")), id_bind_call, 2, s->owner,
 	    ID2SYM(s->mid));
 
 	return rb_funcall(um, rb_intern("super_method"), 0);
@@ -264,7 +265,7 @@ reaches(struct slot *s, VALUE self)
 static void
 report_slow(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 {
-	const struct trc_wrap_sink *sink = W.sink;
+	const struct trc_wrap_sink *sink = wraps.sink;
 	struct trc_thread *t;
 
 	if (!trc_vm_main_ractor()) {
@@ -272,7 +273,7 @@ report_slow(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 		return;
 	}
 	trc_vm_hook_in();
-	if ((t = trc_thread_current()) != NULL && !t->quiet && sink == W.sink) {
+	if ((t = trc_thread_current()) != NULL && !t->quiet && sink == wraps.sink) {
 		if (begins)
 			sink->enter(t, m, exprs);
 		else
@@ -295,9 +296,9 @@ report(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 	if (rb_thread_current() == trc_names_last_thread && (t = trc_names_last_entry) != NULL &&
 	    !t->quiet && exprs == NULL) {
 		if (begins)
-			W.sink->enter(t, m, NULL);
+			wraps.sink->enter(t, m, NULL);
 		else
-			W.sink->leave(t, m);
+			wraps.sink->leave(t, m);
 		return;
 	}
 	report_slow(m, begins, exprs);
@@ -314,7 +315,7 @@ report(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 uint64_t
 trc_wrap_generation(void)
 {
-	return ++W.generation;
+	return ++wraps.generation;
 }
 
 uint64_t
@@ -333,7 +334,7 @@ token_method(VALUE token, uint32_t *m)
 		return 0;
 	tok = (uint64_t)FIX2LONG(token);
 	*m = (uint32_t)(tok & ((1u << TOKEN_METHOD_BITS) - 1));
-	return W.live != 0 && tok >> TOKEN_METHOD_BITS == W.live;
+	return wraps.live != 0 && tok >> TOKEN_METHOD_BITS == wraps.live;
 }
 
 /* TracerAgent.__enter(token): a call of a method a TracePoint watches begins. */
@@ -361,8 +362,8 @@ agent_leave(VALUE self, VALUE token)
 void
 trc_wrap_live(uint64_t gen, const struct trc_wrap_sink *sink)
 {
-	W.live = sink != NULL ? gen : 0;
-	W.sink = sink;
+	wraps.live = sink != NULL ? gen : 0;
+	wraps.sink = sink;
 }
 
 /* ---- the wrapper ---- */
@@ -373,8 +374,8 @@ call_ended(VALUE arg)
 	const struct call *c = (const struct call *)arg;
 
 	/* Not if the session ended meanwhile: its tables may be gone. */
-	if (W.live == c->gen)
-		report(W.slots[c->slot].m, 0, NULL);
+	if (wraps.live == c->gen)
+		report(wraps.slots[c->slot].m, 0, NULL);
 	return Qnil;
 }
 
@@ -391,7 +392,7 @@ running_slot(void)
 	if (!rb_frame_method_id_and_class(&mid, &w))
 		return NULL;
 	if (rb_thread_current() != trc_names_last_thread && !trc_vm_main_ractor()) {
-		if (W.live != 0)
+		if (wraps.live != 0)
 			trc_vm_other_ractor();
 		return NULL;
 	}
@@ -418,9 +419,9 @@ wrapped_call(int argc, const VALUE *argv, VALUE self)
 	c.argv = argv;
 	c.self = self;
 	c.original = reaches(s, self) ? Qundef : original_of(s);
-	if (W.live == 0 || s->gen != W.live)
+	if (wraps.live == 0 || s->gen != wraps.live)
 		return pass_on(&c);
-	c.slot = (uint32_t)(s - W.slots);
+	c.slot = (uint32_t)(s - wraps.slots);
 	c.gen = s->gen;
 	if (NIL_P(s->exprs)) {
 		report(s->m, 1, NULL);
@@ -575,7 +576,7 @@ trc_wrap_refusal(VALUE owner, ID mid, int native)
 	ruby_side();
 	if (why >= 0)
 		return refusals[why];
-	if (rb_obj_is_kind_of(owner, W.wrappers_class) || OBJ_FROZEN(owner))
+	if (rb_obj_is_kind_of(owner, wraps.wrappers_class) || OBJ_FROZEN(owner))
 		return OBJ_FROZEN(owner) ? "its class is frozen" : "it is tracer's own";
 	return NULL;
 }
@@ -590,7 +591,7 @@ prepend_now(VALUE arg)
 	struct prepend_args *a = (struct prepend_args *)arg;
 
 	if (RB_TYPE_P(a->owner, T_MODULE))
-		rb_include_module(W.anchor, a->owner);
+		rb_include_module(wraps.anchor, a->owner);
 	rb_prepend_module(a->owner, a->w);
 	return Qnil;
 }
@@ -618,7 +619,7 @@ prepend(VALUE arg)
 	struct prepend_args *a = (struct prepend_args *)arg;
 	VALUE was_disabled;
 
-	a->w = rb_class_new_instance(1, &a->owner, W.wrappers_class);
+	a->w = rb_class_new_instance(1, &a->owner, wraps.wrappers_class);
 	if (!RB_TYPE_P(a->owner, T_MODULE)) {
 		rb_prepend_module(a->owner, a->w);
 		return Qnil;
@@ -635,16 +636,16 @@ wrappers_of(VALUE owner)
 	struct prepend_args a = { owner, Qnil };
 	int state = 0;
 
-	if (W.owners == NULL)
-		W.owners = st_init_numtable();
-	if (st_lookup(W.owners, (st_data_t)owner, &w))
+	if (wraps.owners == NULL)
+		wraps.owners = st_init_numtable();
+	if (st_lookup(wraps.owners, (st_data_t)owner, &w))
 		return (VALUE)w;
 	rb_protect(prepend, (VALUE)&a, &state);
 	if (state) {
 		rb_set_errinfo(Qnil);
 		return Qnil;
 	}
-	st_insert(W.owners, (st_data_t)owner, (st_data_t)a.w);
+	st_insert(wraps.owners, (st_data_t)owner, (st_data_t)a.w);
 	return a.w;
 }
 
@@ -715,7 +716,7 @@ trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_
 		return -1;
 	}
 	if ((s = slot_get(w, owner, mid)) == NULL) {
-		W.alloc_failures++;
+		wraps.alloc_failures++;
 		*why = rb_str_new_cstr("cannot wrap it: out of memory");
 		return -1;
 	}
@@ -725,7 +726,7 @@ trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_
 	if (s->defined)
 		return 0;
 	if (remember_installed(s) < 0) {
-		W.alloc_failures++;
+		wraps.alloc_failures++;
 		*why = rb_str_new_cstr("cannot wrap it: out of memory");
 		return -1;
 	}
@@ -733,12 +734,12 @@ trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_
 	a.mid = mid;
 	a.visibility = visibility;
 	a.arity = arity;
-	W.defining++;
+	wraps.defining++;
 	rb_protect(define, (VALUE)&a, &state);
-	W.defining--;
+	wraps.defining--;
 	if (state) {
 		*why = rb_sprintf("cannot wrap it: %"PRIsVALUE, raised());
-		W.ninstalled--;
+		wraps.ninstalled--;
 		return -1;
 	}
 	s->defined = 1;
@@ -755,7 +756,7 @@ compile_exprs(VALUE arg)
 	const struct exprs_args *a = (const struct exprs_args *)arg;
 	VALUE argv[4] = { a->owner, a->home, a->name, a->exprs };
 
-	return rb_funcallv(W.wrap_module, id_expressions, 4, argv);
+	return rb_funcallv(wraps.wrap_module, id_expressions, 4, argv);
 }
 
 VALUE
@@ -800,9 +801,9 @@ int
 trc_wrap_remove_some(int (*more)(void *), void *arg)
 {
 	trc_wrap_live(0, NULL);
-	W.defining++;
-	while (W.ninstalled > 0 && more(arg)) {
-		struct slot *s = &W.slots[W.installed[--W.ninstalled]];
+	wraps.defining++;
+	while (wraps.ninstalled > 0 && more(arg)) {
+		struct slot *s = &wraps.slots[wraps.installed[--wraps.ninstalled]];
 		struct remove_args a = { s->w, s->mid };
 		int state = 0;
 
@@ -812,20 +813,20 @@ trc_wrap_remove_some(int (*more)(void *), void *arg)
 		if (state)
 			rb_set_errinfo(Qnil);
 	}
-	W.defining--;
-	return (int)W.ninstalled;
+	wraps.defining--;
+	return (int)wraps.ninstalled;
 }
 
 int
 trc_wrapped(void)
 {
-	return (int)W.ninstalled;
+	return (int)wraps.ninstalled;
 }
 
 uint64_t
 trc_wrap_alloc_failures(void)
 {
-	return W.alloc_failures;
+	return wraps.alloc_failures;
 }
 
 static int
@@ -839,14 +840,14 @@ mark_owner(st_data_t owner, st_data_t w, st_data_t unused)
 void
 trc_wrap_mark(void)
 {
-	rb_gc_mark(W.wrappers_class);
-	rb_gc_mark(W.anchor);
-	rb_gc_mark(W.wrap_module);
-	if (W.owners != NULL)
-		st_foreach(W.owners, mark_owner, 0);
-	for (uint32_t i = 0; i < W.n; i++) {
-		rb_gc_mark(W.slots[i].exprs);
-		rb_gc_mark(W.slots[i].reaches);
+	rb_gc_mark(wraps.wrappers_class);
+	rb_gc_mark(wraps.anchor);
+	rb_gc_mark(wraps.wrap_module);
+	if (wraps.owners != NULL)
+		st_foreach(wraps.owners, mark_owner, 0);
+	for (uint32_t i = 0; i < wraps.n; i++) {
+		rb_gc_mark(wraps.slots[i].exprs);
+		rb_gc_mark(wraps.slots[i].reaches);
 	}
 }
 
@@ -861,29 +862,29 @@ trc_wrap_mark(void)
 static VALUE
 agent_watching(VALUE self)
 {
-	if (W.defining)
+	if (wraps.defining)
 		return Qfalse;
-	__atomic_fetch_add(&W.definitions, 1, __ATOMIC_RELAXED);
-	return W.watching != NULL && W.watching() && trc_vm_main_ractor() ? Qtrue : Qfalse;
+	__atomic_fetch_add(&wraps.definitions, 1, __ATOMIC_RELAXED);
+	return wraps.watching != NULL && wraps.watching() && trc_vm_main_ractor() ? Qtrue : Qfalse;
 }
 
 uint64_t
 trc_wrap_definitions(void)
 {
-	return __atomic_load_n(&W.definitions, __ATOMIC_RELAXED);
+	return __atomic_load_n(&wraps.definitions, __ATOMIC_RELAXED);
 }
 
 /* TracerAgent.__defined(mod, name): the app defined a method while a session wants to know. */
 static VALUE
 agent_defined(VALUE self, VALUE mod, VALUE name)
 {
-	if (W.defining || !SYMBOL_P(name))
+	if (wraps.defining || !SYMBOL_P(name))
 		return Qnil;
 	ruby_side();
-	if (rb_obj_is_kind_of(mod, W.wrappers_class) || W.defined == NULL)
+	if (rb_obj_is_kind_of(mod, wraps.wrappers_class) || wraps.defined == NULL)
 		return Qnil;
 	trc_vm_hook_in();       /* Ruby runs below: the session's service must wait */
-	W.defined(mod, SYM2ID(name));
+	wraps.defined(mod, SYM2ID(name));
 	trc_vm_hook_out();
 	return Qnil;
 }
@@ -891,15 +892,15 @@ agent_defined(VALUE self, VALUE mod, VALUE name)
 void
 trc_wrap_definitions_to(void (*defined)(VALUE mod, ID mid), int (*watching)(void))
 {
-	W.defined = defined;
-	W.watching = watching;
+	wraps.defined = defined;
+	wraps.watching = watching;
 }
 
 static VALUE
 watch_definitions(VALUE unused)
 {
 	ruby_side();
-	return rb_funcall(W.wrap_module, rb_intern("watch"), 0);
+	return rb_funcall(wraps.wrap_module, rb_intern("watch"), 0);
 }
 
 void
