@@ -260,7 +260,7 @@ set_top(void *opts, const char *v)
 
 	if (trc_top_mode_parse(v, &o->run.top_mode) < 0)
 		die(TRC_EXIT_USAGE, "invalid --top mode '%s': expected calls, time, objects-total, "
-		    "objects, arrays, strings or exceptions", v);
+		    "objects, arrays, strings, exceptions or threads", v);
 }
 
 /* --sample N (by_time false, N from 1) or --sample-time N (from 2): one or the other. */
@@ -542,6 +542,7 @@ static const char spec_text[] =
 	"  arrays         FILENAME LINE COUNT: Array and Hash allocations\n"
 	"  strings        FILENAME LINE COUNT: String allocations\n"
 	"  exceptions     FILENAME LINE EXCEPTION COUNT: raises by site and class\n"
+	"  threads        THREAD RUNS WAITED HELD: GVL turns, waits and holds (ms)\n"
 	"Rows from several processes add up; a PIDS column says in how many each was\n"
 	"seen. Only files under each process's working directory count, unless\n"
 	"--filter (a relative PREFIX is taken from here) or --all says otherwise;\n"

@@ -7,15 +7,13 @@
 
 #include "xmalloc.h"
 
-/* How each mode is shown. */
+/* How each mode is shown: the protocol's list. */
 static const struct trc_top_mode_def modes[] = {
-	[TRC_TOP_CALLS] = { "calls", true, "METHOD", "method", "CALLS", false },
-	[TRC_TOP_TIME] = { "time", true, "METHOD", "method", "CALLS", true },
-	[TRC_TOP_OBJECTS_TOTAL] = { "objects-total", false, "OBJECT", "object", "COUNT", false },
-	[TRC_TOP_OBJECTS] = { "objects", true, "OBJECT", "object", "COUNT", false },
-	[TRC_TOP_ARRAYS] = { "arrays", true, NULL, NULL, "COUNT", false },
-	[TRC_TOP_STRINGS] = { "strings", true, NULL, NULL, "COUNT", false },
-	[TRC_TOP_EXCEPTIONS] = { "exceptions", true, "EXCEPTION", "exception", "COUNT", false },
+#define TRC_X(NAME, value, name, flags, label, key, count, total, self, help) \
+	[TRC_TOP_##NAME] = { name, flags, !((flags) & TRC_TOPM_NO_SITE), label, key, count, \
+		((flags) & TRC_TOPM_TIMED) != 0, total, self, help },
+	TRC_TOP_MODES(TRC_X)
+#undef TRC_X
 };
 #define NMODES (sizeof(modes) / sizeof(modes[0]))
 

@@ -15,14 +15,17 @@
 #define TRC_TOP_MAX_ENTRIES (1u << 20)
 #define TRC_TOP_MAX_BYTES (64u << 20)
 
-/* How a mode is shown: its columns and what its figures mean. */
+/* How a mode is shown: its columns and what its figures mean (tracer_protocol.h's list). */
 struct trc_top_mode_def {
 	const char *name;       /* on the command line: "calls", "objects-total"... */
+	int flags;              /* enum trc_top_mode_flag */
 	bool file;              /* FILENAME and LINE columns */
 	const char *label;      /* title of the label column, NULL: none */
 	const char *json_label; /* its JSON key */
 	const char *count;      /* title of the count column */
-	bool timed;             /* TOTAL, SELF and AVG; sorted by TOTAL */
+	bool timed;             /* total and self columns, and AVG; sorted by total */
+	const char *total, *self;       /* their titles */
+	const char *help;       /* what it counts, for --help */
 };
 
 /* The mode's name on the command line ("calls", "objects-total"...), or NULL if out of range. */

@@ -94,6 +94,8 @@ col_title(const struct trc_top_mode_def *d, enum col c)
 {
 	if (c == C_LABEL)
 		return d->label;
+	if (c == C_TOTAL || c == C_SELF)
+		return c == C_TOTAL ? d->total : d->self;
 	return c == C_COUNT ? d->count : cols[c].title;
 }
 

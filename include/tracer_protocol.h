@@ -254,19 +254,27 @@ enum trc_eval_kind {
 #define TRC_EVAL_LAST TRC_EVAL_MEMORY
 
 /*
- * Top modes (TRC_CMD_TOP): X(NAME, value, "name", flags, label column, label word, count
- * column), what both sides make their tables from: the agent's counting hooks, the client's
- * option, columns and checks. flags: enum trc_top_mode_flag.
+ * Top modes (TRC_CMD_TOP): what both sides make their tables from (the agent's counting hooks;
+ * the client's option, help, columns and checks). X(NAME, value, "name", flags, label title,
+ * label's JSON key, count title, total title, self title, "what it counts"): flags are enum
+ * trc_top_mode_flag; a title NULL has no column.
  */
 #define TRC_TOP_MODES(X) \
-	X(CALLS, 0, "calls", TRC_TOPM_METHOD, "METHOD", "method", "CALLS") \
-	X(TIME, 1, "time", TRC_TOPM_METHOD | TRC_TOPM_TIMED, "METHOD", "method", "CALLS") \
+	X(CALLS, 0, "calls", TRC_TOPM_METHOD, "METHOD", "method", "CALLS", NULL, NULL, \
+	    "calls of the app's methods (--all: of every method)") \
+	X(TIME, 1, "time", TRC_TOPM_METHOD | TRC_TOPM_TIMED, "METHOD", "method", "CALLS", "TOTAL", "SELF", \
+	    "time in the app's methods, with and without their callees") \
 	X(OBJECTS_TOTAL, 2, "objects-total", TRC_TOPM_ALLOC | TRC_TOPM_CLASS | TRC_TOPM_NO_SITE, "OBJECT", \
-	    "object", "COUNT") \
-	X(OBJECTS, 3, "objects", TRC_TOPM_ALLOC | TRC_TOPM_CLASS, "OBJECT", "object", "COUNT") \
-	X(ARRAYS, 4, "arrays", TRC_TOPM_ALLOC, NULL, NULL, "COUNT") \
-	X(STRINGS, 5, "strings", TRC_TOPM_ALLOC, NULL, NULL, "COUNT") \
-	X(EXCEPTIONS, 6, "exceptions", TRC_TOPM_RAISE | TRC_TOPM_CLASS, "EXCEPTION", "exception", "COUNT")
+	    "object", "COUNT", NULL, NULL, "allocations by class") \
+	X(OBJECTS, 3, "objects", TRC_TOPM_ALLOC | TRC_TOPM_CLASS, "OBJECT", "object", "COUNT", NULL, NULL, \
+	    "allocations by class and the line that made them") \
+	X(ARRAYS, 4, "arrays", TRC_TOPM_ALLOC, NULL, NULL, "COUNT", NULL, NULL, \
+	    "Array and Hash allocations by line") \
+	X(STRINGS, 5, "strings", TRC_TOPM_ALLOC, NULL, NULL, "COUNT", NULL, NULL, "String allocations by line") \
+	X(EXCEPTIONS, 6, "exceptions", TRC_TOPM_RAISE | TRC_TOPM_CLASS, "EXCEPTION", "exception", "COUNT", \
+	    NULL, NULL, "raises by class and line") \
+	X(THREADS, 7, "threads", TRC_TOPM_THREAD | TRC_TOPM_TIMED | TRC_TOPM_NO_SITE, "THREAD", "thread", "RUNS", \
+	    "WAITED", "HELD", "each thread's turns on the GVL: time waiting for it, and holding it (Ruby 3.3+)")
 
 enum trc_top_mode_flag {
 	TRC_TOPM_METHOD = 1 << 0,       /* rows are methods: calls, through wrappers or the VM's hook */
@@ -275,14 +283,16 @@ enum trc_top_mode_flag {
 	TRC_TOPM_RAISE = 1 << 3,        /* counts raises */
 	TRC_TOPM_CLASS = 1 << 4,        /* the label is a class's name */
 	TRC_TOPM_NO_SITE = 1 << 5,      /* rows have no file:line (file "", line 0) */
+	TRC_TOPM_THREAD = 1 << 6,       /* rows are threads, from the VM's thread events: count = turns
+					 * on the GVL, total_ns = waiting for it, self_ns = holding it */
 };
 
 enum trc_top_mode {
-#define TRC_X(NAME, value, name, flags, label, word, count) TRC_TOP_##NAME = value,
+#define TRC_X(NAME, value, name, flags, label, key, count, total, self, help) TRC_TOP_##NAME = value,
 	TRC_TOP_MODES(TRC_X)
 #undef TRC_X
 };
-#define TRC_TOP_LAST TRC_TOP_EXCEPTIONS
+#define TRC_TOP_LAST TRC_TOP_THREADS
 
 /*
  * Agent -> client replies: 64..127. X(NAME, name, type, fields): the array has fields

@@ -18,6 +18,9 @@ have_func('rb_class_attached_object', 'ruby.h')
 # with: finding the app's modules without ObjectSpace.each_object's Ruby call per object.
 have_func('rb_objspace_each_objects')
 have_func('rb_ext_ractor_safe', 'ruby.h')
+# The VM's thread events, with the thread in each (Ruby 3.3+): --top threads.
+have_func('rb_internal_thread_add_event_hook', 'ruby/thread.h') &&
+  have_struct_member('rb_internal_thread_event_data_t', 'thread', 'ruby/thread.h')
 have_header('ruby/ractor.h') && (have_func('rb_ractor_main_p', 'ruby/ractor.h') ||
                                  have_func('rb_ractor_local_storage_value_newkey', 'ruby/ractor.h'))
 

@@ -1,6 +1,7 @@
 /* top.c: the counting hooks behind --top, and the fixed-size table they count into. */
 #include "top.h"
 
+#include <errno.h>
 #include <ruby/debug.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "encode.h"
 #include "gc.h"
 #include "names.h"
+#include "threads.h"
 #include "vm.h"
 #include "tracer_protocol.h"
 #include "wrap.h"
@@ -27,7 +29,7 @@
 
 /* Each mode's flags (enum trc_top_mode_flag), from the protocol's list. */
 static const int modes[] = {
-#define TRC_X(NAME, value, name, flags, label, word, count) [TRC_TOP_##NAME] = flags,
+#define TRC_X(NAME, value, name, flags, label, key, count, total, self, help) [TRC_TOP_##NAME] = flags,
 	TRC_TOP_MODES(TRC_X)
 #undef TRC_X
 };
@@ -66,6 +68,7 @@ static struct {
 	size_t alloc_mark;      /* ... when the open window opened */
 	size_t alloc_seen;      /* allocations made inside windows this interval */
 	int raise_hook;
+	int threads;            /* the VM's thread events are watched */
 	volatile int armed;
 } table;
 
@@ -118,10 +121,11 @@ row_get(uintptr_t what, const char *file, int line, const char *path)
 	r->file = file;
 	r->line = line;
 	r->used = 1;
-	r->excluded = !trc_scope_wanted(&table.scope, path);
+	/* Without a path (a thread), no scope applies. */
+	r->excluded = path != NULL && !trc_scope_wanted(&table.scope, path);
 	/* Shown as an absolute path: a script run as `ruby app.rb` has relative ones. */
-	r->path = r->excluded ? NULL : trc_scope_absolute(&table.scope, path);
-	r->nomem = !r->excluded && r->path == NULL;
+	r->path = r->excluded || path == NULL ? NULL : trc_scope_absolute(&table.scope, path);
+	r->nomem = !r->excluded && path != NULL && r->path == NULL;
 	r->excluded |= r->nomem;
 	r->count = r->total = r->self = 0;
 	table.used[table.nused++] = i;
@@ -427,6 +431,25 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	trc_vm_hook_out();
 }
 
+/* ---- threads: their GVL turns, from the VM's thread events (threads.c) ---- */
+
+static void
+thread_row(VALUE th, uint64_t switches, uint64_t wait, uint64_t held, void *unused)
+{
+	struct row *r = row_get((uintptr_t)th, NULL, 0, NULL);
+
+	if (r == NULL)
+		return;
+	r->count += switches;
+	r->total += wait;
+	r->self += held;
+}
+
+static void
+thread_discard(VALUE th, uint64_t switches, uint64_t wait, uint64_t held, void *unused)
+{
+}
+
 /* ---- start, stop, snapshot ---- */
 
 
@@ -562,13 +585,14 @@ interval_scale(void)
 }
 
 int
-trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope)
+trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope, const char **why)
 {
 	table.nused = 0;    /* before any failure: trc_top_stop() empties the first nused rows */
 	table.armed = 0;
 	table.scope = *scope;
 	table.rows = table_map((size_t)SLOTS * sizeof(*table.rows));
 	table.used = table_map(TRC_TOP_MAX_ROWS * sizeof(*table.used));
+	*why = "out of memory for the table";
 	if (table.rows == NULL || table.used == NULL)
 		goto fail;
 	table.mode = mode;
@@ -582,6 +606,14 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 	table.countdown = table.weight = next_gap();
 	table.wrapped = (modes[mode] & TRC_TOPM_METHOD) && !scope->all;
 	table.gen = table.wrapped ? trc_wrap_generation() : 0;
+	if (modes[mode] & TRC_TOPM_THREAD) {
+		if (trc_threads_watch(1) < 0) {
+			*why = errno == ENOSYS ? "its Ruby has no thread events to count (Ruby 3.3 and later have them)" :
+			    "out of memory for the table";
+			goto fail;
+		}
+		table.threads = 1;
+	}
 	return 0;
 fail:
 	trc_top_stop();
@@ -616,6 +648,10 @@ trc_top_go(void)
 			table.global = RUBY_EVENT_CALL | RUBY_EVENT_C_CALL;
 			rb_add_event_hook(calls_hook, table.global, Qnil);
 		}
+	} else if (table.threads) {
+		/* What came before the table was clear does not count. */
+		trc_threads_fold(thread_discard, NULL);
+		trc_threads_events();
 	} else if (modes[table.mode] & TRC_TOPM_RAISE) {
 		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
 		table.raise_hook = 1;
@@ -631,6 +667,9 @@ void
 trc_top_stop(void)
 {
 	table.armed = 0;
+	if (table.threads)
+		trc_threads_watch(0);
+	table.threads = 0;
 	if (table.gc)
 		trc_gc_watch(NULL);
 	table.gc = 0;
@@ -672,6 +711,11 @@ label_of(const struct row *r, struct trc_label *l, VALUE *keep)
 			*l = (struct trc_label){ .a = m->klass_name, .na = strlen(m->klass_name), .sep = m->sep,
 				.b = m->name, .nb = strlen(m->name) };
 		}
+	} else if (modes[table.mode] & TRC_TOPM_THREAD) {
+		const struct trc_thread *t = trc_thread_get((VALUE)r->what);
+
+		l->a = t != NULL ? t->name : "?";
+		l->na = strlen(l->a);
 	} else if (modes[table.mode] & TRC_TOPM_CLASS) {
 		*keep = rb_class_path((VALUE)r->what);
 		l->a = RSTRING_PTR(*keep);
@@ -708,6 +752,10 @@ trc_top_pack(msgpack_packer *pk)
 	};
 
 	table.armed = 0;
+	if (table.threads) {
+		head.lost += trc_threads_fold(thread_row, NULL);
+		head.events += trc_threads_events();
+	}
 	for (uint32_t i = 0; i < table.nused; i++)
 		n += !table.rows[table.used[i]].excluded && table.rows[table.used[i]].count != 0;
 	trc_encode_top(pk, &head, n);
@@ -723,14 +771,15 @@ trc_top_pack(msgpack_packer *pk)
 int
 trc_top_installed(void)
 {
-	return (table.global != 0) + table.raise_hook + table.newobj + (table.gc && trc_gc_watching());
+	return (table.global != 0) + table.raise_hook + table.newobj + table.threads + (table.gc && trc_gc_watching());
 }
 
 void
 trc_top_mark(void)
 {
 	trc_scope_mark(&table.scope);
-	if (table.rows == NULL || !(modes[table.mode] & TRC_TOPM_CLASS))
+	trc_threads_mark();
+	if (table.rows == NULL || !(modes[table.mode] & (TRC_TOPM_CLASS | TRC_TOPM_THREAD)))
 		return;
 	for (uint32_t i = 0; i < table.nused; i++)
 		rb_gc_mark((VALUE)table.rows[table.used[i]].what);

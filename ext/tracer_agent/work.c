@@ -231,6 +231,7 @@ trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, u
     struct trc_scope *scope)
 {
 	const struct trc_scope *wrapped;
+	const char *why;
 	uint64_t gen;
 
 	if (trc_mem_room() < trc_top_table_bytes()) {
@@ -239,8 +240,8 @@ trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, u
 		    "not counting in it, its own allocations come first", (int)getpid());
 		return -1;
 	}
-	if (trc_top_start(mode, flags, sample, scope) < 0) {
-		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d: out of memory for the table", (int)getpid());
+	if (trc_top_start(mode, flags, sample, scope, &why) < 0) {
+		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d: %s", (int)getpid(), why);
 		return -1;
 	}
 	work.kind = KIND_TOP;

@@ -89,10 +89,24 @@ def exceptions
   end
 end
 
+# Two named threads that both want the GVL: each takes turns, and waits while the other runs.
+def threads
+  2.times.map do |i|
+    Thread.new do
+      Thread.current.name = "worker-#{i}"
+      x = 0
+      t = clock
+      x += 1 while clock - t < 0.3
+      sleep 0.05
+    end
+  end.each(&:join)
+end
+
 BURSTS = {
   'calls' => method(:calls), 'time' => method(:time), 'exceptions' => method(:exceptions),
   'objects' => method(:allocations), 'objects-total' => method(:allocations),
-  'arrays' => method(:allocations), 'strings' => method(:allocations)
+  'arrays' => method(:allocations), 'strings' => method(:allocations),
+  'threads' => method(:threads)
 }.freeze
 
 burst = BURSTS.fetch(ARGV.fetch(0).split('@').first) { abort "unknown mode #{ARGV[0]}" }

@@ -102,7 +102,8 @@ class DocsTest < Minitest::Test
 
   def test_completion_of_top_modes_and_formats
     modes = help_section('Live tables (--top MODE), counted inside the processes:').scan(/^  ([\w-]+) /).flatten
-    assert_equal %w[calls time objects-total objects arrays strings exceptions], modes
+    protocol = File.read(File.join(ROOT, 'include', 'tracer_protocol.h'))
+    assert_equal protocol.scan(/^\tX\(\w+, \d+, "([\w-]+)"/).flatten, modes, 'the modes of TRC_TOP_MODES'
     assert_equal modes, complete('tracer', '-p', '1', '--top', '')
     assert_equal %w[objects-total objects], complete('tracer', '--top', 'ob')
     formats = help_section('Trace formats (--format, for -m, -f and -s):').scan(/^  (\w+) /).flatten

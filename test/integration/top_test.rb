@@ -254,6 +254,27 @@ class TopTest < Minitest::Test
     stop(c, t)
   end
 
+  # Ruby 3.3 and later report each thread's GVL handovers; before, --top threads says so.
+  def test_threads_take_turns
+    t = app('threads')
+    if Gem::Version.new(RUBY_VERSION) < Gem::Version.new('3.3')
+      status = top(t, 'threads').then { |c| [c.finish, c.err] }
+      refute status[0].success?
+      assert_match(/process #{t.pid}: its Ruby has no thread events to count \(Ruby 3.3 and later have them\)/, status[1])
+      return
+    end
+    c = top(t, 'threads')
+    snap = run_burst(t, c, 'both workers') do |s|
+      %w[worker-0 worker-1].all? { |n| count(s, n, key: 'thread') >= 2 }
+    end
+    %w[worker-0 worker-1].each do |n|
+      r = row(snap, n, key: 'thread')
+      assert_operator r['total_ms'], :>, 0, "#{n} waited for the GVL"
+      assert_operator r['self_ms'], :>=, 50, "#{n} held it while it counted"
+    end
+    stop(c, t)
+  end
+
   def test_two_processes_add_up
     a = app('calls')
     b = app('calls')
