@@ -28,7 +28,17 @@ $(AGENT): $(AGENT_SRC) | deps
 client: | deps
 	$(MAKE) -s -C client
 
-test: test-deps all test-unit test-integration fuzz-ci
+# Every stage runs whatever the one before it did, then a line per stage; fails if any did.
+TEST_STAGES = test-unit test-integration fuzz-ci
+test: test-deps all
+	@rc=0; summary=""; \
+	for s in $(TEST_STAGES); do \
+		start=$$(date +%s); \
+		if $(MAKE) -s $$s; then r=ok; else r=FAILED; rc=1; fi; \
+		summary="$$summary$$(printf '  %-17s %-7s %5ss' $$s $$r $$(($$(date +%s) - start)))\n"; \
+	done; \
+	printf "\nmake test: %s\n$$summary" "$$([ $$rc = 0 ] && echo 'every stage passed' || echo FAILED)"; \
+	exit $$rc
 
 test-unit: test-deps client
 	$(MAKE) -s -C client test

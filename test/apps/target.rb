@@ -1,5 +1,6 @@
 # target.rb MODE: a Ruby process for the integration tests, with the agent loaded (-rtracer_agent).
-# It prints "ready PID" once it is in MODE, then stays there until killed.
+# It prints "ready PID" once it is in MODE, then stays there until killed (exit_when_told: until a
+# line comes on its stdin).
 $stdout.sync = true
 
 class Worker
@@ -123,11 +124,14 @@ when 'threads'
     end
   end
   workers.each(&:join)
-when 'exit_soon'
+when 'exit_when_told'
+  # Works until a line comes on its stdin, then exits: while a client traces it, however
+  # long the attach took on a loaded machine.
   w = Worker.new(1)
+  told = false
+  Thread.new { $stdin.gets; told = true }
   ready
-  deadline = Time.now + (ENV['EXIT_AFTER'] || '1').to_f
-  w.work(1) while Time.now < deadline
+  w.work(1) until told
   exit 0
 when 'fork'
   w = Worker.new(1)

@@ -1,4 +1,4 @@
-# memory_pause.rb: how long --memory stops a process with a big heap (README, --memory).
+# memory_pause.rb: how long --memory stops a process with a big heap (docs/performance.md, --memory's pause).
 #
 #   ruby test/bench/memory_pause.rb [GIB] [ROUNDS]      (make all first; 1 GiB, 3 rounds)
 #

@@ -1,4 +1,5 @@
-# docs_test.rb: the man page and the bash completion say what `tracer --help` says, and install.
+# docs_test.rb: the man page, the bash completion and the README's options table say what `tracer
+# --help` says, the README's and docs/'s links lead somewhere, and make install installs.
 require_relative 'helper'
 require 'fileutils'
 require 'set'
@@ -61,6 +62,36 @@ class DocsTest < Minitest::Test
     %w[TMPDIR COLUMNS TRACER_AGENT_EVAL].each { |v| assert_match(/^\.BR? #{v}\b/, roff) }
     help_section('Trace formats (--format, for -m, -f and -s):').scan(/^  (\w+)/).flatten.each do |f|
       assert_match(/^\.TP\n\.B #{f}\n/, roff, "format #{f} in OUTPUT")
+    end
+  end
+
+  # Each option the README's options table names is one of tracer's.
+  def test_readme_options_are_the_clients
+    readme = File.read(File.join(ROOT, 'README.md'))
+    rows = readme.lines.grep(/\A\| `-/)
+    assert_operator rows.size, :>=, 20, 'no options table in README.md'
+    named = rows.flat_map { |r| r.split(' | ').first.scan(/`(--?[\w-]+)/).flatten }
+    known = help_options.flat_map { |long, short| [long, short].compact }
+    assert_empty named - known, 'options in README.md that tracer --help does not have'
+  end
+
+  # GitHub's anchor for a heading: lower case, punctuation but - and _ dropped, spaces as -.
+  def anchor(heading) = heading.strip.downcase.gsub(/[^\w\- ]/, '').tr(' ', '-')
+
+  # The README's and docs/'s relative links name files that exist, and headings that do.
+  def test_links_lead_somewhere
+    files = [File.join(ROOT, 'README.md')] + Dir[File.join(ROOT, 'docs', '*.md')]
+    assert_operator files.size, :>=, 3
+    files.each do |file|
+      File.read(file).scan(/\]\(([^)\s]+)\)/).flatten.reject { |l| l.match?(%r{\A\w+://}) }.each do |link|
+        path, frag = link.split('#', 2)
+        target = path.empty? ? file : File.expand_path(path, File.dirname(file))
+        assert File.exist?(target), "#{File.basename(file)}: #{link}: no #{target}"
+        next unless frag && target.end_with?('.md')
+
+        headings = File.read(target).scan(/^#+ (.*)$/).flatten.map { |h| anchor(h) }
+        assert_includes headings, frag, "#{File.basename(file)}: #{link}: no such heading"
+      end
     end
   end
 

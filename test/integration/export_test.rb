@@ -4,8 +4,9 @@
 #   speedscope    its own importer (the code its web page runs, from the speedscope npm package)
 #                 loads speedscope, chrome and collapsed files: test/export/check.js; speedscope
 #                 files are also validated against its published JSON schema (shipped in the same
-#                 package) with ajv. Both come from test/export/package.json, installed once by
-#                 `npm ci` into test/export/node_modules.
+#                 package) with ajv. Both come from test/export/package.json, installed by `npm
+#                 ci` into test/export/node_modules from the npm registry, once per checkout, when
+#                 a test first needs them.
 #   flamegraph.pl Brendan Gregg's renderer turns collapsed stacks into an SVG flame graph; Debian
 #                 ships it in libdevel-nytprof-perl (.ci/run installs it).
 #   chrome        no Perfetto or chrome://tracing runs here: besides speedscope's Trace Event
@@ -21,21 +22,40 @@ FLAMEGRAPH = ENV['FLAMEGRAPH'] || '/usr/share/perl5/Devel/NYTProf/flamegraph.pl'
 module ExportConsumers
   @mutex = Mutex.new
 
-  # npm ci once per checkout; later runs reuse node_modules while package-lock.json is unchanged.
-  def self.install!
+  # npm ci once per checkout (it fetches from the npm registry); later runs reuse node_modules
+  # while package-lock.json is unchanged. Tried once per run: when it fails, the first test
+  # that needs speedscope fails with npm's reason, and the others stop where they need it,
+  # skipped with a pointer to that failure (each trying again took some 70 s to fail alike; the
+  # run fails either way). Returns nil when installed, else that pointer.
+  def self.install!(test)
     @mutex.synchronize do
       return if @installed
+      return "speedscope is not installed: npm ci failed in #{@failed}, above" if @failed
 
-      stamp = File.join(EXPORT_DIR, 'node_modules', '.package-lock.json')
-      lock = File.join(EXPORT_DIR, 'package-lock.json')
-      unless File.exist?(stamp) && File.mtime(stamp) >= File.mtime(lock)
-        system('node', '--version', out: File::NULL) or raise 'export tests need node and npm: script/deps test installs them'
-        out, status = Open3.capture2e('npm', 'ci', '--prefix', EXPORT_DIR, '--ignore-scripts',
-                                      '--no-audit', '--no-fund')
-        raise "npm ci in test/export failed:\n#{out}" unless status.success?
+      begin
+        install
+        @installed = true
+        nil
+      rescue RuntimeError
+        @failed = test
+        raise
       end
-      @installed = true
     end
+  end
+
+  def self.install
+    stamp = File.join(EXPORT_DIR, 'node_modules', '.package-lock.json')
+    lock = File.join(EXPORT_DIR, 'package-lock.json')
+    return if File.exist?(stamp) && File.mtime(stamp) >= File.mtime(lock)
+
+    system('node', '--version', out: File::NULL) or raise 'export tests need node and npm: script/deps test installs them'
+    out, status = Open3.capture2e('npm', 'ci', '--prefix', EXPORT_DIR, '--ignore-scripts', '--no-audit', '--no-fund')
+    return if status.success?
+
+    registry = (IO.popen(%w[npm config get registry], err: File::NULL, &:read).strip rescue '') # rubocop:disable Style/RescueModifier
+    raise "npm ci in test/export could not install speedscope and ajv from the npm registry " \
+          "(#{registry.empty? ? 'npm config get registry failed' : registry}); the export tests read " \
+          "tracer's files with them, and fetch them once per checkout. npm said:\n#{out.lines.grep_v(/\Anpm error +(at |\w+: |\})/).join}"
   end
 end
 
@@ -45,7 +65,6 @@ class ExportTest < Minitest::Test
   def setup
     super
     @dir = Dir.mktmpdir('tracer-export')
-    ExportConsumers.install!
   end
 
   def teardown
@@ -65,6 +84,7 @@ class ExportTest < Minitest::Test
 
   # speedscope's view of a file: see test/export/check.js.
   def speedscope(path, *flags)
+    missing = ExportConsumers.install!("#{self.class}##{name}") and skip(missing)
     out, err, status = Open3.capture3('node', File.join(EXPORT_DIR, 'check.js'), path, *flags)
     assert status.success?, "speedscope refused #{File.basename(path)}:\n#{err}"
     JSON.parse(out)

@@ -1,5 +1,6 @@
-# gem_test.rb: the gem builds, its install compiles the agent, and an app loads it from a Gemfile
-# (through bundler/setup, which Ruby ships; Debian keeps the `bundle` command in another package).
+# gem_test.rb: the gem builds, its install compiles the agent and keeps one copy of it, and an app
+# loads it from a Gemfile (through bundler/setup, which Ruby ships; Debian keeps the `bundle`
+# command in another package).
 require_relative 'helper'
 
 class GemTest < Minitest::Test
@@ -9,10 +10,16 @@ class GemTest < Minitest::Test
     Dir.mktmpdir do |dir|
       sh(dir, RUBY, '-S', 'gem', 'build', File.join(ROOT, 'tracer_agent.gemspec'), '--output', File.join(dir, 'tracer_agent.gem'),
          chdir: ROOT)
+      # Its one warning: the project has no public address to give as its homepage yet.
+      warnings = File.read(File.join(dir, 'sh.log')).lines.grep(/WARNING/).map(&:strip)
+      assert_empty warnings.grep_v(/no homepage specified|See https:\S+ for help/), 'gem build warns'
       gem = File.join(dir, 'tracer_agent.gem')
       gems = File.join(dir, 'gems')
-      # Installing compiles the agent from the gem's own sources.
+      # Installing compiles the agent from the gem's own sources, and leaves one library.
       sh(dir, RUBY, '-S', 'gem', 'install', '--local', '--no-document', '--install-dir', gems, gem)
+      libs = Dir[File.join(gems, '**', '*.so')]
+      assert_equal [File.join(gems, 'gems', "tracer_agent-#{gem_version(gem)}", 'lib', 'tracer_agent', 'tracer_agent.so')], libs
+      assert_empty Dir[File.join(gems, '**', '*.o')], 'objects left behind'
       File.write(File.join(dir, 'Gemfile'), "source 'https://rubygems.org'\ngem 'tracer_agent'\ngem 'sinatra', require: 'sinatra/base'\n")
       File.write(File.join(dir, 'app.rb'), <<~RUBY)
         require 'bundler/setup'
@@ -31,6 +38,8 @@ class GemTest < Minitest::Test
   end
 
   private
+
+  def gem_version(gem) = IO.popen([RUBY, '-rrubygems/package', '-e', 'print Gem::Package.new(ARGV[0]).spec.version', gem], &:read)
 
   def sh(dir, *cmd, chdir: dir, out: File.join(dir, 'sh.log'))
     ok = system(*cmd, chdir: chdir, out: out, err: [:child, :out])

@@ -14,9 +14,71 @@ class NamespaceTest < Minitest::Test
     assert Process.uid.zero?, 'namespaces need root: run the tests as root'
   end
 
+  # What the machine lets these tests make, asked once per run with the commands the tests use
+  # (true in place of the target). Where the kernel refuses one, the tests that need it are
+  # skipped and the reason is printed once, after the run; any other failure of a probe fails
+  # them. On a machine that can, every probe passes and every test runs.
+  PROBES = {
+    mount: { cmd: %w[unshare --mount true], what: 'a mount namespace (systemd PrivateTmp)' },
+    container: { cmd: CONTAINER + ['true'], what: 'a container (mount, pid, IPC and network namespaces)' },
+    user: { cmd: Nobody::AS + %w[unshare --user --map-root-user --net true],
+            what: 'a user namespace made by an unprivileged user (a rootless container)' },
+  }.freeze
+  @refused = {}
+
+  class << self
+    attr_reader :refused
+
+    # nil where the machine can make what probe names, else the reason it cannot.
+    def refusal(probe)
+      @refused.fetch(probe) do
+        cmd = PROBES.fetch(probe)[:cmd]
+        out, status = Open3.capture2e(*cmd)
+        @refused[probe] = status.success? ? nil : why_refused(cmd, out)
+      end
+    end
+
+    def why_refused(cmd, out)
+      said = out.lines.last.to_s.strip
+      lacks = case said
+              when /cannot change root filesystem propagation: Invalid argument/
+                'its / is not a mount point (a chroot?): run the tests where / is one (a VM, or ' \
+                'unshare --mount and pivot_root, as script/rubies does)'
+              when /Operation not permitted|Permission denied/
+                if cmd.include?('--user') && !cmd.include?('--mount')
+                  'the kernel refuses user namespaces to users other than root (user.max_user_namespaces ' \
+                  '= 0, kernel.unprivileged_userns_clone = 0, or a chroot)'
+                else
+                  'root here lacks CAP_SYS_ADMIN (a container or sandbox that does not grant it)'
+                end
+              end
+      lacks or raise Minitest::Assertion, "`#{cmd.join(' ')}` failed, and not for want of a permission: #{out}"
+      "`#{cmd.join(' ')}` said \"#{said}\": #{lacks}"
+    end
+  end
+
+  # Skips the test where the kernel refuses what it needs, saying why (and once, after the run).
+  def needs(probe)
+    why = self.class.refusal(probe) or return
+    NamespaceTest.not_run(probe, name)
+    skip "needs #{PROBES[probe][:what]}, which this machine cannot make: #{why}"
+  end
+
+  def self.not_run(probe, test)
+    (@not_run ||= Hash.new { |h, k| h[k] = [] })[probe] << test
+    @reported ||= Minitest.after_run do
+      @not_run.each do |p, tests|
+        warn "\nNamespaceTest: #{tests.size} #{tests.size == 1 ? 'test' : 'tests'} not run on this machine " \
+             "(#{tests.sort.join(', ')}): #{tests.size == 1 ? 'it needs' : 'they need'} #{PROBES[p][:what]}, " \
+             "and #{refused[p]}"
+      end
+    end
+  end
+
   # systemd's PrivateTmp: the target's /tmp is a directory of its own, which the client's /tmp
   # is not. Attaching, tracing and a heap dump into the client's /tmp all work.
   def test_private_tmp
+    needs :mount
     Dir.mktmpdir do |private_tmp|
       t = target('work', prefix: ['unshare', '-m', 'sh', '-c', 'mount --bind "$0" /tmp && exec "$@"', private_tmp])
       assert_equal File.stat(private_tmp).ino, File.stat("/proc/#{t.pid}/root/tmp").ino, 'the target sees its own /tmp'
@@ -46,6 +108,7 @@ class NamespaceTest < Minitest::Test
 
   # rbspy and py-spy's way: root on the host names the process by its host pid.
   def test_container_traced_from_the_host
+    needs :container
     t = target('work', prefix: CONTAINER)
     host, inside = container_pids(t)
     assert_equal 1, inside
@@ -57,6 +120,7 @@ class NamespaceTest < Minitest::Test
 
   # tracer inside the container, with the pid the container gives the process.
   def test_client_inside_the_container
+    needs :container
     t = target('work', prefix: CONTAINER)
     host, inside = container_pids(t)
     check_eval_and_trace(inside, { 'Process.pid' => '1' }, prefix: ['nsenter', '-t', host.to_s, '-m', '-i', '-n', '-p', '--'])
@@ -65,6 +129,7 @@ class NamespaceTest < Minitest::Test
 
   # A user who is not root cannot reach into a container, and is told so, not left waiting.
   def test_user_cannot_attach_to_roots_process_in_a_container
+    needs :container
     t = target('sleep', prefix: CONTAINER)
     host, inside = container_pids(t)
     out, err, status = tracer('-p', host, '-e', '1', prefix: AS_NOBODY)
@@ -79,6 +144,7 @@ class NamespaceTest < Minitest::Test
   # rootless container runs): nobody may signal it, but not enter its network namespace; and
   # root, whom that user namespace does not map, would look like a stranger to its agent.
   def test_user_and_network_namespace_of_a_user_process
+    needs :user
     t = target('sleep', prefix: AS_NOBODY + %w[unshare --user --map-root-user --net])
     out, err, status = tracer('-p', t.pid, '-e', '1', prefix: AS_NOBODY)
     assert_equal 4, status.exitstatus, err

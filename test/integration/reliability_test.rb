@@ -99,8 +99,8 @@ class ReliabilityTest < Minitest::Test
     assert_equal before[:threads], after[:threads]
     # With YJIT each session's wrappers are new methods that YJIT compiles, and it keeps some
     # 1.2 KiB per session outside what runtime_stats counts (measured over 2000 sessions on
-    # 3.4.5: linear, not a settling). Known, in the README; the cure is to reuse a method's
-    # wrapper from one session to the next instead of compiling a new one.
+    # 3.4.5: linear, not a settling). Known: docs/performance.md, What stays behind; the cure
+    # is to reuse a method's wrapper from one session to the next instead of compiling a new one.
     limit = @yjit_on ? 2048 : 1024
     assert_operator after[:rss_kib] - before[:rss_kib], :<, limit, "RSS #{before[:rss_kib]} -> #{after[:rss_kib]} KiB"
   end

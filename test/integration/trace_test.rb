@@ -448,9 +448,10 @@ class TraceTest < Minitest::Test
   end
 
   def test_target_exits_mid_trace
-    t = target('exit_soon', env: { 'EXIT_AFTER' => '1' })
+    t = target('exit_when_told')
     c = client('-p', t.pid, '-m', 'Worker#work')
     c.wait_for(/Worker#work/)
+    t.puts('exit')
     status = c.finish
     assert_match(/\*\*\* process #{t.pid} exited/, c.err)
     assert_equal 3, status.exitstatus

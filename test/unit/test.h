@@ -1,4 +1,5 @@
-/* test.h: a tiny unit-test harness in the spirit of redis testhelp.h. */
+/* test.h: a tiny unit-test harness in the spirit of redis testhelp.h. Quiet while checks pass:
+ * a failure prints its suite and note first; run_tests -v prints every suite and note. */
 #ifndef TRC_TEST_H
 #define TRC_TEST_H
 
@@ -6,6 +7,12 @@
 #include <string.h>
 
 extern int test_passed, test_failed;
+
+/* What the checks that follow are about ("accepts Foo#bar"): shown with a failure among them,
+ * or always with -v. */
+void test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints, once each, the suite and the note a failure is in (test_check calls it). */
+void test_context(void);
 
 /* Counts one check; prints the failing ones with where they are. */
 #define test_cond(descr, cond) test_check((cond) != 0, (descr), __FILE__, __LINE__)
@@ -17,6 +24,7 @@ test_check(int ok, const char *descr, const char *file, int line)
 		test_passed++;
 	} else {
 		test_failed++;
+		test_context();
 		printf("FAILED: %s (%s:%d)\n", descr, file, line);
 	}
 }

@@ -410,7 +410,7 @@ test_round_trips(void)
 		trc_buf_init(&b);
 		samples[i].build(&b);
 		st = decode_exact(&d, b.data, b.len, &m, &used, &copy);
-		printf("  round trip %s\n", samples[i].name);
+		test_note("round trip %s", samples[i].name);
 		test_cond("decodes", st == TRC_DECODE_OK);
 		test_cond("uses every byte", used == b.len);
 		test_cond("has its type", m.type == samples[i].type);
@@ -473,7 +473,7 @@ test_truncation(void)
 		}
 		trc_buf_release(&b);
 	}
-	printf("  %d truncated messages\n", total);
+	test_note("%d truncated messages", total);
 	test_cond("truncated at every byte: MORE", more);
 	test_cond("truncated at every byte: need is past the cut, within the message", need_ok);
 	trc_decoder_release(&d);

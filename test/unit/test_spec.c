@@ -121,7 +121,7 @@ test_goods(void)
 		const char *why = NULL;
 		int rc = trc_spec_parse(&s, g->text, &why);
 
-		printf("  accepts %s\n", g->text);
+		test_note("accepts %s", g->text);
 		test_cond("parses", rc == 0);
 		if (rc != 0) {
 			printf("    reason: %s\n", why);
@@ -144,7 +144,7 @@ test_bads(void)
 		const char *why = NULL;
 		int rc = trc_spec_parse(&s, bads[i].text, &why);
 
-		printf("  rejects '%s': %s\n", bads[i].text, rc ? why : "(accepted!)");
+		test_note("rejects '%s': %s", bads[i].text, rc ? why : "(accepted!)");
 		test_cond("rejected", rc == -1);
 		test_cond("with the right reason", rc == -1 && strstr(why, bads[i].reason) != NULL);
 		test_cond("left empty", rc == 0 || (s.cls == NULL && s.method == NULL &&
