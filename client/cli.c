@@ -523,7 +523,7 @@ static const char spec_text[] =
 	"              than " MAX_INDENT_TEXT " deep starts with [depth N] instead of its indent\n"
 	"  chrome      Trace Event Format JSON for Perfetto and chrome://tracing\n"
 	"  speedscope  speedscope's JSON, one profile per thread (held in memory)\n"
-	"  collapsed   folded stacks weighted by self time in microseconds, for\n"
+	"  collapsed   folded stacks weighted by self time in nanoseconds, for\n"
 	"              flamegraph.pl, inferno or speedscope (written at the end)\n"
 	"  jsonl       one JSON object per call, return, raise or slow call\n"
 	"\n"

@@ -98,18 +98,20 @@ fmt_fixed(char *p, uint64_t v, int width)
 		p[i] = (char)('0' + v % 10);
 }
 
-/* " <S.UUUUUU>": seconds with 6 decimals, rounded to the microsecond, as rbtrace's %f. */
+/*
+ * " <S.NNNNNNNNN>": seconds to the nanosecond, what the clock measured. rbtrace's six decimals
+ * showed every call under half a microsecond as <0.000000>, which read as a bug.
+ */
 static void
 put_duration(struct trc_trace *t, uint64_t ns)
 {
 	char buf[40], *end = buf + sizeof(buf), *p;
-	uint64_t us = ns / 1000 + (ns % 1000 >= 500);
 
 	*--end = '>';
-	end -= 6;
-	fmt_fixed(end, us % 1000000, 6);
+	end -= 9;
+	fmt_fixed(end, ns % 1000000000, 9);
 	*--end = '.';
-	p = fmt_u64(end, us / 1000000);
+	p = fmt_u64(end, ns / 1000000000);
 	*--p = '<';
 	*--p = ' ';
 	put(t, p, (size_t)(buf + sizeof(buf) - p));

@@ -35,7 +35,7 @@ class ExecTest < Minitest::Test
     RUBY
     out, err, status = exec_tracer('-m', 'Object#work(n)', '-x', RUBY, s)
     assert_equal 7, status.exitstatus, err
-    calls = out.scan(/^Object#work\(n=(\d+)\) <\d+\.\d{6}>$/).flatten
+    calls = out.scan(/^Object#work\(n=(\d+)\) <\d+\.\d{9}>$/).flatten
     assert_equal %w[1 2 3 4], calls, out
     assert_includes out, "done\n"
     assert_match(/\*\*\* attached to process (\d+)\n.*\*\*\* process \1 exited with status 7\n\z/m, err)
