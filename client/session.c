@@ -904,6 +904,31 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	return s;
 }
 
+/*
+ * A process that never loaded the agent would leave the attach waiting for --timeout: its
+ * maps say so at once. Not for --exec's program, which may still be loading it (--wait).
+ * False when the session is over for that.
+ */
+static bool
+may_have_agent(struct trc_session *s)
+{
+	switch (s->job->exec ? TRC_PROC_UNSEEN : trc_proc_runtime(s->pid)) {
+	case TRC_PROC_OTHER:
+		finish(s, TRC_EXIT_ERROR, "process %d is no Ruby program: /proc/%d/maps shows no "
+		       "libruby and no ruby executable", (int)s->pid, (int)s->pid);
+		return false;
+	case TRC_PROC_RUBY:
+		finish(s, TRC_EXIT_ERROR, "process %d runs Ruby without tracer_agent: /proc/%d/maps "
+		       "shows no %s (require 'tracer_agent' in the app, or start it with tracer -x)",
+		       (int)s->pid, (int)s->pid, TRC_PROC_AGENT_FILE);
+		return false;
+	case TRC_PROC_AGENT:
+	case TRC_PROC_UNSEEN:
+		break;
+	}
+	return true;
+}
+
 void
 trc_session_start(struct trc_session *s)
 {
@@ -913,6 +938,8 @@ trc_session_start(struct trc_session *s)
 		       s->text, strerror(errno));
 		return;
 	}
+	if (!may_have_agent(s))
+		return;
 	s->state = S_ATTACHING;
 	ev_timer_start(s->loop, &s->timeout_w);
 	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
