@@ -21,10 +21,12 @@
 
 /*
  * Seconds a detach may take, whatever the agent sends meanwhile: --duration and Ctrl-C end a
- * session within 2 s even when an agent never stops sending (what a real one still has in its
- * ring goes out in well under a second; its own limit counts the rest as lost).
+ * session within 2 s even when an agent never stops sending. One still sending then (a flood
+ * a slow terminal drains, or a hostile stream) has the rest of its trace left out, as lost
+ * events are; one silent that long never confirms.
  */
-#define DETACH_WAIT 1.8
+#define DETACH_WAIT 1.9
+#define STILL_SENDING 0.5       /* seconds since its last bytes for an agent to count as sending */
 #define ALIVE_EVERY 1.0         /* seconds between liveness checks while tracing */
 #define GONE_EVERY 0.01         /* after a lost connection: look for the exit this often, */
 #define GONE_CHECKS 50          /* this many times */
@@ -766,13 +768,16 @@ on_detach_wait(struct ev_loop *loop, ev_timer *w, int revents)
 	struct trc_session *s = w->data;
 
 	(void)w, (void)revents;
-	/* Still sending: the rest of the trace is left out, and the run says so. */
-	if (s->conn.fd >= 0 && ev_now(loop) - s->conn.last_read < 0.1)
-		finish(s, TRC_EXIT_ERROR, "process %d still sent its trace %g s after the detach: "
-		       "stopped reading, the rest is left out", (int)s->pid, DETACH_WAIT);
-	else
+	if (s->conn.fd < 0 || ev_now(loop) - s->conn.last_read >= STILL_SENDING) {
 		finish(s, TRC_EXIT_ERROR, "process %d did not confirm the detach within %g s",
 		       (int)s->pid, DETACH_WAIT);
+		return;
+	}
+	close_sink(s);          /* what came is formatted, the notes after it */
+	trc_output_note(s->job->out, "%sprocess %d still sent its trace %g s after the detach: the "
+			"rest is left out", s->tag, (int)s->pid, DETACH_WAIT);
+	trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
+	finish(s, TRC_EXIT_OK, NULL);
 }
 
 /*
