@@ -513,10 +513,11 @@ static const char spec_text[] =
 	"programs it spawns (rake test's runner), their lines starting with [PID].\n"
 	"tracer ends when CMD does, with its exit status (128+N if signal N killed\n"
 	"it; 127: no such command, 126: not runnable), and detaches from what CMD\n"
-	"left running. SIGTERM and SIGHUP sent to tracer are passed on to CMD;\n"
-	"Ctrl-C reaches CMD from the terminal, and a second one detaches.\n"
+	"left running. SIGTERM, SIGHUP and a SIGINT sent to tracer alone are passed\n"
+	"on to CMD; Ctrl-C reaches CMD from the terminal, and a second one detaches.\n"
 	"--duration stops tracing, not CMD. --wait SECS attaches after SECS instead,\n"
-	"as -p does, to CMD only.\n"
+	"as -p does, to CMD only. tracer's own options go before -x: one after it\n"
+	"is CMD's, which tracer says.\n"
 	"\n"
 	"Trace formats (--format, for -m, -f and -s):\n"
 	"  text        the call tree, as it happens (the default); a call nested more\n"
@@ -829,6 +830,19 @@ absolute_dump(const char *file)
 	return xasprintf("%s/%s", cwd, file);
 }
 
+/*
+ * -x takes every word after it: "tracer -m X -x ruby app.rb --duration 1" gives --duration to
+ * app.rb, and tracer traces until the program ends. Said, in case that was not meant.
+ */
+static void
+warn_rest(const struct trc_opt_state *st)
+{
+	if (st->rest_option != NULL)
+		fprintf(stderr, "tracer: '%s' after --%s is the command's, not tracer's (tracer's "
+			"options go before --%s)\n", st->rest_option, st->rest_by->name,
+			st->rest_by->name);
+}
+
 static void
 free_opts(struct opts *o, struct trc_spec *specs)
 {
@@ -878,6 +892,7 @@ main(int argc, char **argv)
 		return TRC_EXIT_OK;
 	}
 	check_mode(&o, &st);
+	warn_rest(&st);
 	o.run.specs = specs = parse_specs(&o);
 	o.run.nspecs = o.nspecs;
 	find_ps(&o.run, &ps);

@@ -319,10 +319,39 @@ on_session_done(struct trc_session *s, void *ctx)
 
 static void abort_all(struct run *r);
 
+/* Whether the latest SIGINT came from the terminal (to the whole foreground group). */
+static volatile sig_atomic_t int_from_terminal;
+
+/*
+ * --exec's SIGINT handler, in place of libev's: a signal from a process (kill) has si_code
+ * SI_USER or SI_QUEUE, one the terminal sends its foreground group has SI_KERNEL. The loop
+ * hears of it as of any signal (ev_feed_signal is async-signal-safe).
+ */
+static void
+on_raw_int(int sig, siginfo_t *info, void *uc)
+{
+	(void)uc;
+	int_from_terminal = info != NULL && info->si_code == SI_KERNEL;
+	ev_feed_signal(sig);
+}
+
+static void
+tell_int_source(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_raw_int;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+}
+
 /*
  * --exec: tracer and its program share the terminal, whose Ctrl-C reaches both: the program
  * decides what to do with its SIGINT, traced; a second one detaches, a third leaves at once.
- * SIGTERM and SIGHUP, sent to tracer alone, are passed on.
+ * SIGTERM and SIGHUP, sent to tracer alone, are passed on; so is a SIGINT sent to tracer
+ * alone (kill -INT), which the program did not get: one ends the run as Ctrl-C does.
  */
 static void
 on_exec_signal(struct run *r, int sig)
@@ -331,6 +360,8 @@ on_exec_signal(struct run *r, int sig)
 		trc_exec_signal(&r->exec, sig);
 		return;
 	}
+	if (!int_from_terminal && r->interrupts == 0)
+		trc_exec_signal(&r->exec, sig);
 	if (++r->interrupts == 2)
 		stop_all(r, TRC_STOP_SIGNAL);
 	else if (r->interrupts > 2)
@@ -391,6 +422,9 @@ watch_signals(struct run *r)
 	ev_prepare_init(&r->flush_w, on_idle_flush);
 	r->flush_w.data = r;
 	ev_prepare_start(r->loop, &r->flush_w);
+	/* After libev's own handler is in: this one replaces it, and feeds it. */
+	if (r->o->exec.n > 0)
+		tell_int_source();
 }
 
 static void

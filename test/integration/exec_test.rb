@@ -61,6 +61,29 @@ class ExecTest < Minitest::Test
     assert_match(/EXCEPTION SignalException: SIGTERM/, c.out)
   end
 
+  # A SIGINT sent to tracer alone (kill -INT; Ctrl-C reaches the program by itself) is passed
+  # on, as SIGTERM is: one ends the run.
+  def test_sigint_to_tracer_alone_reaches_the_program
+    s = script('wait.rb', "puts :ready\n$stdout.flush\nsleep\n")
+    c = client('-m', 'Kernel#sleep', '-x', RUBY, s)
+    c.wait_for(/^ready$/)
+    c.signal('INT')
+    assert_equal 128 + Signal.list['INT'], c.finish.exitstatus, c.err
+    assert_match(/EXCEPTION Interrupt/, c.out)
+  end
+
+  # -x takes every word after it: one of tracer's own options there is said.
+  def test_tracer_options_after_x_are_said
+    s = script('args.rb', "p ARGV\n")
+    out, err, status = exec_tracer('-m', 'Kernel#p', '-x', RUBY, s, '--duration', '1')
+    assert status.success?, err
+    assert_includes out, %(["--duration", "1"]\n)
+    assert_match(/^tracer: '--duration' after --exec is the command's, not tracer's \(tracer's options go before --exec\)$/, err)
+    _, err, status = exec_tracer('-m', 'Kernel#p', '-x', RUBY, s, '-w', 'x')
+    assert status.success?, err
+    refute_match(/after --exec/, err, 'words that are no option of tracer are not said')
+  end
+
   def test_commands_that_cannot_be_run_or_traced
     _, err, status = exec_tracer('-m', 'x', '-x', 'tracer-no-such-command')
     assert_equal 127, status.exitstatus
