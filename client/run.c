@@ -127,6 +127,7 @@ struct run {
 	enum trc_exit code;
 	ev_signal signal_w[3];
 	ev_prepare flush_w;
+	ev_timer hold_w;                /* wakes the loop for lines a printer holds (trace.h) */
 	struct trc_top *top;            /* --top: the table, and its live view */
 	struct trc_live *live;
 	struct trc_export *export;      /* --format other than text */
@@ -395,13 +396,28 @@ abort_all(struct run *r)
 		trc_session_abort(r->sessions[i]);
 }
 
+/* Nothing to do: waking the loop runs its prepare watcher, on_idle_flush. */
+static void
+on_hold(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)w, (void)revents;
+}
+
 /* Runs before the loop blocks: whatever the callbacks printed goes out in one write. */
 static void
 on_idle_flush(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct run *r = w->data;
+	bool held = false;
 
-	(void)loop, (void)revents;
+	(void)revents;
+	for (size_t i = 0; i < r->nsessions; i++)
+		held |= trc_session_idle(r->sessions[i], ev_now(loop));
+	/* Held lines go out within their time even if nothing else wakes the loop. */
+	if (held && !ev_is_active(&r->hold_w)) {
+		ev_timer_set(&r->hold_w, TRC_TRACE_HOLD_SECS, 0);
+		ev_timer_start(loop, &r->hold_w);
+	}
 	if (trc_output_flush(&r->out) < 0 && !r->output_failed) {
 		r->output_failed = true;
 		stop_all(r, TRC_STOP_OUTPUT);
@@ -422,6 +438,8 @@ watch_signals(struct run *r)
 	ev_prepare_init(&r->flush_w, on_idle_flush);
 	r->flush_w.data = r;
 	ev_prepare_start(r->loop, &r->flush_w);
+	ev_timer_init(&r->hold_w, on_hold, TRC_TRACE_HOLD_SECS, 0);
+	r->hold_w.data = r;
 	/* After libev's own handler is in: this one replaces it, and feeds it. */
 	if (r->o->exec.n > 0)
 		tell_int_source();
@@ -796,6 +814,9 @@ set_up(struct run *r, const struct trc_run_opts *o)
 							 sizeof(why))) < 0)
 		return setup_failed(TRC_EXIT_ERROR, "%s", why);
 	trc_output_init(&r->out, fd, STDERR_FILENO);
+	/* --exec's program writes to the same terminal or pipe: no line of ours half out. */
+	if (o->exec.n > 0 && o->output == NULL)
+		trc_output_share(&r->out);
 	if (compress_output(&r->out, o) < 0)
 		return setup_failed(TRC_EXIT_ERROR, "cannot compress '%s': %s", o->output,
 				    strerror(errno));

@@ -1025,6 +1025,12 @@ trc_session_interrupt(struct trc_session *s)
 	ask(s, s->interrupting, TRC_EVAL_INTERRUPT, "");
 }
 
+bool
+trc_session_idle(struct trc_session *s, double now)
+{
+	return trc_sink_idle(&s->sink, now);
+}
+
 void
 trc_session_abort(struct trc_session *s)
 {

@@ -72,6 +72,33 @@ class ExecTest < Minitest::Test
     assert_match(/EXCEPTION Interrupt/, c.out)
   end
 
+  # The program writes to the same pipe (or terminal) as the trace: none of its bytes lands
+  # inside a trace line, not even one left open while the call runs.
+  def test_program_output_never_lands_inside_a_trace_line
+    go = File.join(@dir, 'go')
+    s = script('inside.rb', <<~RUBY)
+      def work(x)
+        sleep 0.01 until File.exist?(#{go.inspect})
+        $stdout.write("inside\\n")
+        $stdout.flush
+      end
+      work(1)
+    RUBY
+    c = client('-m', 'Object#work(x)', '-x', RUBY, s)
+    c.wait_for(/attached to process/, stream: :err)
+    # The previous client wrote "Object#work(x=1" while the call ran, to finish the line at its
+    # return: let it (a bounded wait, which the checks below do not depend on).
+    begin
+      c.wait_for(/Object#work\(x=1/, within: 2, stream: :out)
+    rescue RuntimeError
+      nil
+    end
+    File.write(go, '')
+    assert c.finish.success?, c.err
+    assert_includes c.out.lines, "inside\n", c.out
+    assert_equal c.out.lines.grep(/Object#work/), c.out.lines.grep(/\AObject#work\(x=1\) <\d+\.\d+>\n\z/), c.out
+  end
+
   # -x takes every word after it: one of tracer's own options there is said.
   def test_tracer_options_after_x_are_said
     s = script('args.rb', "p ARGV\n")

@@ -351,6 +351,7 @@ test_multiline_raise(void)
 		 "\n  go = helpr\r\n       ^^^^^\nDid you mean?  helper\n", "w.rb");
 	ret(t, 0, 0, 1 * MS);
 	raise_ev(t, 1, "RuntimeError", "two\nlines", "");
+	trc_trace_free(t);      /* with a [pid], the worker's open call holds its block till then */
 	test_str("multi-line message", text(),
 		 "[42] Worker#go\n"
 		 "[42] [main] Worker#go\n"
@@ -362,7 +363,6 @@ test_multiline_raise(void)
 		 "[42] [main] Worker#go <0.001000000>\n"
 		 "[42] [worker]   EXCEPTION RuntimeError: two\n"
 		 "[42] [worker]             lines\n");
-	trc_trace_free(t);
 }
 
 static void
@@ -487,9 +487,7 @@ test_shared_output(void)
 	call(b, 0, 0, 20 * US);
 	test_cond("other messages are ignored", trc_trace_feed(a, &started) == 0);
 	trc_trace_free(b);
-	test_str("several targets: [pid] prefixes, each ends the other's open line", text(),
-		 "[100] Foo#a\n"
-		 "[200] Bar#b\n"
+	test_str("several targets: [pid] prefixes, each call tree whole, leaves on one line", text(),
 		 "[100] Foo#a <0.000010000>\n"
 		 "[200] Bar#b <0.000010000>\n"
 		 "[200] Bar#b\n");
@@ -621,6 +619,52 @@ test_hostile_names(void)
 	trc_trace_free(t);
 }
 
+/*
+ * Several targets: each holds a block (an outermost call and all under it) until it ends, so
+ * that another's lines never land inside it; a block held 0.1 s goes out by whole lines.
+ */
+static void
+test_blocks(void)
+{
+	struct trc_output o;
+	struct trc_trace_opts oa = { .prefix = 2, .no_duration = true, .pid = 11 };
+	struct trc_trace_opts ob = { .prefix = 2, .no_duration = true, .pid = 22 };
+	struct trc_trace *a, *b;
+
+	trc_output_init(&o, -1, -1);
+	a = trc_trace_new(&o, &oa, NULL, 0);
+	b = trc_trace_new(&o, &ob, NULL, 0);
+	method(a, 0, "A", "#", "outer");
+	method(a, 1, "A", "#", "inner");
+	method(b, 0, "B", "#", "x");
+	call(a, 0, 0, 0);
+	call(b, 0, 0, 0);
+	call(a, 0, 1, US);
+	ret(b, 0, 0, US);
+	trc_buf_addc(&o.out, '\0');
+	test_str("the block that ended goes out whole; the other waits", o.out.data, "[22] B#x\n");
+	o.out.len = 0;
+	ret(a, 0, 1, 2 * US);
+	call(b, 0, 0, 3 * US);
+	ret(a, 0, 0, 4 * US);
+	trc_buf_addc(&o.out, '\0');
+	test_str("then the other, whole", o.out.data,
+		 "[11] A#outer\n[11]   A#inner\n[11] A#outer\n\n");
+	o.out.len = 0;
+	test_cond("an open block is held", trc_trace_idle(b, 1.0) && o.out.len == 0);
+	test_cond("for a while", trc_trace_idle(b, 1.05) && o.out.len == 0);
+	call(b, 0, 0, 5 * US);  /* nested: the first call's line is whole now */
+	trc_trace_idle(b, 1.2);
+	trc_buf_addc(&o.out, '\0');
+	test_str("then its whole lines go, not its open one", o.out.data, "[22] B#x\n");
+	o.out.len = 0;
+	trc_trace_free(b);
+	trc_buf_addc(&o.out, '\0');
+	test_str("the end lets the rest go", o.out.data, "[22]   B#x\n");
+	trc_trace_free(a);
+	trc_output_release(&o);
+}
+
 void
 test_trace(void)
 {
@@ -643,5 +687,6 @@ test_trace(void)
 	test_deep_output_is_bounded();
 	test_empty_writes();
 	test_hostile_names();
+	test_blocks();
 	trc_output_release(&out);
 }
