@@ -814,8 +814,11 @@ set_up(struct run *r, const struct trc_run_opts *o)
 							 sizeof(why))) < 0)
 		return setup_failed(TRC_EXIT_ERROR, "%s", why);
 	trc_output_init(&r->out, fd, STDERR_FILENO);
-	/* --exec's program writes to the same terminal or pipe: no line of ours half out. */
-	if (o->exec.n > 0 && o->output == NULL)
+	/*
+	 * --exec's program writes to the same terminal or pipe: no trace line of ours half out.
+	 * (--top's screen draws with escapes, not lines, and is drawn whole each time.)
+	 */
+	if (o->exec.n > 0 && o->output == NULL && o->mode == TRC_MODE_TRACE)
 		trc_output_share(&r->out);
 	if (compress_output(&r->out, o) < 0)
 		return setup_failed(TRC_EXIT_ERROR, "cannot compress '%s': %s", o->output,
