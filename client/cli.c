@@ -258,9 +258,12 @@ set_top(void *opts, const char *v)
 {
 	struct opts *o = opts;
 
-	if (trc_top_mode_parse(v, &o->run.top_mode) < 0)
-		die(TRC_EXIT_USAGE, "invalid --top mode '%s': expected calls, time, objects-total, "
-		    "objects, arrays, strings, exceptions or threads", v);
+	char modes[256];
+
+	if (trc_top_mode_parse(v, &o->run.top_mode) < 0) {
+		trc_top_mode_list(modes, sizeof(modes), 0);
+		die(TRC_EXIT_USAGE, "invalid --top mode '%s': expected %s", v, modes);
+	}
 }
 
 /* --sample N (by_time false, N from 1) or --sample-time N (from 2): one or the other. */
@@ -513,17 +516,18 @@ static const char spec_text[] =
 	"programs it spawns (rake test's runner), their lines starting with [PID].\n"
 	"tracer ends when CMD does, with its exit status (128+N if signal N killed\n"
 	"it; 127: no such command, 126: not runnable), and detaches from what CMD\n"
-	"left running. SIGTERM and SIGHUP sent to tracer are passed on to CMD;\n"
-	"Ctrl-C reaches CMD from the terminal, and a second one detaches.\n"
+	"left running. SIGTERM, SIGHUP and a SIGINT sent to tracer alone are passed\n"
+	"on to CMD; Ctrl-C reaches CMD from the terminal, and a second one detaches.\n"
 	"--duration stops tracing, not CMD. --wait SECS attaches after SECS instead,\n"
-	"as -p does, to CMD only.\n"
+	"as -p does, to CMD only. tracer's own options go before -x: one after it\n"
+	"is CMD's, which tracer says.\n"
 	"\n"
 	"Trace formats (--format, for -m, -f and -s):\n"
 	"  text        the call tree, as it happens (the default); a call nested more\n"
 	"              than " MAX_INDENT_TEXT " deep starts with [depth N] instead of its indent\n"
 	"  chrome      Trace Event Format JSON for Perfetto and chrome://tracing\n"
 	"  speedscope  speedscope's JSON, one profile per thread (held in memory)\n"
-	"  collapsed   folded stacks weighted by self time in microseconds, for\n"
+	"  collapsed   folded stacks weighted by self time in nanoseconds, for\n"
 	"              flamegraph.pl, inferno or speedscope (written at the end)\n"
 	"  jsonl       one JSON object per call, return, raise or slow call\n"
 	"\n"
@@ -534,15 +538,10 @@ static const char spec_text[] =
 	"and C, through the VM's hooks instead; part of them stays after detach, and\n"
 	"the process runs slower until it restarts: tracer asks first (--yes does not).\n"
 	"\n"
-	"Live tables (--top MODE), counted inside the processes:\n"
-	"  calls          FILENAME LINE METHOD CALLS: method calls\n"
-	"  time           FILENAME LINE METHOD CALLS TOTAL SELF AVG: time in methods (ms)\n"
-	"  objects-total  OBJECT COUNT: allocations by class\n"
-	"  objects        FILENAME LINE OBJECT COUNT: allocations by site and class\n"
-	"  arrays         FILENAME LINE COUNT: Array and Hash allocations\n"
-	"  strings        FILENAME LINE COUNT: String allocations\n"
-	"  exceptions     FILENAME LINE EXCEPTION COUNT: raises by site and class\n"
-	"  threads        THREAD RUNS WAITED HELD: GVL turns, waits and holds (ms)\n"
+	"Live tables (--top MODE), counted inside the processes:\n";
+
+/* After the table of --top's modes. */
+static const char usage_text_after_modes[] =
 	"Rows from several processes add up; a PIDS column says in how many each was\n"
 	"seen. Only files under each process's working directory count, unless\n"
 	"--filter (a relative PREFIX is taken from here) or --all says otherwise;\n"
@@ -594,6 +593,8 @@ usage(void)
 	fputs(usage_text, stdout);
 	trc_opt_help(stdout, options, NOPTIONS, HELP_COLUMN);
 	fputs(spec_text, stdout);
+	trc_top_mode_help(stdout, 79);
+	fputs(usage_text_after_modes, stdout);
 }
 
 /* ---- the checks before a run: each says what is wrong with the command line ---- */
@@ -622,10 +623,13 @@ check_groups(const struct opts *o, const struct trc_opt_state *st)
 
 	if (top != NULL && r->mode != TRC_MODE_TOP)
 		die(TRC_EXIT_USAGE, "--%s goes with --top", top->name);
-	if (r->sample > 1 && (r->top_mode == TRC_TOP_CALLS || r->top_mode == TRC_TOP_TIME ||
-			      r->top_mode == TRC_TOP_EXCEPTIONS))
-		die(TRC_EXIT_USAGE, "%s goes with --top objects, objects-total, arrays or "
-		    "strings: the other tables count every event", o->sample_option);
+	if (r->sample > 1 && !(trc_top_mode_flags(r->top_mode) & TRC_TOPM_ALLOC)) {
+		char modes[256];
+
+		trc_top_mode_list(modes, sizeof(modes), TRC_TOPM_ALLOC);
+		die(TRC_EXIT_USAGE, "%s goes with --top %s: the other tables count every event",
+		    o->sample_option, modes);
+	}
 	if (scope != NULL && r->mode != TRC_MODE_TOP && !r->firehose && !(r->slow && o->nspecs == 0))
 		die(TRC_EXIT_USAGE, "--%s goes with -f, -s (without -m) or --top", scope->name);
 	if (r->gc && !tracing && r->mode != TRC_MODE_TOP)
@@ -675,7 +679,7 @@ hooks_every_call(const struct trc_run_opts *r)
 	if (!r->all)
 		return false;
 	if (r->mode == TRC_MODE_TOP)
-		return r->top_mode == TRC_TOP_CALLS || r->top_mode == TRC_TOP_TIME;
+		return (trc_top_mode_flags(r->top_mode) & TRC_TOPM_METHOD) != 0;
 	return r->firehose || (r->slow && r->nspecs == 0);
 }
 
@@ -830,6 +834,19 @@ absolute_dump(const char *file)
 	return xasprintf("%s/%s", cwd, file);
 }
 
+/*
+ * -x takes every word after it: "tracer -m X -x ruby app.rb --duration 1" gives --duration to
+ * app.rb, and tracer traces until the program ends. Said, in case that was not meant.
+ */
+static void
+warn_rest(const struct trc_opt_state *st)
+{
+	if (st->rest_option != NULL)
+		fprintf(stderr, "tracer: '%s' after --%s is the command's, not tracer's (tracer's "
+			"options go before --%s)\n", st->rest_option, st->rest_by->name,
+			st->rest_by->name);
+}
+
 static void
 free_opts(struct opts *o, struct trc_spec *specs)
 {
@@ -879,6 +896,7 @@ main(int argc, char **argv)
 		return TRC_EXIT_OK;
 	}
 	check_mode(&o, &st);
+	warn_rest(&st);
 	o.run.specs = specs = parse_specs(&o);
 	o.run.nspecs = o.nspecs;
 	find_ps(&o.run, &ps);

@@ -14,8 +14,9 @@
  * Stacks are nodes of a tree, each (parent, label) pair interned once, so memory grows with
  * the distinct stacks, not with the calls. The root is the thread's name (under "ruby PID"
  * with several targets); each call adds its self time, in nanoseconds, to its node. At the
- * end each node with at least a microsecond becomes one line, sorted, as flamegraph.pl and
- * inferno expect: "thread;Outer#call;Inner#call 1234".
+ * end each node with any becomes one line, weighted in nanoseconds (what was measured: a
+ * weight in microseconds dropped every call under half of one), sorted, as flamegraph.pl and
+ * inferno expect: "thread;Outer#call;Inner#call 1234567".
  */
 struct collapsed {
 	struct trc_intern keys;         /* (parent + 1, label) -> node id */
@@ -162,14 +163,12 @@ end(struct trc_export *e)
 	/* Each line is written with its weight and a NUL, then the lines are sorted. */
 	trc_buf_init(&text);
 	for (uint32_t id = 0; id < c->n; id++) {
-		uint64_t us = (c->self_ns[id] + 500) / 1000;
-
-		if (us == 0)
+		if (c->self_ns[id] == 0)
 			continue;
 		offs[nlines++] = text.len;
 		put_path(e, &text, id);
 		trc_buf_addc(&text, ' ');
-		trc_json_uint(&text, us);
+		trc_json_uint(&text, c->self_ns[id]);
 		trc_buf_addc(&text, '\0');
 	}
 	lines = xcalloc(nlines ? nlines : 1, sizeof(*lines));

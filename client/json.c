@@ -112,3 +112,15 @@ trc_json_micros(struct trc_buf *b, int64_t ns)
 	trc_json_uint(b, abs / 1000);
 	trc_buf_add(b, dec, sizeof(dec));
 }
+
+void
+trc_json_millis(struct trc_buf *b, uint64_t ns)
+{
+	char dec[7] = { '.' };
+	uint64_t frac = ns % 1000000;
+
+	for (int i = 6; i >= 1; i--, frac /= 10)
+		dec[i] = (char)('0' + frac % 10);
+	trc_json_uint(b, ns / 1000000);
+	trc_buf_add(b, dec, sizeof(dec));
+}

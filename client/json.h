@@ -22,4 +22,7 @@ void trc_json_int(struct trc_buf *b, int64_t v);
  * so no rounding and no locale. */
 void trc_json_micros(struct trc_buf *b, int64_t ns);
 
+/* ns nanoseconds as milliseconds with exactly six decimals ("0.000412"), exact likewise. */
+void trc_json_millis(struct trc_buf *b, uint64_t ns);
+
 #endif

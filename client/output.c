@@ -1,10 +1,14 @@
 /* output.c: the buffered trace writer and the status notes. */
+#define _GNU_SOURCE     /* memrchr */
 #include "output.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "progress.h"
 
@@ -20,6 +24,17 @@ trc_output_init(struct trc_output *o, int fd, int err_fd)
 	o->line_close = NULL;
 	o->codec = (struct trc_codec){ NULL, NULL };
 	o->ended = false;
+	o->whole_lines = false;
+	o->atomic = 0;
+}
+
+void
+trc_output_share(struct trc_output *o)
+{
+	struct stat st;
+
+	o->whole_lines = true;
+	o->atomic = o->fd >= 0 && fstat(o->fd, &st) == 0 && S_ISFIFO(st.st_mode) ? PIPE_BUF : 0;
 }
 
 void
@@ -73,6 +88,36 @@ write_coded(struct trc_output *o, bool end)
 	return rc;
 }
 
+/* Bytes of p[0..n) up to the end of its last line within max (0: no limit), or of its first
+ * line when that is longer; 0 when no line ends in it. */
+static size_t
+lines_end(const char *p, size_t n, size_t max)
+{
+	size_t within = max > 0 && max < n ? max : n;
+	const char *nl = within > 0 ? memrchr(p, '\n', within) : NULL;
+
+	if (nl == NULL && within < n)
+		nl = memchr(p + within, '\n', n - within);
+	return nl != NULL ? (size_t)(nl - p) + 1 : 0;
+}
+
+/* Whole lines only (whole_lines): each write ends at a line's end; an open line waits. */
+static int
+write_lines(struct trc_output *o, bool end)
+{
+	size_t done = 0, n;
+
+	while ((n = lines_end(o->out.data + done, o->out.len - done, o->atomic)) > 0) {
+		if (trc_write_all(o->fd, o->out.data + done, n) < 0)
+			return -1;
+		done += n;
+	}
+	if (end && done < o->out.len && trc_write_all(o->fd, o->out.data + done, o->out.len - done) < 0)
+		return -1;
+	trc_buf_consume(&o->out, end ? o->out.len : done);
+	return 0;
+}
+
 /* Writes (or, after an error or the end, drops) the pending bytes. */
 static int
 write_out(struct trc_output *o, bool end)
@@ -81,11 +126,14 @@ write_out(struct trc_output *o, bool end)
 
 	if (o->error == 0 && !o->ended && o->codec.ops != NULL)
 		rc = write_coded(o, end);
+	else if (o->error == 0 && !o->ended && o->whole_lines)
+		rc = write_lines(o, end);
 	else if (o->error == 0 && !o->ended && o->out.len > 0)
 		rc = trc_write_all(o->fd, o->out.data, o->out.len);
 	if (rc < 0)
 		o->error = errno;
-	o->out.len = 0;
+	if (rc < 0 || !o->whole_lines || o->codec.ops != NULL || o->ended)
+		o->out.len = 0;
 	return o->error ? -1 : 0;
 }
 

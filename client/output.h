@@ -42,6 +42,14 @@ struct trc_output {
 	struct trc_codec codec; /* what the bytes pass through on their way to fd: none, or a
 				 * compressor (trc_output_set_codec) */
 	bool ended;             /* trc_output_end has run */
+	/*
+	 * Another process writes to fd too (--exec's program shares the terminal or pipe): only
+	 * whole lines go out, each write ending at a line's end and, to a pipe, no longer than
+	 * PIPE_BUF when it can be (such writes are atomic), so that the program's bytes never
+	 * land inside a line. A line still open waits for its end.
+	 */
+	bool whole_lines;
+	size_t atomic;          /* with whole_lines: the most a write carries (0: no limit) */
 	void *line_owner;       /* writer of the open line, or NULL */
 	void (*line_close)(void *owner);
 };
@@ -53,6 +61,9 @@ int trc_write_all(int fd, const char *p, size_t n);
 /* fd receives the trace, err_fd the notes; -1 keeps them in memory. The caller owns the fds. */
 void trc_output_init(struct trc_output *o, int fd, int err_fd);
 void trc_output_release(struct trc_output *o);
+
+/* From now on, whole lines only (see whole_lines). Before anything is written. */
+void trc_output_share(struct trc_output *o);
 
 /* Sends every byte from now on through codec, which the output owns from then on (it closes
  * it on release). Before anything is written. */

@@ -165,6 +165,43 @@ trc_proc_descends(pid_t pid, pid_t ancestor)
 	return false;
 }
 
+/* A mapping's file (the text after the last '/', up to the line's end) names Ruby's code. */
+static bool
+is_ruby_file(const char *line)
+{
+	const char *base = strrchr(line, '/');
+
+	if (base == NULL)
+		return false;
+	base++;
+	return strncmp(base, "libruby", 7) == 0 || strncmp(base, "ruby", 4) == 0;
+}
+
+enum trc_proc_runtime
+trc_proc_runtime(pid_t pid)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	enum trc_proc_runtime found = TRC_PROC_OTHER;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return TRC_PROC_UNSEEN;
+	while (found != TRC_PROC_AGENT && getline(&line, &cap, f) > 0) {
+		if (strstr(line, TRC_PROC_AGENT_FILE) != NULL)
+			found = TRC_PROC_AGENT;
+		else if (is_ruby_file(line))
+			found = TRC_PROC_RUBY;
+	}
+	/* An empty read: a kernel thread, or a process that exited meanwhile. */
+	if (ferror(f) || (line == NULL && found == TRC_PROC_OTHER))
+		found = TRC_PROC_UNSEEN;
+	free(line);
+	fclose(f);
+	return found;
+}
+
 /* A /proc entry's name as a pid, or 0 when it is none. */
 static pid_t
 entry_pid(const char *name)

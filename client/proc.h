@@ -24,6 +24,20 @@ int trc_proc_owner(pid_t pid, uid_t *uid, gid_t *gid);
  */
 int trc_proc_nspid(pid_t pid, pid_t *inner, int *levels);
 
+/* What /proc/PID/maps shows of the code a process runs. */
+enum trc_proc_runtime {
+	TRC_PROC_AGENT = 0,     /* the agent's library (TRC_PROC_AGENT_FILE) is mapped */
+	TRC_PROC_RUBY = 1,      /* Ruby (libruby, or a ruby executable), without the agent */
+	TRC_PROC_OTHER = 2,     /* neither: not a Ruby program */
+	TRC_PROC_UNSEEN = 3,    /* the maps cannot be read (gone, or no right to) */
+};
+
+/* The agent's file name, as it appears in /proc/PID/maps of a process that loaded it. */
+#define TRC_PROC_AGENT_FILE "tracer_agent.so"
+
+/* Reads pid's maps: whether it loaded the agent, or runs Ruby at all. Main thread. */
+enum trc_proc_runtime trc_proc_runtime(pid_t pid);
+
 /* Whether pid is a descendant of ancestor (its child, their child...), by /proc's parent pids. */
 bool trc_proc_descends(pid_t pid, pid_t ancestor);
 

@@ -85,24 +85,6 @@ cmdline_matches(pid_t pid, const regex_t *re)
 	return hit;
 }
 
-static bool
-has_agent(pid_t pid)
-{
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return false;
-	while (!found && getline(&line, &cap, f) > 0)
-		found = strstr(line, TRC_PS_AGENT) != NULL;
-	free(line);
-	fclose(f);
-	return found;
-}
-
 static int
 cmp_pid(const void *a, const void *b)
 {
@@ -126,7 +108,7 @@ find(const regex_t *re, pid_t **pids, size_t *npids)
 	while ((de = readdir(d)) != NULL) {
 		pid = entry_pid(de->d_name);
 		if (pid == 0 || pid == self || !owned(pid) || !cmdline_matches(pid, re) ||
-		    !has_agent(pid))
+		    trc_proc_runtime(pid) != TRC_PROC_AGENT)
 			continue;
 		*pids = xreallocarray(*pids, *npids + 1, sizeof(**pids));
 		(*pids)[(*npids)++] = pid;

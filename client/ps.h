@@ -6,14 +6,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The agent's file name, as it appears in /proc/PID/maps of a process that loaded it. */
-#define TRC_PS_AGENT "tracer_agent.so"
-
 /*
  * The processes --ps names as they come and go (Puma and Passenger spawn, recycle and restart
  * workers): every process other than the caller whose real uid is the caller's (any process
  * when the caller is root), whose /proc/PID/cmdline (NULs read as spaces) matches the regex,
- * and whose /proc/PID/maps mentions TRC_PS_AGENT.
+ * and whose /proc/PID/maps mentions the agent (trc_proc_runtime(), proc.h).
  */
 struct trc_ps {
 	regex_t re;

@@ -128,6 +128,7 @@ struct run {
 	enum trc_exit code;
 	ev_signal signal_w[3];
 	ev_prepare flush_w;
+	ev_timer hold_w;                /* wakes the loop for lines a printer holds (trace.h) */
 	struct trc_top *top;            /* --top: the table, and its live view */
 	struct trc_live *live;
 	struct trc_export *export;      /* --format other than text */
@@ -330,10 +331,39 @@ on_session_done(struct trc_session *s, void *ctx)
 
 static void abort_all(struct run *r);
 
+/* Whether the latest SIGINT came from the terminal (to the whole foreground group). */
+static volatile sig_atomic_t int_from_terminal;
+
+/*
+ * --exec's SIGINT handler, in place of libev's: a signal from a process (kill) has si_code
+ * SI_USER or SI_QUEUE, one the terminal sends its foreground group has SI_KERNEL. The loop
+ * hears of it as of any signal (ev_feed_signal is async-signal-safe).
+ */
+static void
+on_raw_int(int sig, siginfo_t *info, void *uc)
+{
+	(void)uc;
+	int_from_terminal = info != NULL && info->si_code == SI_KERNEL;
+	ev_feed_signal(sig);
+}
+
+static void
+tell_int_source(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_raw_int;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+}
+
 /*
  * --exec: tracer and its program share the terminal, whose Ctrl-C reaches both: the program
  * decides what to do with its SIGINT, traced; a second one detaches, a third leaves at once.
- * SIGTERM and SIGHUP, sent to tracer alone, are passed on.
+ * SIGTERM and SIGHUP, sent to tracer alone, are passed on; so is a SIGINT sent to tracer
+ * alone (kill -INT), which the program did not get: one ends the run as Ctrl-C does.
  */
 static void
 on_exec_signal(struct run *r, int sig)
@@ -342,6 +372,8 @@ on_exec_signal(struct run *r, int sig)
 		trc_exec_signal(&r->exec, sig);
 		return;
 	}
+	if (!int_from_terminal && r->interrupts == 0)
+		trc_exec_signal(&r->exec, sig);
 	if (++r->interrupts == 2)
 		stop_all(r, TRC_STOP_SIGNAL);
 	else if (r->interrupts > 2)
@@ -375,13 +407,28 @@ abort_all(struct run *r)
 		trc_session_abort(r->sessions[i]);
 }
 
+/* Nothing to do: waking the loop runs its prepare watcher, on_idle_flush. */
+static void
+on_hold(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)w, (void)revents;
+}
+
 /* Runs before the loop blocks: whatever the callbacks printed goes out in one write. */
 static void
 on_idle_flush(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct run *r = w->data;
+	bool held = false;
 
-	(void)loop, (void)revents;
+	(void)revents;
+	for (size_t i = 0; i < r->nsessions; i++)
+		held |= trc_session_idle(r->sessions[i], ev_now(loop));
+	/* Held lines go out within their time even if nothing else wakes the loop. */
+	if (held && !ev_is_active(&r->hold_w)) {
+		ev_timer_set(&r->hold_w, TRC_TRACE_HOLD_SECS, 0);
+		ev_timer_start(loop, &r->hold_w);
+	}
 	if (trc_output_flush(&r->out) < 0 && !r->output_failed) {
 		r->output_failed = true;
 		stop_all(r, TRC_STOP_OUTPUT);
@@ -402,6 +449,11 @@ watch_signals(struct run *r)
 	ev_prepare_init(&r->flush_w, on_idle_flush);
 	r->flush_w.data = r;
 	ev_prepare_start(r->loop, &r->flush_w);
+	ev_timer_init(&r->hold_w, on_hold, TRC_TRACE_HOLD_SECS, 0);
+	r->hold_w.data = r;
+	/* After libev's own handler is in: this one replaces it, and feeds it. */
+	if (r->o->exec.n > 0)
+		tell_int_source();
 }
 
 static void
@@ -774,6 +826,12 @@ set_up(struct run *r, const struct trc_run_opts *o)
 		return setup_failed(TRC_EXIT_ERROR, "%s", why);
 	trc_output_init(&r->out, fd, STDERR_FILENO);
 	trc_progress_init(STDERR_FILENO);
+	/*
+	 * --exec's program writes to the same terminal or pipe: no trace line of ours half out.
+	 * (--top's screen draws with escapes, not lines, and is drawn whole each time.)
+	 */
+	if (o->exec.n > 0 && o->output == NULL && o->mode == TRC_MODE_TRACE)
+		trc_output_share(&r->out);
 	if (compress_output(&r->out, o) < 0)
 		return setup_failed(TRC_EXIT_ERROR, "cannot compress '%s': %s", o->output,
 				    strerror(errno));

@@ -21,11 +21,13 @@
 #include "xmalloc.h"
 
 /*
- * Seconds a detach may take, whatever the agent sends meanwhile: --duration and Ctrl-C end a
- * session within 2 s even when an agent never stops sending (what a real one still has in its
- * ring goes out in well under a second; its own limit counts the rest as lost).
+ * Seconds a detach may take, whatever the agent sends meanwhile (the protocol's TRC_DETACH_MS):
+ * --duration and Ctrl-C end a session within 2 s even when an agent never stops sending. One
+ * still sending then (a flood a slow terminal drains, or a hostile stream) has the rest of its
+ * trace left out, as lost events are; one silent that long never confirms.
  */
-#define DETACH_WAIT 1.8
+#define DETACH_WAIT (TRC_DETACH_MS / 1000.0)
+#define STILL_SENDING 0.5       /* seconds since its last bytes for an agent to count as sending */
 #define ALIVE_EVERY 1.0         /* seconds between liveness checks while tracing */
 #define GONE_EVERY 0.01         /* after a lost connection: look for the exit this often, */
 #define GONE_CHECKS 50          /* this many times */
@@ -581,6 +583,10 @@ on_detached(struct trc_session *s, const struct trc_message *m)
 		finish(s, TRC_EXIT_ERROR, "process %d detached without answering", (int)s->pid);
 		return;
 	}
+	/* The agent went without memory it asked for: what it would have made is missing. */
+	if (m->detached.nomem > 0)
+		trc_output_note(s->job->out, "%sprocess %d ran out of memory %" PRIu64 " times: some "
+				"events, rows or replies are missing", s->tag, (int)s->pid, m->detached.nomem);
 	if (trc_sink_active(&s->sink)) {
 		uint64_t reported = trc_sink_lost(&s->sink);
 
@@ -791,13 +797,16 @@ on_detach_wait(struct ev_loop *loop, ev_timer *w, int revents)
 	struct trc_session *s = w->data;
 
 	(void)w, (void)revents;
-	/* Still sending: the rest of the trace is left out, and the run says so. */
-	if (s->conn.fd >= 0 && ev_now(loop) - s->conn.last_read < 0.1)
-		finish(s, TRC_EXIT_ERROR, "process %d still sent its trace %g s after the detach: "
-		       "stopped reading, the rest is left out", (int)s->pid, DETACH_WAIT);
-	else
+	if (s->conn.fd < 0 || ev_now(loop) - s->conn.last_read >= STILL_SENDING) {
 		finish(s, TRC_EXIT_ERROR, "process %d did not confirm the detach within %g s",
 		       (int)s->pid, DETACH_WAIT);
+		return;
+	}
+	close_sink(s);          /* what came is formatted, the notes after it */
+	trc_output_note(s->job->out, "%sprocess %d still sent its trace %g s after the detach: the "
+			"rest is left out", s->tag, (int)s->pid, DETACH_WAIT);
+	trc_output_note(s->job->out, "detached from process %d", (int)s->pid);
+	finish(s, TRC_EXIT_OK, NULL);
 }
 
 /*
@@ -929,6 +938,31 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	return s;
 }
 
+/*
+ * A process that never loaded the agent would leave the attach waiting for --timeout: its
+ * maps say so at once. Not for --exec's program, which may still be loading it (--wait).
+ * False when the session is over for that.
+ */
+static bool
+may_have_agent(struct trc_session *s)
+{
+	switch (s->job->exec ? TRC_PROC_UNSEEN : trc_proc_runtime(s->pid)) {
+	case TRC_PROC_OTHER:
+		finish(s, TRC_EXIT_ERROR, "process %d is no Ruby program: /proc/%d/maps shows no "
+		       "libruby and no ruby executable", (int)s->pid, (int)s->pid);
+		return false;
+	case TRC_PROC_RUBY:
+		finish(s, TRC_EXIT_ERROR, "process %d runs Ruby without tracer_agent: /proc/%d/maps "
+		       "shows no %s (require 'tracer_agent' in the app, or start it with tracer -x)",
+		       (int)s->pid, (int)s->pid, TRC_PROC_AGENT_FILE);
+		return false;
+	case TRC_PROC_AGENT:
+	case TRC_PROC_UNSEEN:
+		break;
+	}
+	return true;
+}
+
 void
 trc_session_start(struct trc_session *s)
 {
@@ -938,6 +972,8 @@ trc_session_start(struct trc_session *s)
 		       s->text, strerror(errno));
 		return;
 	}
+	if (!may_have_agent(s))
+		return;
 	s->state = S_ATTACHING;
 	ev_timer_start(s->loop, &s->timeout_w);
 	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
@@ -1016,6 +1052,12 @@ trc_session_interrupt(struct trc_session *s)
 		return;
 	s->interrupting = ++s->next_id;
 	ask(s, s->interrupting, TRC_EVAL_INTERRUPT, "");
+}
+
+bool
+trc_session_idle(struct trc_session *s, double now)
+{
+	return trc_sink_idle(&s->sink, now);
 }
 
 void

@@ -118,6 +118,9 @@ int trc_session_ask(struct trc_session *s, enum trc_eval_kind kind, const char *
 /* -i: asks the agent to interrupt the question out (TRC_EVAL_INTERRUPT), which is answered
  * then, by the exception if it was running Ruby. Nothing happens when no question is out. */
 void trc_session_interrupt(struct trc_session *s);
+/* The loop idles (now: its time in seconds): the trace printer may let held lines go. True
+ * while it still holds some (trace.h: call again within TRC_TRACE_HOLD_SECS). */
+bool trc_session_idle(struct trc_session *s, double now);
 /* Drops the connection now, without waiting for the agent. */
 void trc_session_abort(struct trc_session *s);
 void trc_session_free(struct trc_session *s);

@@ -14,6 +14,8 @@ struct trc_sink_ops {
 	const char *(*error)(const void *impl);
 	uint64_t (*lost)(const void *impl);     /* events TRC_EV_LOST reported so far */
 	void (*close)(void *impl);              /* no more events: end, and free what is the sink's */
+	/* The loop idles (now in seconds): true while lines are held (trace.h); may be NULL. */
+	bool (*idle)(void *impl, double now);
 };
 
 /* A sink is two pointers, passed by value; impl NULL means none (not tracing, or closed). */
@@ -50,6 +52,12 @@ static inline uint64_t
 trc_sink_lost(const struct trc_sink *s)
 {
 	return s->ops->lost(s->impl);
+}
+
+static inline bool
+trc_sink_idle(struct trc_sink *s, double now)
+{
+	return s->impl != NULL && s->ops->idle != NULL && s->ops->idle(s->impl, now);
 }
 
 /* Closes the sink if it is open; afterwards it is inactive. */

@@ -253,9 +253,17 @@ live_close(void *impl)
 	free(sp);
 }
 
+static bool
+live_idle(void *impl, double now)
+{
+	struct trc_spool *sp = impl;
+
+	return trc_sink_idle(&sp->inner, now);
+}
+
 static const struct trc_sink_ops live_ops = {
 	.feed = live_feed, .set_clock = live_set_clock, .error = live_error, .lost = live_lost,
-	.close = live_close,
+	.close = live_close, .idle = live_idle,
 };
 
 void

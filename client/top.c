@@ -53,6 +53,74 @@ trc_top_mode_parse(const char *name, enum trc_top_mode *mode)
 	return -1;
 }
 
+int
+trc_top_mode_flags(enum trc_top_mode mode)
+{
+	return (size_t)mode < NMODES ? modes[mode].flags : 0;
+}
+
+void
+trc_top_mode_list(char *buf, size_t size, int flags)
+{
+	size_t len = 0, n = 0, k = 0;
+
+	for (size_t i = 0; i < NMODES; i++)
+		n += flags == 0 || (modes[i].flags & flags);
+	buf[0] = '\0';
+	for (size_t i = 0; i < NMODES && len < size; i++) {
+		if (flags != 0 && !(modes[i].flags & flags))
+			continue;
+		k++;
+		int w = snprintf(buf + len, size - len, "%s%s", k == 1 ? "" : k == n ? " or " : ", ",
+				 modes[i].name);
+		len += w > 0 ? (size_t)w : 0;
+	}
+}
+
+/* Words of text after indent columns, in lines of at most width columns. */
+static void
+wrap(FILE *out, const char *text, size_t col, size_t indent, size_t width)
+{
+	while (*text != '\0') {
+		size_t n = strcspn(text, " ");
+
+		if (col > indent && col + 1 + n > width) {
+			fprintf(out, "\n%*s", (int)indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(text, 1, n, out);
+		col += n;
+		text += n;
+		text += strspn(text, " ");
+	}
+	fputc('\n', out);
+}
+
+void
+trc_top_mode_help(FILE *out, size_t width)
+{
+	for (size_t i = 0; i < NMODES; i++) {
+		const struct trc_top_mode_def *d = &modes[i];
+		char line[256];
+		int n;
+
+		if (d->timed)
+			n = snprintf(line, sizeof(line), "%s%s%s%s %s %s AVG: %s (ms)", d->file ? "FILENAME LINE " : "",
+				     d->label ? d->label : "", d->label ? " " : "", d->count, d->total, d->self,
+				     d->help);
+		else
+			n = snprintf(line, sizeof(line), "%s%s%s%s: %s", d->file ? "FILENAME LINE " : "",
+				     d->label ? d->label : "", d->label ? " " : "", d->count, d->help);
+		if (n < 0)
+			continue;
+		fprintf(out, "  %-14s ", d->name);
+		wrap(out, line, 17, 17, width);
+	}
+}
+
 struct trc_top *
 trc_top_new(enum trc_top_mode mode, const pid_t *pids, size_t npids)
 {

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "decode.h"
@@ -32,6 +33,12 @@ struct trc_top_mode_def {
 const char *trc_top_mode_name(enum trc_top_mode mode);
 /* Looks a mode up by that name. Returns 0, or -1 if there is none. */
 int trc_top_mode_parse(const char *name, enum trc_top_mode *mode);
+/* The mode's flags (enum trc_top_mode_flag), 0 if out of range. */
+int trc_top_mode_flags(enum trc_top_mode mode);
+/* "calls, time ... or threads": the modes with any of flags (0: every mode), into buf. */
+void trc_top_mode_list(char *buf, size_t size, int flags);
+/* For --help: a line per mode, its name, columns and what it counts, wrapped at width. */
+void trc_top_mode_help(FILE *out, size_t width);
 
 /* One row of the table: what the agents counted for a (file, line, label), summed. */
 struct trc_top_entry {

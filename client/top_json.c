@@ -21,6 +21,18 @@ json_key(struct trc_buf *b, const char *key)
 	trc_buf_addf(b, ",\"%s\":", key);
 }
 
+/* TOTAL, SELF and AVG in milliseconds to the nanosecond, as measured (AVG: rounded down). */
+static void
+put_times(struct trc_buf *b, const struct trc_top_entry *e)
+{
+	trc_buf_adds(b, ",\"total_ms\":");
+	trc_json_millis(b, e->total_ns);
+	trc_buf_adds(b, ",\"self_ms\":");
+	trc_json_millis(b, e->self_ns);
+	trc_buf_adds(b, ",\"avg_ms\":");
+	trc_json_millis(b, e->count ? e->total_ns / e->count : 0);
+}
+
 static void
 json_row(struct trc_buf *b, const struct trc_top *t, const struct trc_top_shown *row)
 {
@@ -35,8 +47,7 @@ json_row(struct trc_buf *b, const struct trc_top *t, const struct trc_top_shown 
 	}
 	trc_buf_addf(b, ",\"count\":%" PRIu64, e->count);
 	if (trc_top_def(t)->timed)
-		trc_buf_addf(b, ",\"total_ms\":%.3f,\"self_ms\":%.3f,\"avg_ms\":%.3f", ms(e->total_ns),
-			     ms(e->self_ns), e->count ? ms(e->total_ns) / (double)e->count : 0.0);
+		put_times(b, e);
 	trc_buf_addf(b, ",\"pids\":%" PRIu32 "}", row->npids);
 }
 

@@ -114,6 +114,13 @@ num_cell(char *buf, size_t size, const char *fmt, ...)
 	return (struct cell){ buf, n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1 };
 }
 
+/* Milliseconds to the nanosecond, as measured: "0.000412" (no float, no rounding). */
+static struct cell
+ms_cell(char *buf, size_t size, uint64_t ns)
+{
+	return num_cell(buf, size, "%" PRIu64 ".%06" PRIu64, ns / 1000000, ns % 1000000);
+}
+
 static struct cell
 get_cell(const struct text_row *row, enum col c, char *buf, size_t size)
 {
@@ -129,11 +136,11 @@ get_cell(const struct text_row *row, enum col c, char *buf, size_t size)
 	case C_COUNT:
 		return num_cell(buf, size, "%" PRIu64, e->count);
 	case C_TOTAL:
-		return num_cell(buf, size, "%.3f", ms(e->total_ns));
+		return ms_cell(buf, size, e->total_ns);
 	case C_SELF:
-		return num_cell(buf, size, "%.3f", ms(e->self_ns));
+		return ms_cell(buf, size, e->self_ns);
 	case C_AVG:
-		return num_cell(buf, size, "%.3f", e->count ? ms(e->total_ns) / (double)e->count : 0.0);
+		return ms_cell(buf, size, e->count ? e->total_ns / e->count : 0);
 	case C_PIDS:
 		return num_cell(buf, size, "%" PRIu32, row->shown->npids);
 	}

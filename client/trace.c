@@ -1,4 +1,5 @@
 /* trace.c: the call-tree printer: open lines, leaves, indents, durations and labels per event. */
+#define _GNU_SOURCE     /* memrchr */
 #include "trace.h"
 
 #include <inttypes.h>
@@ -13,6 +14,9 @@
 #include "xmalloc.h"
 
 #define TS_WIDTH 16     /* "HH:MM:SS.uuuuuu " */
+/* With several targets, a block's lines are held for at most this long, or this much. */
+#define HOLD_SECS TRC_TRACE_HOLD_SECS
+#define HOLD_BYTES (64u << 10)
 
 static const char spaces[] = "                                                                ";
 
@@ -42,12 +46,26 @@ struct trc_trace {
 	char clock_text[10];    /* "HH:MM:SS." */
 	uint64_t lost;
 	struct trc_buf scratch;         /* put_str's escaped text */
+	/*
+	 * Several targets share the output: each printer holds the lines of a block (an outermost
+	 * call and everything under it, on every thread of its target) until the block ends, so
+	 * that another target's lines never land inside it; a block held too long or grown too
+	 * big goes out by whole lines. The open line is then the printer's own, in block.
+	 */
+	bool hold;
+	struct trc_buf block;
+	uint32_t busy;                  /* threads with open calls */
+	bool slow_open;                 /* the last slow call was nested: its outer one comes */
+	double held_since;              /* trc_trace_idle's time the block was first seen; 0 */
 };
 
 static void
 put(struct trc_trace *t, const char *p, size_t n)
 {
-	trc_output_write(t->out, p, n);
+	if (t->hold)
+		trc_buf_add(&t->block, p, n);
+	else
+		trc_output_write(t->out, p, n);
 }
 
 /* Bytes from the target: escaped (escape.h) on their way out. */
@@ -98,18 +116,20 @@ fmt_fixed(char *p, uint64_t v, int width)
 		p[i] = (char)('0' + v % 10);
 }
 
-/* " <S.UUUUUU>": seconds with 6 decimals, rounded to the microsecond, as rbtrace's %f. */
+/*
+ * " <S.NNNNNNNNN>": seconds to the nanosecond, what the clock measured. rbtrace's six decimals
+ * showed every call under half a microsecond as <0.000000>, which read as a bug.
+ */
 static void
 put_duration(struct trc_trace *t, uint64_t ns)
 {
 	char buf[40], *end = buf + sizeof(buf), *p;
-	uint64_t us = ns / 1000 + (ns % 1000 >= 500);
 
 	*--end = '>';
-	end -= 6;
-	fmt_fixed(end, us % 1000000, 6);
+	end -= 9;
+	fmt_fixed(end, ns % 1000000000, 9);
 	*--end = '.';
-	p = fmt_u64(end, us / 1000000);
+	p = fmt_u64(end, ns / 1000000000);
 	*--p = '<';
 	*--p = ' ';
 	put(t, p, (size_t)(buf + sizeof(buf) - p));
@@ -175,6 +195,23 @@ close_pending(void *owner)
 	t->pending_paren = false;
 }
 
+/* Ends whatever line is open: ours, or (without blocks) another target's. */
+static void
+end_open_line(struct trc_trace *t)
+{
+	if (!t->hold)
+		trc_output_close_line(t->out);
+	else if (t->pending)
+		close_pending(t);
+}
+
+/* Whether the open line is this printer's, to extend. */
+static bool
+owns_line(const struct trc_trace *t)
+{
+	return t->pending && (t->hold || t->out->line_owner == t);
+}
+
 /*
  * Starts a line for thread th: ends whatever line is open (ours or another target's), then
  * "[pid] ", "[thread] " and, with -t, the clock of ts (or blanks when ts is NULL).
@@ -182,7 +219,7 @@ close_pending(void *owner)
 static void
 line_start(struct trc_trace *t, const struct thread *th, const uint64_t *ts)
 {
-	trc_output_close_line(t->out);
+	end_open_line(t);
 	if (t->pid_label_len)
 		put(t, t->pid_label, t->pid_label_len);
 	if (t->replay.threads_seen > 1)  /* with 2 or more, every line names its thread */
@@ -266,6 +303,7 @@ on_call(void *user, void *thread, const struct trc_message *m)
 	line_start(t, th, &m->call.ts);
 	put_indent(t, th->base.depth);
 	put_method(t, m->call.method);
+	t->busy += th->base.depth == 0;
 	if (trc_replay_push(&t->replay, &th->base, m->call.method, m->call.ts) == NULL)
 		return -1;
 	if (th->base.depth > th->max_depth)
@@ -274,15 +312,16 @@ on_call(void *user, void *thread, const struct trc_message *m)
 	t->pending_paren = false;
 	t->pending_thread = m->call.thread;
 	t->pending_depth = th->base.depth;
-	trc_output_open_line(t->out, t, close_pending);
+	if (!t->hold)
+		trc_output_open_line(t->out, t, close_pending);
 	return 0;
 }
 
 static bool
 is_open_leaf(const struct trc_trace *t, uint32_t thread, const struct thread *th, int64_t k)
 {
-	return t->pending && t->out->line_owner == t && t->pending_thread == thread &&
-	       t->pending_depth == th->base.depth && k == (int64_t)th->base.depth - 1;
+	return owns_line(t) && t->pending_thread == thread && t->pending_depth == th->base.depth &&
+	       k == (int64_t)th->base.depth - 1;
 }
 
 /* Ends the line of a call that returned: on the call's own line if it is a leaf. */
@@ -295,7 +334,8 @@ print_return(struct trc_trace *t, uint32_t thread, struct thread *th, int64_t k,
 		if (t->pending_paren)
 			put(t, ")", 1);
 		t->pending = false;
-		t->out->line_owner = NULL;
+		if (!t->hold)
+			t->out->line_owner = NULL;
 	} else {
 		line_start(t, th, NULL);
 		put_indent(t, (uint32_t)k);
@@ -320,6 +360,7 @@ on_return(void *user, void *thread, const struct trc_message *m)
 	if (k < 0)
 		return 0;
 	print_return(t, m->call.thread, th, k, m->call.ts);
+	t->busy -= k == 0;
 	th->base.depth = (uint32_t)k;
 	if (th->base.depth == 0) {
 		if (th->max_depth > 1)
@@ -344,7 +385,7 @@ on_expr(void *user, void *thread, const struct trc_message *m)
 {
 	struct trc_trace *t = user;
 	struct thread *th = thread;
-	bool joins = t->pending && t->out->line_owner == t &&
+	bool joins = owns_line(t) &&
 		     t->pending_thread == m->expr.thread && t->pending_depth == th->base.depth;
 
 	if (joins) {
@@ -440,6 +481,7 @@ on_slow(void *user, void *thread, const struct trc_message *m)
 	struct thread *th = thread;
 
 	line_start(t, th, &m->slow.start_ts);
+	t->slow_open = m->slow.depth > 0;
 	put_indent(t, m->slow.depth);
 	put_method(t, m->slow.method);
 	if (!t->opts.no_duration)
@@ -458,7 +500,7 @@ on_gc(void *user, void *thread, const struct trc_message *m)
 	struct trc_trace *t = user;
 	struct thread *th = thread;
 
-	trc_output_close_line(t->out);
+	end_open_line(t);
 	if (th != NULL) {
 		line_start(t, th, &m->gc.start_ts);
 		put_indent(t, th->base.depth);
@@ -505,10 +547,64 @@ static const struct trc_replay_ops replay_ops = {
 	.gc = on_gc,
 };
 
+/* n bytes of the held block go out, the shared output's open line ended first. */
+static void
+release(struct trc_trace *t, size_t n)
+{
+	if (n == 0)
+		return;
+	trc_output_close_line(t->out);
+	trc_output_write(t->out, t->block.data, n);
+	trc_buf_consume(&t->block, n);
+	if (t->block.len == 0)
+		t->held_since = 0;
+}
+
+/* The held block's whole lines (the open line stays). */
+static void
+release_lines(struct trc_trace *t)
+{
+	const char *nl = t->block.len > 0 ? memrchr(t->block.data, '\n', t->block.len) : NULL;
+
+	if (nl != NULL)
+		release(t, (size_t)(nl - t->block.data) + 1);
+}
+
+/* After each event: a block that ended goes out whole; one grown too big, by whole lines. */
+static void
+settle(struct trc_trace *t)
+{
+	if (!t->hold || t->block.len == 0)
+		return;
+	if (t->busy == 0 && !t->pending && !t->slow_open)
+		release(t, t->block.len);
+	else if (t->block.len >= HOLD_BYTES)
+		release_lines(t);
+}
+
 int
 trc_trace_feed(struct trc_trace *t, const struct trc_message *m)
 {
-	return trc_replay_feed(&t->replay, m);
+	int rc = trc_replay_feed(&t->replay, m);
+
+	settle(t);
+	return rc;
+}
+
+bool
+trc_trace_idle(struct trc_trace *t, double now)
+{
+	if (!t->hold || t->block.len == 0) {
+		t->held_since = 0;
+		return false;
+	}
+	if (t->held_since == 0) {
+		t->held_since = now;
+	} else if (now - t->held_since >= HOLD_SECS) {
+		release_lines(t);
+		t->held_since = t->block.len > 0 ? now : 0;
+	}
+	return t->block.len > 0;
 }
 
 struct trc_trace *
@@ -523,6 +619,7 @@ trc_trace_new(struct trc_output *out, const struct trc_trace_opts *opts,
 	t->nspecs = nspecs;
 	t->clock_sec = INT64_MIN;
 	trc_replay_init(&t->replay, &replay_ops, t);
+	t->hold = opts->pid > 0;
 	if (opts->pid > 0)
 		t->pid_label_len = (size_t)snprintf(t->pid_label, sizeof(t->pid_label), "[%d] ",
 						    opts->pid);
@@ -532,8 +629,12 @@ trc_trace_new(struct trc_output *out, const struct trc_trace_opts *opts,
 void
 trc_trace_free(struct trc_trace *t)
 {
-	if (t->out->line_owner == t)
+	if (t->hold)
+		end_open_line(t);
+	else if (t->out->line_owner == t)
 		trc_output_close_line(t->out);
+	release(t, t->block.len);
+	trc_buf_release(&t->block);
 	trc_replay_release(&t->replay);
 	trc_intern_release(&t->names);
 	trc_buf_release(&t->scratch);
@@ -590,12 +691,19 @@ sink_close(void *impl)
 	trc_trace_free(impl);
 }
 
+static bool
+sink_idle(void *impl, double now)
+{
+	return trc_trace_idle(impl, now);
+}
+
 static const struct trc_sink_ops sink_ops = {
 	.feed = sink_feed,
 	.set_clock = sink_set_clock,
 	.error = sink_error,
 	.lost = sink_lost,
 	.close = sink_close,
+	.idle = sink_idle,
 };
 
 struct trc_sink

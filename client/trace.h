@@ -48,6 +48,16 @@ void trc_trace_set_clock(struct trc_trace *t, uint64_t mono_ns, uint64_t real_ns
 int trc_trace_feed(struct trc_trace *t, const struct trc_message *m);
 const char *trc_trace_error(const struct trc_trace *t);
 
+/*
+ * With several targets (opts->pid > 0) the printer holds each block's lines (an outermost call
+ * and all under it) until the block ends, then writes them at once, so that targets never
+ * interleave inside a block. Called when the loop idles (now: a clock in seconds), it lets a
+ * block held for 0.1 s go by whole lines; it returns whether lines are still held (call it
+ * again within 0.1 s). Main thread.
+ */
+#define TRC_TRACE_HOLD_SECS 0.1
+bool trc_trace_idle(struct trc_trace *t, double now);
+
 /* Events reported lost by TRC_EV_LOST so far. */
 uint64_t trc_trace_lost(const struct trc_trace *t);
 

@@ -28,6 +28,10 @@ def mp(v)
   end
 end
 
+# Mapped as the agent's library is in a process that loaded it, which the client looks for in
+# /proc/PID/maps before it attaches; dlopen runs none of its code (Init_tracer_agent is Ruby's
+# to call, on require).
+Fiddle.dlopen(File.expand_path('../../lib/tracer_agent/tracer_agent.so', __dir__))
 libc = Fiddle.dlopen(nil)
 msgget = Fiddle::Function.new(libc['msgget'], [Fiddle::TYPE_INT, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
 msgrcv = Fiddle::Function.new(libc['msgrcv'], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T,

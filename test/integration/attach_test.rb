@@ -29,13 +29,28 @@ class AttachTest < Minitest::Test
     assert_empty leftovers_for(pid)
   end
 
+  # Told at once, from its maps, not after --timeout (30 s here: a wait would fail the test).
   def test_process_without_agent
     t = target('sleep', agent: false)
-    _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '0.5')
-    refute status.success?
-    assert_match(/process #{t.pid} did not answer; is tracer_agent loaded\?/, err)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '30', within: 25)
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 5
+    assert_equal 1, status.exitstatus
+    assert_equal "tracer: process #{t.pid} runs Ruby without tracer_agent: /proc/#{t.pid}/maps shows no " \
+                 "tracer_agent.so (require 'tracer_agent' in the app, or start it with tracer -x)\n", err
     assert_empty leftovers_for(t.pid)
     assert t.alive?
+  end
+
+  def test_process_that_is_no_ruby
+    pid = spawn('sleep', '1000')
+    _, err, status = tracer('-p', pid, '-e', '1', '--timeout', '30', within: 25)
+    assert_equal 1, status.exitstatus
+    assert_equal "tracer: process #{pid} is no Ruby program: /proc/#{pid}/maps shows no libruby and no ruby executable\n", err
+    assert_empty leftovers_for(pid)
+  ensure
+    Process.kill('KILL', pid) if pid
+    Process.wait(pid) if pid
   end
 
   def test_malformed_spec_is_rejected_before_attaching

@@ -35,7 +35,7 @@ class ExecTest < Minitest::Test
     RUBY
     out, err, status = exec_tracer('-m', 'Object#work(n)', '-x', RUBY, s)
     assert_equal 7, status.exitstatus, err
-    calls = out.scan(/^Object#work\(n=(\d+)\) <\d+\.\d{6}>$/).flatten
+    calls = out.scan(/^Object#work\(n=(\d+)\) <\d+\.\d{9}>$/).flatten
     assert_equal %w[1 2 3 4], calls, out
     assert_includes out, "done\n"
     assert_match(/\*\*\* attached to process (\d+)\n.*\*\*\* process \1 exited with status 7\n\z/m, err)
@@ -59,6 +59,56 @@ class ExecTest < Minitest::Test
     c.signal('TERM')
     assert_equal 128 + Signal.list['TERM'], c.finish.exitstatus, c.err
     assert_match(/EXCEPTION SignalException: SIGTERM/, c.out)
+  end
+
+  # A SIGINT sent to tracer alone (kill -INT; Ctrl-C reaches the program by itself) is passed
+  # on, as SIGTERM is: one ends the run.
+  def test_sigint_to_tracer_alone_reaches_the_program
+    s = script('wait.rb', "puts :ready\n$stdout.flush\nsleep\n")
+    c = client('-m', 'Kernel#sleep', '-x', RUBY, s)
+    c.wait_for(/^ready$/)
+    c.signal('INT')
+    assert_equal 128 + Signal.list['INT'], c.finish.exitstatus, c.err
+    assert_match(/EXCEPTION Interrupt/, c.out)
+  end
+
+  # The program writes to the same pipe (or terminal) as the trace: none of its bytes lands
+  # inside a trace line, not even one left open while the call runs.
+  def test_program_output_never_lands_inside_a_trace_line
+    go = File.join(@dir, 'go')
+    s = script('inside.rb', <<~RUBY)
+      def work(x)
+        sleep 0.01 until File.exist?(#{go.inspect})
+        $stdout.write("inside\\n")
+        $stdout.flush
+      end
+      work(1)
+    RUBY
+    c = client('-m', 'Object#work(x)', '-x', RUBY, s)
+    c.wait_for(/attached to process/, stream: :err)
+    # The previous client wrote "Object#work(x=1" while the call ran, to finish the line at its
+    # return: let it (a bounded wait, which the checks below do not depend on).
+    begin
+      c.wait_for(/Object#work\(x=1/, within: 2, stream: :out)
+    rescue RuntimeError
+      nil
+    end
+    File.write(go, '')
+    assert c.finish.success?, c.err
+    assert_includes c.out.lines, "inside\n", c.out
+    assert_equal c.out.lines.grep(/Object#work/), c.out.lines.grep(/\AObject#work\(x=1\) <\d+\.\d+>\n\z/), c.out
+  end
+
+  # -x takes every word after it: one of tracer's own options there is said.
+  def test_tracer_options_after_x_are_said
+    s = script('args.rb', "p ARGV\n")
+    out, err, status = exec_tracer('-m', 'Kernel#p', '-x', RUBY, s, '--duration', '1')
+    assert status.success?, err
+    assert_includes out, %(["--duration", "1"]\n)
+    assert_match(/^tracer: '--duration' after --exec is the command's, not tracer's \(tracer's options go before --exec\)$/, err)
+    _, err, status = exec_tracer('-m', 'Kernel#p', '-x', RUBY, s, '-w', 'x')
+    assert status.success?, err
+    refute_match(/after --exec/, err, 'words that are no option of tracer are not said')
   end
 
   def test_commands_that_cannot_be_run_or_traced

@@ -236,11 +236,11 @@ class ExportTest < Minitest::Test
     assert lines.any? { |l| l.start_with?('main;Worker#work;Worker#helper ') }, lines.inspect
 
     # flamegraph.pl draws a box per frame: helper's sits on work's, within its width.
-    svg, err, status = Open3.capture3('perl', FLAMEGRAPH, '--countname=us', path)
+    svg, err, status = Open3.capture3('perl', FLAMEGRAPH, '--countname=ns', path)
     assert status.success?, err
     boxes = REXML::XPath.match(REXML::Document.new(svg), '//g[title]').map do |g|
       r = g.elements['rect']
-      { name: g.elements['title'].text[/\A(.*) \([\d,]+ us/, 1], x: r['x'].to_f, y: r['y'].to_f, w: r['width'].to_f }
+      { name: g.elements['title'].text[/\A(.*) \([\d,]+ ns/, 1], x: r['x'].to_f, y: r['y'].to_f, w: r['width'].to_f }
     end
     box = ->(name) { boxes.find { |b| b[:name] == name } || flunk("no box for #{name} in #{boxes}") }
     main, work, helper = box.call('main'), box.call('Worker#work'), box.call('Worker#helper')

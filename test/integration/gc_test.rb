@@ -25,10 +25,10 @@ class GcTest < Minitest::Test
     blocks = out.scan(/^Gc#full\n(.*?)^Gc#full <[\d.]+>$/m).map(&:first)
     assert_operator blocks.size, :>=, 2, out
     blocks.each do |b|
-      assert_equal 1, b.scan(/^  GC major \(force\) <\d+\.\d{6}>$/).size, "one forced major GC inside Gc#full:\n#{b}"
+      assert_equal 1, b.scan(/^  GC major \(force\) <\d+\.\d{9}>$/).size, "one forced major GC inside Gc#full:\n#{b}"
     end
-    assert_match(/^  GC minor \((newobj|malloc)\) <\d+\.\d{6}>$/, out)
-    assert_empty out.lines.grep(/GC/).grep_v(/^(  )?GC (major|minor)( \(\w+\))? <\d+\.\d{6}>$/), out
+    assert_match(/^  GC minor \((newobj|malloc)\) <\d+\.\d{9}>$/, out)
+    assert_empty out.lines.grep(/GC/).grep_v(/^(  )?GC (major|minor)( \(\w+\))? <\d+\.\d{9}>$/), out
     sent, received = err[/(\d+) events sent, (\d+) received/].scan(/\d+/)
     assert_equal sent, received, err
   end

@@ -413,10 +413,10 @@ class TopTest < Minitest::Test
       assert_equal 2, status.exitstatus, "#{args.join(' ')}: #{err}"
     end
     _, err, status = tracer('-p', '1', '--top', 'calls', '--sample', '8')
-    assert_equal [2, "tracer: --sample goes with --top objects, objects-total, arrays or strings: the other tables count every event\n"],
+    assert_equal [2, "tracer: --sample goes with --top objects-total, objects, arrays or strings: the other tables count every event\n"],
                  [status.exitstatus, err.lines.first]
     _, err, status = tracer('-p', '1', '--top', 'time', '--sample-time', '8')
-    assert_equal [2, "tracer: --sample-time goes with --top objects, objects-total, arrays or strings: the other tables count every event\n"],
+    assert_equal [2, "tracer: --sample-time goes with --top objects-total, objects, arrays or strings: the other tables count every event\n"],
                  [status.exitstatus, err.lines.first]
     _, err, status = tracer('-p', '1', '--top', 'objects', '--sample', '8', '--sample-time', '8')
     assert_equal [2, "tracer: --sample and --sample-time exclude each other\n"], [status.exitstatus, err.lines.first]

@@ -16,8 +16,8 @@ class TraceTest < Minitest::Test
 
   def test_instance_method_is_a_leaf_with_duration
     t = target('work')
-    out = trace(t, '-m', 'Worker#helper', until_re: /Worker#helper <\d+\.\d{6}>\n.*Worker#helper <\d+\.\d{6}>\n/m)
-    assert_match(/^Worker#helper <0\.\d{6}>$/, out)
+    out = trace(t, '-m', 'Worker#helper', until_re: /Worker#helper <\d+\.\d{9}>\n.*Worker#helper <\d+\.\d{9}>\n/m)
+    assert_match(/^Worker#helper <0\.\d{9}>$/, out)
     refute_match(/Worker#work/, out)
   end
 
@@ -184,7 +184,7 @@ class TraceTest < Minitest::Test
   def test_c_method
     t = target('work')
     out = trace(t, '-m', 'Kernel#sleep', until_re: /Kernel#sleep <[\d.]+>\n/)
-    assert_match(/^Kernel#sleep <0\.00\d{4}>$/, out)
+    assert_match(/^Kernel#sleep <0\.00\d{7}>$/, out)
   end
 
   def test_expressions_at_call_time
@@ -272,8 +272,8 @@ class TraceTest < Minitest::Test
     out = trace(t, '-s', '1', '-m', 'Worker#outer', 'Worker#inner', 'Kernel#sleep',
                 until_re: /^Worker#outer <[\d.]+>\n/)
     refute_match(/Worker#work/, out)
-    assert_match(/^    Kernel#sleep <0\.00\d{4}>\n  Worker#inner <0\.00\d{4}>\n/, out)
-    assert_match(/^Worker#outer <0\.00\d{4}>$/, out)
+    assert_match(/^    Kernel#sleep <0\.00\d{7}>\n  Worker#inner <0\.00\d{7}>\n/, out)
+    assert_match(/^Worker#outer <0\.00\d{7}>$/, out)
   end
 
   # --slowcpu counts the CPU time of the call's thread: a spin of 30 ms shows with that time, a

@@ -9,7 +9,7 @@ class TracersTest < Minitest::Test
 
   SINATRA = File.join(ROOT, 'examples', 'sinatra')
   AR_APP = File.join(ROOT, 'examples', 'activerecord', 'app.rb')
-  DURATION = /<\d+\.\d{6}>/
+  DURATION = /<\d+\.\d{9}>/
 
   def setup
     super

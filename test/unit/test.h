@@ -50,6 +50,7 @@ void test_escape(void);
 void test_export(void);
 void test_replay(void);
 void test_opt(void);
+void test_output(void);
 void test_ring(void);
 void test_spec(void);
 void test_spool(void);

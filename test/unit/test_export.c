@@ -221,9 +221,9 @@ test_collapsed(void)
 
 	play_basic(e, PID);
 	/* work: 10 us in all, 1.5 of them in helper: 8.5 rounds to 9; helper 1.5 to 2. */
-	test_str("collapsed: self time in us, thread as the root, sorted", finish(e),
-		 "main;Worker#work 9\n"
-		 "main;Worker#work;Worker#helper 2\n");
+	test_str("collapsed: self time in ns, thread as the root, sorted", finish(e),
+		 "main;Worker#work 8500\n"
+		 "main;Worker#work;Worker#helper 1500\n");
 	trc_export_free(e);
 }
 
@@ -235,10 +235,10 @@ test_collapsed_pids(void)
 	play_basic(e, 43);
 	play_basic(e, PID);
 	test_str("collapsed with several targets: the process above the thread", finish(e),
-		 "ruby 42;main;Worker#work 9\n"
-		 "ruby 42;main;Worker#work;Worker#helper 2\n"
-		 "ruby 43;main;Worker#work 9\n"
-		 "ruby 43;main;Worker#work;Worker#helper 2\n");
+		 "ruby 42;main;Worker#work 8500\n"
+		 "ruby 42;main;Worker#work;Worker#helper 1500\n"
+		 "ruby 43;main;Worker#work 8500\n"
+		 "ruby 43;main;Worker#work;Worker#helper 1500\n");
 	trc_export_free(e);
 }
 
@@ -336,8 +336,8 @@ test_repair(void)
 	play_broken(e);
 	/* work: 5 us - 4 in helper, then 2 - 1: 2 us; helper: 4 + 1. */
 	test_str("collapsed: repaired calls count", finish(e),
-		 "main;Worker#work 2\n"
-		 "main;Worker#work;Worker#helper 5\n");
+		 "main;Worker#work 2000\n"
+		 "main;Worker#work;Worker#helper 5000\n");
 	trc_export_free(e);
 }
 
@@ -373,8 +373,8 @@ test_slow(void)
 	e = start(TRC_FORMAT_COLLAPSED, false);
 	play_slow(e);
 	test_str("collapsed: slow calls nested", finish(e),
-		 "main;Worker#work 4\n"
-		 "main;Worker#work;Worker#helper 1\n");
+		 "main;Worker#work 4000\n"
+		 "main;Worker#work;Worker#helper 1000\n");
 	trc_export_free(e);
 
 	e = start(TRC_FORMAT_CHROME, false);
@@ -412,8 +412,8 @@ test_odd_names(void)
 	ret(&k, 0, 3000);
 	trc_sink_close(&k);
 	test_str("collapsed: ';' replaced, newlines and bad UTF-8 escaped", finish(e),
-		 "w\\xff;Worker#a,b\\nc 2\n"
-		 "w\\xff;Worker#a,b\\nc;(unknown) 1\n");
+		 "w\\xff;Worker#a,b\\nc 2000\n"
+		 "w\\xff;Worker#a,b\\nc;(unknown) 1000\n");
 	trc_export_free(e);
 
 	e = start(TRC_FORMAT_JSONL, false);
@@ -600,7 +600,7 @@ test_gc(void)
 	trc_export_free(e);
 	e = start(TRC_FORMAT_COLLAPSED, false);
 	play_gc(e);
-	test_str("collapsed: no collections", finish(e), "main;Worker#work 2\n");
+	test_str("collapsed: no collections", finish(e), "main;Worker#work 2000\n");
 	trc_export_free(e);
 }
 

@@ -49,6 +49,7 @@ static const struct suite {
 	{ "escape", test_escape },
 	{ "export", test_export },
 	{ "opt", test_opt },
+	{ "output", test_output },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
 	{ "spec", test_spec },

@@ -220,23 +220,25 @@ test_time(void)
 		T("/a.rb", 1, "A#many", 1000, 50 * MS, 40 * MS),
 		T("/a.rb", 5, "A#slow", 3, 900 * MS, 300 * MS),
 		T("/a.rb", 9, "A#none", 0, 0, 0),
+		T("/a.rb", 7, "A#tiny", 1000, 412000, 411999),
 	};
 	struct trc_top_view v = view(100, 25);
 	char *s;
 
-	feed(t, 100, rows, 3, 0, 0);
-	check_text("time: sorted by TOTAL, ms with 3 decimals, AVG = TOTAL/CALLS", t, &v,
-		   "FILENAME  LINE  METHOD  CALLS    TOTAL     SELF      AVG\n"
-		   "/a.rb        5  A#slow      3  900.000  300.000  300.000\n"
-		   "/a.rb        1  A#many   1000   50.000   40.000    0.050\n"
-		   "/a.rb        9  A#none      0    0.000    0.000    0.000\n");
+	feed(t, 100, rows, 4, 0, 0);
+	check_text("time: sorted by TOTAL, ms to the ns, AVG = TOTAL/CALLS", t, &v,
+		   "FILENAME  LINE  METHOD  CALLS       TOTAL        SELF         AVG\n"
+		   "/a.rb        5  A#slow      3  900.000000  300.000000  300.000000\n"
+		   "/a.rb        1  A#many   1000   50.000000   40.000000    0.050000\n"
+		   "/a.rb        7  A#tiny   1000    0.412000    0.411999    0.000412\n"
+		   "/a.rb        9  A#none      0    0.000000    0.000000    0.000000\n");
 	v.rows = 1;
 	s = json(t, &v);
 	test_str("time JSON", s,
 		 "{\"mode\":\"time\",\"pids\":[100],\"elapsed\":12.200,\"events\":0,"
 		 "\"events_per_sec\":45678.0,\"lost\":0,\"filter\":[\"/srv/app\"],\"all\":false,"
 		 "\"rows\":[{\"file\":\"/a.rb\",\"line\":5,\"method\":\"A#slow\",\"count\":3,"
-		 "\"total_ms\":900.000,\"self_ms\":300.000,\"avg_ms\":300.000,\"pids\":1}]}\n");
+		 "\"total_ms\":900.000000,\"self_ms\":300.000000,\"avg_ms\":300.000000,\"pids\":1}]}\n");
 	free(s);
 	trc_top_free(t);
 }

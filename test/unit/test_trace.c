@@ -174,12 +174,12 @@ test_tree(void)
 	test_str("tree with leaves on one line, blank line after it", text(),
 		 "Proc#call\n"
 		 "  Dir.chdir\n"
-		 "    Dir.pwd <0.000060>\n"
+		 "    Dir.pwd <0.000060000>\n"
 		 "    String#gsub\n"
-		 "      String#* <0.000023>\n"
-		 "    String#gsub <0.000127>\n"
-		 "  Dir.chdir <0.000290>\n"
-		 "Proc#call <1.500000>\n"
+		 "      String#* <0.000023000>\n"
+		 "    String#gsub <0.000127000>\n"
+		 "  Dir.chdir <0.000290000>\n"
+		 "Proc#call <1.500000000>\n"
 		 "\n");
 	trc_trace_free(t);
 }
@@ -221,12 +221,12 @@ test_leaf_at_top(void)
 	ret(t, 0, 1, 800 * MS);
 	call(t, 0, 0, 0);
 	ret(t, 0, 0, 3661500 * MS);
-	test_str("top-level leaves: no blank line; bare names; rounding", text(),
-		 "Kernel#sleep <0.500000>\n"
-		 "puts <0.000001>\n"
-		 "(unknown) <0.000000>\n"
-		 "puts <0.000000>\n"
-		 "Kernel#sleep <3661.500000>\n");
+	test_str("top-level leaves: no blank line; bare names; every nanosecond shown", text(),
+		 "Kernel#sleep <0.500000000>\n"
+		 "puts <0.000001499>\n"
+		 "(unknown) <0.000000499>\n"
+		 "puts <0.000000000>\n"
+		 "Kernel#sleep <3661.500000000>\n");
 	trc_trace_free(t);
 }
 
@@ -247,8 +247,8 @@ test_start_time(void)
 	ret(t, 0, 0, 1000 + 2 * 1000 * MS);
 	test_str("-t: start times, closing lines padded", text(),
 		 "22:13:20.001500 Foo#a\n"
-		 "22:13:21.000002   Foo#b <0.000003>\n"
-		 "                Foo#a <1.998500>\n"
+		 "22:13:21.000002   Foo#b <0.000003000>\n"
+		 "                Foo#a <1.998500000>\n"
 		 "\n");
 	trc_trace_free(t);
 }
@@ -270,9 +270,9 @@ test_threads(void)
 	ret(t, 2, 1, 21 * US);
 	test_str("a second thread turns labels on; open lines end first", text(),
 		 "Foo#a\n"
-		 "[worker] Bar#b <0.000005>\n"
-		 "[main] Foo#a <0.000010>\n"
-		 "[thread 2] Bar#b <0.000001>\n");
+		 "[worker] Bar#b <0.000005000>\n"
+		 "[main] Foo#a <0.000010000>\n"
+		 "[thread 2] Bar#b <0.000001000>\n");
 	trc_trace_free(t);
 }
 
@@ -302,12 +302,12 @@ test_exprs(void)
 	expr(t, 0, 5, 0, "bad spec");
 	ret(t, 0, 0, 3 * MS);
 	test_str("expressions join their call line", text(),
-		 "Kernel#sleep(self=main, __source__=\"x.rb:3\") <0.100000>\n"
+		 "Kernel#sleep(self=main, __source__=\"x.rb:3\") <0.100000000>\n"
 		 "Kernel#sleep(self=main)\n"
-		 "  IO.select <0.001000>\n"
+		 "  IO.select <0.001000000>\n"
 		 "  (__source__=late)\n"
 		 "  (?=bad spec)\n"
-		 "Kernel#sleep <0.003000>\n"
+		 "Kernel#sleep <0.003000000>\n"
 		 "\n");
 	trc_trace_free(t);
 	trc_spec_release(&spec);
@@ -326,7 +326,7 @@ test_raise(void)
 	test_str("exceptions at the current depth", text(),
 		 "Foo#a\n"
 		 "  EXCEPTION RuntimeError: boom (x.rb:3)\n"
-		 "Foo#a <0.001000>\n"
+		 "Foo#a <0.001000000>\n"
 		 "EXCEPTION IOError: closed stream\n");
 	trc_trace_free(t);
 }
@@ -351,6 +351,7 @@ test_multiline_raise(void)
 		 "\n  go = helpr\r\n       ^^^^^\nDid you mean?  helper\n", "w.rb");
 	ret(t, 0, 0, 1 * MS);
 	raise_ev(t, 1, "RuntimeError", "two\nlines", "");
+	trc_trace_free(t);      /* with a [pid], the worker's open call holds its block till then */
 	test_str("multi-line message", text(),
 		 "[42] Worker#go\n"
 		 "[42] [main] Worker#go\n"
@@ -359,10 +360,9 @@ test_multiline_raise(void)
 		 "[42] [main]               go = helpr\n"
 		 "[42] [main]                    ^^^^^\n"
 		 "[42] [main]             Did you mean?  helper\n"
-		 "[42] [main] Worker#go <0.001000>\n"
+		 "[42] [main] Worker#go <0.001000000>\n"
 		 "[42] [worker]   EXCEPTION RuntimeError: two\n"
 		 "[42] [worker]             lines\n");
-	trc_trace_free(t);
 }
 
 static void
@@ -392,10 +392,10 @@ test_gc(void)
 	gc_ev(t, 0, true, "", 2 * US);
 	test_str("collections where they ran, with their pauses", text(),
 		 "Foo#a\n"
-		 "  GC minor (newobj) <0.001500>\n"
-		 "Foo#a <0.003000>\n"
-		 "GC major (nofree) <0.012000>\n"
-		 "GC major <0.000002>\n");
+		 "  GC minor (newobj) <0.001500000>\n"
+		 "Foo#a <0.003000000>\n"
+		 "GC major (nofree) <0.012000000>\n"
+		 "GC major <0.000002000>\n");
 	trc_trace_free(t);
 	t = start(2, false, true);
 	gc_ev(t, TRC_GC_NO_THREAD, false, "malloc", 1 * MS);
@@ -416,11 +416,11 @@ test_slow(void)
 	slow(t, 0, 459849 * US, 0);
 	slow(t, 2, 300 * MS, 0);
 	test_str("slow calls innermost first, blank line after depth 0", text(),
-		 "    Kernel#sleep <0.459628>\n"
-		 "  Dir.chdir <0.459828>\n"
-		 "Proc#call <0.459849>\n"
+		 "    Kernel#sleep <0.459628000>\n"
+		 "  Dir.chdir <0.459828000>\n"
+		 "Proc#call <0.459849000>\n"
 		 "\n"
-		 "Kernel#sleep <0.300000>\n"
+		 "Kernel#sleep <0.300000000>\n"
 		 "\n");
 	trc_trace_free(t);
 }
@@ -436,7 +436,7 @@ test_lost(void)
 	m.lost.count = 5;
 	feed(t, m);
 	ret(t, 0, 0, 1 * US);
-	test_str("a lost note ends the open line", text(), "Foo#a\nFoo#a <0.000001>\n");
+	test_str("a lost note ends the open line", text(), "Foo#a\nFoo#a <0.000001000>\n");
 	test_str("lost note", notes(), "*** 5 events lost\n");
 	test_cond("lost counted", trc_trace_lost(t) == 5);
 	trc_trace_free(t);
@@ -461,9 +461,9 @@ test_unmatched_returns(void)
 		 "A#a\n"
 		 "  B#b\n"
 		 "    C#c\n"
-		 "A#a <0.000010>\n"
+		 "A#a <0.000010000>\n"
 		 "\n"
-		 "C#c <0.000001>\n");
+		 "C#c <0.000001000>\n");
 	trc_trace_free(t);
 }
 
@@ -487,11 +487,9 @@ test_shared_output(void)
 	call(b, 0, 0, 20 * US);
 	test_cond("other messages are ignored", trc_trace_feed(a, &started) == 0);
 	trc_trace_free(b);
-	test_str("several targets: [pid] prefixes, each ends the other's open line", text(),
-		 "[100] Foo#a\n"
-		 "[200] Bar#b\n"
-		 "[100] Foo#a <0.000010>\n"
-		 "[200] Bar#b <0.000010>\n"
+	test_str("several targets: [pid] prefixes, each call tree whole, leaves on one line", text(),
+		 "[100] Foo#a <0.000010000>\n"
+		 "[200] Bar#b <0.000010000>\n"
 		 "[200] Bar#b\n");
 	trc_trace_free(a);
 }
@@ -565,8 +563,8 @@ test_deep_output_is_bounded(void)
 		if (line > longest)
 			longest = line;
 	}
-	/* "[worker] ", the clock, the indent, the longer name, " <0.001999>" */
-	bound = 9 + 16 + 2 * TRC_TRACE_MAX_INDENT + strlen(longer) + 11;
+	/* "[worker] ", the clock, the indent, the longer name, " <0.001999000>" */
+	bound = 9 + 16 + 2 * TRC_TRACE_MAX_INDENT + strlen(longer) + 14;
 	test_cond("no line longer than the deepest indent, a name and a duration", longest <= bound);
 	/* Indenting by depth would average 1000 bytes of spaces per event. */
 	test_cond("output per event bounded by the same, not by the depth",
@@ -621,6 +619,52 @@ test_hostile_names(void)
 	trc_trace_free(t);
 }
 
+/*
+ * Several targets: each holds a block (an outermost call and all under it) until it ends, so
+ * that another's lines never land inside it; a block held 0.1 s goes out by whole lines.
+ */
+static void
+test_blocks(void)
+{
+	struct trc_output o;
+	struct trc_trace_opts oa = { .prefix = 2, .no_duration = true, .pid = 11 };
+	struct trc_trace_opts ob = { .prefix = 2, .no_duration = true, .pid = 22 };
+	struct trc_trace *a, *b;
+
+	trc_output_init(&o, -1, -1);
+	a = trc_trace_new(&o, &oa, NULL, 0);
+	b = trc_trace_new(&o, &ob, NULL, 0);
+	method(a, 0, "A", "#", "outer");
+	method(a, 1, "A", "#", "inner");
+	method(b, 0, "B", "#", "x");
+	call(a, 0, 0, 0);
+	call(b, 0, 0, 0);
+	call(a, 0, 1, US);
+	ret(b, 0, 0, US);
+	trc_buf_addc(&o.out, '\0');
+	test_str("the block that ended goes out whole; the other waits", o.out.data, "[22] B#x\n");
+	o.out.len = 0;
+	ret(a, 0, 1, 2 * US);
+	call(b, 0, 0, 3 * US);
+	ret(a, 0, 0, 4 * US);
+	trc_buf_addc(&o.out, '\0');
+	test_str("then the other, whole", o.out.data,
+		 "[11] A#outer\n[11]   A#inner\n[11] A#outer\n\n");
+	o.out.len = 0;
+	test_cond("an open block is held", trc_trace_idle(b, 1.0) && o.out.len == 0);
+	test_cond("for a while", trc_trace_idle(b, 1.05) && o.out.len == 0);
+	call(b, 0, 0, 5 * US);  /* nested: the first call's line is whole now */
+	trc_trace_idle(b, 1.2);
+	trc_buf_addc(&o.out, '\0');
+	test_str("then its whole lines go, not its open one", o.out.data, "[22] B#x\n");
+	o.out.len = 0;
+	trc_trace_free(b);
+	trc_buf_addc(&o.out, '\0');
+	test_str("the end lets the rest go", o.out.data, "[22]   B#x\n");
+	trc_trace_free(a);
+	trc_output_release(&o);
+}
+
 void
 test_trace(void)
 {
@@ -643,5 +687,6 @@ test_trace(void)
 	test_deep_output_is_bounded();
 	test_empty_writes();
 	test_hostile_names();
+	test_blocks();
 	trc_output_release(&out);
 }
