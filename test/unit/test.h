@@ -38,6 +38,7 @@ void test_compress(void);
 void test_conn(void);
 void test_decode(void);
 void test_encode(void);
+void test_elfobj(void);
 void test_export(void);
 void test_replay(void);
 void test_ring(void);
@@ -45,5 +46,6 @@ void test_spec(void);
 void test_spool(void);
 void test_top(void);
 void test_trace(void);
+void test_x86(void);
 
 #endif

@@ -13,6 +13,7 @@ static const struct suite {
 	{ "conn", test_conn },
 	{ "decode", test_decode },
 	{ "encode", test_encode },
+	{ "elfobj", test_elfobj },
 	{ "export", test_export },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
@@ -20,6 +21,7 @@ static const struct suite {
 	{ "spool", test_spool },
 	{ "top", test_top },
 	{ "trace", test_trace },
+	{ "x86", test_x86 },
 };
 
 static int
