@@ -46,6 +46,7 @@ void test_spec(void);
 void test_spool(void);
 void test_top(void);
 void test_trace(void);
+void test_vmcode(void);
 void test_x86(void);
 
 #endif

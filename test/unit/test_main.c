@@ -21,6 +21,7 @@ static const struct suite {
 	{ "spool", test_spool },
 	{ "top", test_top },
 	{ "trace", test_trace },
+	{ "vmcode", test_vmcode },
 	{ "x86", test_x86 },
 };
 
