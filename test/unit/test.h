@@ -40,6 +40,7 @@ void test_decode(void);
 void test_encode(void);
 void test_elfobj(void);
 void test_export(void);
+void test_freeze(void);
 void test_replay(void);
 void test_ring(void);
 void test_spec(void);

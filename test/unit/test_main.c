@@ -15,6 +15,7 @@ static const struct suite {
 	{ "encode", test_encode },
 	{ "elfobj", test_elfobj },
 	{ "export", test_export },
+	{ "freeze", test_freeze },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
 	{ "spec", test_spec },
