@@ -24,6 +24,8 @@ $(AGENT): $(AGENT_SRC) | deps
 	cd $(EXT) && TRACER_WERROR=1 $(RUBY) extconf.rb >/dev/null && $(MAKE) -s
 	@# A new inode, then rename: processes that loaded the old file keep it intact.
 	cp $(EXT)/tracer_agent.so $@.tmp && mv -f $@.tmp $@
+	@# Which Ruby built it: tracer loads it into a static Ruby of that series only (client/agentfile.c).
+	$(RUBY) -e 'puts RUBY_VERSION' >lib/tracer_agent/built_for.tmp && mv -f lib/tracer_agent/built_for.tmp lib/tracer_agent/built_for
 
 client: | deps
 	$(MAKE) -s -C client
@@ -82,7 +84,7 @@ install: client
 
 clean:
 	-cd $(EXT) && [ -f Makefile ] && $(MAKE) -s clean
-	rm -f $(EXT)/Makefile $(EXT)/extconf.h $(EXT)/mkmf.log $(AGENT)
+	rm -f $(EXT)/Makefile $(EXT)/extconf.h $(EXT)/mkmf.log $(AGENT) lib/tracer_agent/built_for
 	$(MAKE) -s -C client clean
 
 # ---- Robustness: fuzzers, static analysis, the agent under AddressSanitizer ----

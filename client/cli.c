@@ -20,6 +20,7 @@
 #include "compress.h"
 #include "exec.h"
 #include "export.h"
+#include "inject.h"
 #include "output.h"
 #include "proc.h"
 #include "live.h"
@@ -607,6 +608,13 @@ set_ps(struct opts *o, const char *v)
 }
 
 static void
+set_no_inject(struct opts *o, const char *v)
+{
+	(void)o, (void)v;
+	trc_inject_set_enabled(false);
+}
+
+static void
 set_gc(struct opts *o, const char *v)
 {
 	(void)v;
@@ -706,6 +714,8 @@ static const struct option_def options[] = {
 	  set_duration },
 	{ "timeout", 0, ARG_REQUIRED, "SECS", "give up when the agent has not answered in SECS (5)",
 	  set_timeout },
+	{ "no-inject", 0, ARG_NONE, NULL, "never load the agent into a process that did not load it "
+	  "itself", set_no_inject },
 	{ "help", 'h', ARG_NONE, NULL, "show this help and exit", set_help },
 	{ "version", 'v', ARG_NONE, NULL, "show the version and exit", set_version },
 };
@@ -1134,7 +1144,8 @@ die_denied(pid_t pid)
 	if (trc_proc_nspid(pid, &inner, &levels) == 0 && levels > 1)
 		die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user and is in "
 		    "another pid namespace (a container?): attaching needs root", (int)pid);
-	die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user", (int)pid);
+	die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user: run tracer as that "
+	    "user, or as root", (int)pid);
 }
 
 /* The pids -p gave must be there; those --ps found may be gone already (their sessions say). */

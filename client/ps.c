@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "inject.h"
 #include "proc.h"
 #include "xmalloc.h"
 
@@ -126,7 +127,7 @@ find(const regex_t *re, pid_t **pids, size_t *npids)
 	while ((de = readdir(d)) != NULL) {
 		pid = entry_pid(de->d_name);
 		if (pid == 0 || pid == self || !owned(pid) || !cmdline_matches(pid, re) ||
-		    !has_agent(pid))
+		    !(has_agent(pid) || (trc_inject_enabled() && trc_inject_candidate(pid))))
 			continue;
 		*pids = xreallocarray(*pids, *npids + 1, sizeof(**pids));
 		(*pids)[(*npids)++] = pid;

@@ -12,7 +12,9 @@
 #include "attach.h"
 #include "conn.h"
 #include "encode.h"
+#include "exec.h"
 #include "heapfile.h"
+#include "inject.h"
 #include "proc.h"
 #include "spool.h"
 #include "xmalloc.h"
@@ -21,6 +23,7 @@
 #define ALIVE_EVERY 1.0         /* seconds between liveness checks while tracing */
 #define GONE_EVERY 0.01         /* after a lost connection: look for the exit this often, */
 #define GONE_CHECKS 50          /* this many times */
+#define INJECT_EVERY 0.01       /* loading the agent: look for it this often */
 #define EVAL_ID 1
 
 enum state {
@@ -58,7 +61,8 @@ struct trc_session {
 	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
 	struct trc_heapfile heap;       /* --heapdump, --shapesdump: the file the agent writes */
 	char *cwd;                      /* from WELCOME, or NULL */
-	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
+	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w, inject_w;
+	struct trc_inject *inject;      /* loading the agent before attaching, or NULL */
 	int gone_checks;
 	bool truncated;                 /* the connection ended inside a message */
 	uint64_t received;              /* trace events (calls, returns, raises, values, slow calls) */
@@ -93,6 +97,7 @@ stop_timers(struct trc_session *s)
 	ev_timer_stop(s->loop, &s->detach_w);
 	ev_timer_stop(s->loop, &s->alive_w);
 	ev_timer_stop(s->loop, &s->gone_w);
+	ev_timer_stop(s->loop, &s->inject_w);
 }
 
 /* Records an outcome: the worst code wins, and the latest message. */
@@ -134,7 +139,8 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	va_start(ap, fmt);
 	set_outcome(s, code, fmt, ap);
 	va_end(ap);
-	if (s->state == S_ATTACHING)
+	/* While the agent loads, the attach has not begun: nothing of it to stop. */
+	if (s->state == S_ATTACHING && s->inject == NULL)
 		trc_attach_stop(&s->attach);
 	s->state = S_DONE;
 	stop_timers(s);
@@ -624,7 +630,9 @@ on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	struct trc_session *s = w->data;
 
 	(void)loop, (void)revents;
-	if (s->state == S_ATTACHING)
+	if (s->state == S_ATTACHING && s->inject != NULL)
+		finish(s, TRC_EXIT_ERROR, "%s", trc_inject_stalled(s->inject, s->job->timeout));
+	else if (s->state == S_ATTACHING)
 		finish(s, TRC_EXIT_ERROR, "process %d did not answer; is tracer_agent loaded?",
 		       (int)s->pid);
 	else
@@ -739,6 +747,84 @@ on_attached(struct trc_attach *a, int fd, void *ctx)
 }
 
 static void
+attach(struct trc_session *s)
+{
+	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
+		on_attached(&s->attach, -1, s);
+}
+
+/* The agent is in: said once, then the attach goes as to any process that loaded it. */
+static void
+injected(struct trc_session *s)
+{
+	struct trc_inject *in = s->inject;
+
+	if (in->written)
+		trc_output_note(s->job->out, "%sloaded tracer_agent into process %d (Ruby %s; the process "
+				"was held still %.2f ms)", s->tag, (int)s->pid, in->ruby.version,
+				(double)in->frozen_ns / 1e6);
+	s->inject = NULL;
+	free(in);
+	attach(s);
+}
+
+/* Where a load stands: true while it goes on (or ended the session), false to attach now. */
+static bool
+inject_step(struct trc_session *s)
+{
+	struct trc_inject *in = s->inject;
+
+	switch (in->phase) {
+	case TRC_INJECT_LOADED:
+		ev_timer_stop(s->loop, &s->inject_w);
+		injected(s);
+		return true;
+	case TRC_INJECT_FAILED:
+		finish(s, in->denied ? TRC_EXIT_DENIED : TRC_EXIT_ERROR, "%s", in->error);
+		return true;
+	case TRC_INJECT_QUEUED:
+	case TRC_INJECT_RAN:
+		break;
+	}
+	if (!ev_is_active(&s->inject_w))
+		ev_timer_start(s->loop, &s->inject_w);
+	return true;
+}
+
+static void
+on_inject(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)loop, (void)revents;
+	trc_inject_poll(s->inject);
+	inject_step(s);
+}
+
+/*
+ * A process that never loaded the agent gets it first (inject.c), unless --no-inject: then,
+ * or when it has the agent already, false: attach now.
+ */
+static bool
+start_inject(struct trc_session *s)
+{
+	char *lib;
+
+	if (!trc_inject_enabled() || s->job->exec || trc_inject_loaded(s->pid))
+		return false;
+	s->inject = xcalloc(1, sizeof(*s->inject));
+	lib = trc_exec_agent_lib();
+	trc_inject_start(s->inject, s->pid, lib);
+	free(lib);
+	if (s->inject->phase == TRC_INJECT_LOADED && !s->inject->written) {
+		free(s->inject);
+		s->inject = NULL;
+		return false;
+	}
+	return inject_step(s);
+}
+
+static void
 init_timer(struct trc_session *s, ev_timer *w, void (*cb)(struct ev_loop *, ev_timer *, int),
 	   double after, double repeat)
 {
@@ -768,6 +854,7 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	init_timer(s, &s->detach_w, on_detach_wait, 0, 0);
 	init_timer(s, &s->alive_w, on_alive_check, ALIVE_EVERY, ALIVE_EVERY);
 	init_timer(s, &s->gone_w, on_gone_check, GONE_EVERY, GONE_EVERY);
+	init_timer(s, &s->inject_w, on_inject, INJECT_EVERY, INJECT_EVERY);
 	if (job->mode == TRC_MODE_TRACE && job->export != NULL) {
 		s->sink = trc_export_sink(job->export, pid);
 	} else if (job->mode == TRC_MODE_TRACE) {
@@ -800,8 +887,8 @@ trc_session_start(struct trc_session *s)
 	}
 	s->state = S_ATTACHING;
 	ev_timer_start(s->loop, &s->timeout_w);
-	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
-		on_attached(&s->attach, -1, s);
+	if (!start_inject(s))
+		attach(s);
 }
 
 void
@@ -887,12 +974,13 @@ trc_session_abort(struct trc_session *s)
 void
 trc_session_free(struct trc_session *s)
 {
-	if (s->state == S_ATTACHING)
+	if (s->state == S_ATTACHING && s->inject == NULL)
 		trc_attach_stop(&s->attach);
 	trc_conn_close(&s->conn);
 	stop_timers(s);
 	close_sink(s);
 	trc_heapfile_release(&s->heap);
+	free(s->inject);
 	free(s->text);
 	free(s->cwd);
 	free(s->error);

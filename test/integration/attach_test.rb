@@ -29,9 +29,10 @@ class AttachTest < Minitest::Test
     assert_empty leftovers_for(pid)
   end
 
+  # --no-inject: tracer does not load the agent itself (inject_test.rb), and says what is missing.
   def test_process_without_agent
     t = target('sleep', agent: false)
-    _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '0.5')
+    _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '0.5', '--no-inject')
     refute status.success?
     assert_match(/process #{t.pid} did not answer; is tracer_agent loaded\?/, err)
     assert_empty leftovers_for(t.pid)
