@@ -40,4 +40,16 @@ static const struct trc_vmlayout vmlayouts[] = {
 		.postponed_job_mask = 0x4, .nsig = 65, .sigchld = 17,
 		.rbasic_flags = 0, .rbasic_klass = 8, .t_mask = 0x1f, .t_data = 0xc,
 	},
+	{
+		.series = "3.4", .ruby = "3.4.5", .machine = EM_X86_64,
+		.source = "ruby3.4 3.4.5-1~exp1",
+		.build = "Ruby 3.4 built with YJIT from ruby3.4=3.4.5-1~exp1 (script/rubies), /opt/ruby-3.4-yjit",
+		.pj_kind = TRC_PJ_QUEUE, .pj_queue = 1184, .pj_slots = 32, .pj_bitset = 512,
+		.pj_table = 0, .pj_entry = 16, .pj_func = 0, .pj_data = 8,
+		.vm_main_ractor = 32, .vm_main_thread = 40, .vm_trap_cmd = 664,
+		.ractor_running_ec = 384, .thread_ec = 48, .thread_self = 16,
+		.ec_interrupt_flag = 32, .ec_interrupt_mask = 36, .ec_thread_ptr = 48,
+		.postponed_job_mask = 0x4, .nsig = 65, .sigchld = 17,
+		.rbasic_flags = 0, .rbasic_klass = 8, .t_mask = 0x1f, .t_data = 0xc,
+	},
 };
