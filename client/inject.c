@@ -624,6 +624,22 @@ wake_signal(struct trc_inject *in)
 	return sig;
 }
 
+/*
+ * Whether the main thread waits where Ruby itself would interrupt it: in a sleep, a queue, a
+ * join or a blocking region, Ruby sets the thread's unblocking function. A thread that sleeps
+ * without one (a C extension's own system call, holding Ruby's lock) is left alone: a signal
+ * could cut its call short (EINTR), and the job could not run there anyway.
+ */
+static bool
+waits_in_ruby(struct trc_inject *in)
+{
+	const struct trc_vmlayout *l = in->ruby.layout;
+	uint64_t th = 0, ubf = 0;
+
+	return rd64(in, in->ruby.vm + l->vm_main_thread, &th) == 0 && th != 0 &&
+	       rd64(in, th + l->thread_unblock, &ubf) == 0 && ubf != 0;
+}
+
 /* An idle main thread is woken, the way its Ruby wakes itself; a busy one is left to run. */
 static void
 maybe_wake(struct trc_inject *in, uint64_t now)
@@ -636,8 +652,8 @@ maybe_wake(struct trc_inject *in, uint64_t now)
 		return;
 	in->woken_ns = now;
 	state = thread_state(pid, pid);
-	in->busy_in_c = state == 'R';
-	if (state != 'S')
+	in->busy_in_c = state == 'R' || (state == 'S' && !waits_in_ruby(in));
+	if (state != 'S' || in->busy_in_c)
 		return;         /* running (a long C call?): the VM checks its interrupts when it returns */
 	in->idle_untouched = (sig = wake_signal(in)) == 0;
 	if (sig != 0 && syscall(SYS_tgkill, pid, pid, sig) == 0)
@@ -753,8 +769,9 @@ trc_inject_stalled(struct trc_inject *in, double secs)
 			 "; run tracer again then (it waited %g s)", secs);
 	else if (in->busy_in_c)
 		snprintf(in->error, sizeof(in->error), "process %d did not reach a point where Ruby runs "
-			 "the job that loads the agent within %g s (its main thread runs: a long C call?): "
-			 "the agent loads when it does; run tracer again then", (int)pid, secs);
+			 "the job that loads the agent within %g s (its main thread is in a long C call, "
+			 "holding Ruby's lock): the agent loads when it returns; run tracer again then",
+			 (int)pid, secs);
 	else
 		snprintf(in->error, sizeof(in->error), "process %d did not run the job that loads the agent "
 			 "within %g s%s: the agent loads at its next activity; run tracer again then",

@@ -24,6 +24,7 @@ struct trc_vmlayout {
 	uint32_t vm_main_ractor, vm_main_thread, vm_trap_cmd;   /* rb_vm_t */
 	uint32_t ractor_running_ec;                     /* rb_ractor_t */
 	uint32_t thread_ec, thread_self;                /* rb_thread_t */
+	uint32_t thread_unblock;                        /* its unblock.func: set while it waits */
 	uint32_t ec_interrupt_flag, ec_interrupt_mask, ec_thread_ptr;   /* rb_execution_context_t */
 	uint32_t postponed_job_mask;                    /* POSTPONED_JOB_INTERRUPT_MASK */
 	uint32_t nsig;                                  /* entries of vm->trap_list.cmd */

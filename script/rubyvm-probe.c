@@ -67,9 +67,9 @@ main(void)
 	printf("\t\t.vm_main_ractor = %u, .vm_main_thread = %u, .vm_trap_cmd = %u,\n",
 	       OFF(rb_vm_t, ractor.main_ractor), OFF(rb_vm_t, ractor.main_thread),
 	       OFF(rb_vm_t, trap_list.cmd));
-	printf("\t\t.ractor_running_ec = %u, .thread_ec = %u, .thread_self = %u,\n",
+	printf("\t\t.ractor_running_ec = %u, .thread_ec = %u, .thread_self = %u, .thread_unblock = %u,\n",
 	       OFF(struct rb_ractor_struct, threads.running_ec), OFF(rb_thread_t, ec),
-	       OFF(rb_thread_t, self));
+	       OFF(rb_thread_t, self), OFF(rb_thread_t, unblock.func));
 	printf("\t\t.ec_interrupt_flag = %u, .ec_interrupt_mask = %u, .ec_thread_ptr = %u,\n",
 	       OFF(rb_execution_context_t, interrupt_flag), OFF(rb_execution_context_t, interrupt_mask),
 	       OFF(rb_execution_context_t, thread_ptr));

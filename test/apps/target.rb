@@ -196,6 +196,18 @@ when 'undumpable'
 
   ready
   sleep
+when 'csleep'
+  # A C call Ruby cannot interrupt: libc's sleep(2) through Fiddle, which lets go of Ruby's lock
+  # without an unblocking function. Each line says how many seconds sleep had left (non-zero:
+  # a signal cut it short) and how long it took.
+  require 'fiddle'
+  csleep = Fiddle::Function.new(Fiddle::Handle::DEFAULT['sleep'], [Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+  ready
+  loop do
+    t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    left = csleep.call(2)
+    puts "slept: #{left} left, #{(Process.clock_gettime(Process::CLOCK_MONOTONIC) - t).round(1)} s"
+  end
 when 'trap_chld'
   # The app traps SIGCHLD (and says so on stdout); SIGUSR1 makes it fork a child that exits at
   # once. Its main thread is idle in Queue#pop otherwise (the sleeping thread keeps Ruby from

@@ -335,6 +335,18 @@ class InjectTest < Minitest::Test
     assert_equal 1, t.out.scan(/CHLD/).size
   end
 
+  # A main thread in a C call Ruby cannot interrupt (no unblocking function) is not signalled:
+  # the call would end early. The job runs when it returns. (Once the agent is in, the attach
+  # rings it with SIGURG, as it rings any process: that may end a later one early.)
+  def test_c_call_outside_ruby_is_left_alone
+    t = bare('csleep')
+    out, err, status = tracer('-p', t.pid, '-e', '6 * 7', '--timeout', WAIT)
+    assert status.success?, err
+    assert_equal "=> 42\n", out
+    t.wait_for(/slept: /)
+    assert_match(/\Aready \d+\nslept: 0 left, 2\.\d s\n/, t.out, 'the sleep under way while the agent was queued was cut short')
+  end
+
   # Two clients at once: one loads the agent, the other waits for that load; it loads once.
   def test_two_clients_at_once
     t = bare('sleep')
