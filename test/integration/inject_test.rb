@@ -57,6 +57,17 @@ class InjectTest < Minitest::Test
     end
   end
 
+  # The README's first example, on examples/shop.rb started with a bare `ruby`.
+  def test_readme_first_example_on_a_process_that_never_heard_of_tracer
+    t = bare('', script: File.join(ROOT, 'examples', 'shop.rb'), ready: /shop \d+ ready/)
+    out, err, status = tracer('-p', t.pid, '-m', 'Order#total', 'Catalog.price(name)', '--duration', 1)
+    assert status.success?, err
+    assert_match(/^Order#total\n  Catalog\.price\(name="apple"\) <\d+\.\d+>\n  Catalog\.price\(name="fig"\) <\d+\.\d+>\nOrder#total <\d+\.\d+>\n/, out)
+    assert_match(/^  Catalog\.price\(name="kiwi"\)\n    EXCEPTION KeyError: unknown item kiwi \(\S*examples\/shop\.rb:18\)\n/, out)
+    rest = assert_loaded(err, t.pid)
+    assert_equal "*** attached to process #{t.pid}\n*** detached from process #{t.pid}\n", rest
+  end
+
   # Every mode works as on a process that required the agent itself.
   def test_trace_of_a_bare_process
     t = bare('work')
