@@ -2,6 +2,7 @@
 #include <ruby.h>
 
 #include "clock.h"
+#include "command.h"
 #include "control.h"
 #include "gc.h"
 #include "hook.h"
@@ -19,6 +20,7 @@ mark_all(void *unused)
 	trc_hook_mark();
 	trc_top_mark();
 	trc_wrap_mark();
+	trc_command_mark();
 }
 
 static const rb_data_type_t roots_type = {

@@ -507,6 +507,21 @@ static const struct trc_command commands[] = {
 	{ TRC_CMD_TOP, "top", cmd_top, 0 },
 };
 
+/*
+ * A job keeps its ref (and, once it runs, its thread) in C memory, where GC.compact would not
+ * update a moved object: the job then read a dead slot (a segfault in rb_ary_entry, under -e
+ * while the app compacted). rb_gc_mark pins what it marks.
+ */
+void
+trc_command_mark(void)
+{
+	if (pending != 0)
+		for (long i = 0; i < RARRAY_LEN(pending); i++)
+			rb_gc_mark(RARRAY_AREF(pending, i));
+	for (struct eval_job *job = running; job != NULL; job = job->next)
+		rb_gc_mark(job->thread);
+}
+
 int
 trc_command_run(struct trc_session *s, const msgpack_object *msg)
 {

@@ -15,5 +15,7 @@ int trc_command_run(struct trc_session *s, const msgpack_object *msg);
  * (nobody will read their answers), and its Binding, with the locals its lines made, let go.
  */
 void trc_command_session_end(uint64_t session);
+/* GC mark (GVL held): pins what eval jobs keep in C memory, which compaction cannot update. */
+void trc_command_mark(void);
 
 #endif
