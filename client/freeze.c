@@ -16,6 +16,7 @@
 #include "xmalloc.h"
 
 #define LAST_WAIT_NS 1000000000u        /* at thaw, for a thread seized but not stopped yet */
+#define SIGCHLD_WAIT_NS 1000000         /* between looks, at most: a stop's SIGCHLD ends it */
 
 static uint64_t
 now_ns(void)
@@ -24,6 +25,30 @@ now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The stops are reported with SIGCHLD, waited for with sigtimedwait: blocked meanwhile. What
+ * arrives for tracer's own children stays pending and reaches the loop's handler once
+ * unblocked: sigtimedwait takes only the instances it wakes on, which only the stops send
+ * while a freeze holds SIGCHLD (tracer injects into -p processes only, none its children).
+ */
+static void
+block_sigchld(struct trc_freeze *f)
+{
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	f->sigchld_blocked = sigprocmask(SIG_BLOCK, &chld, &f->old_mask) == 0;
+}
+
+static void
+restore_sigchld(struct trc_freeze *f)
+{
+	if (f->sigchld_blocked)
+		sigprocmask(SIG_SETMASK, &f->old_mask, NULL);
+	f->sigchld_blocked = false;
 }
 
 static bool
@@ -93,10 +118,13 @@ seize_new(struct trc_freeze *f)
 static int
 await_stop(struct trc_freeze *f, size_t i, uint64_t deadline)
 {
-	struct timespec pause = { 0, 20000 };
+	struct timespec pause = { 0, SIGCHLD_WAIT_NS };
+	sigset_t chld;
 	int st;
 	pid_t r;
 
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
 	for (;;) {
 		r = waitpid(f->t[i].tid, &st, __WALL | WNOHANG);
 		if (r < 0)
@@ -106,7 +134,12 @@ await_stop(struct trc_freeze *f, size_t i, uint64_t deadline)
 				errno = ETIMEDOUT;
 				return -1;
 			}
-			nanosleep(&pause, NULL);
+			/*
+			 * Asleep until a stop is reported (SIGCHLD, blocked by trc_freeze): the threads
+			 * still to stop need a CPU to get there, and on a busy machine polling would take
+			 * one from them.
+			 */
+			(void)sigtimedwait(&chld, NULL, &pause);
 			continue;
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st))
@@ -129,6 +162,7 @@ trc_freeze(struct trc_freeze *f, pid_t pid, int timeout_ms)
 
 	memset(f, 0, sizeof(*f));
 	f->pid = pid;
+	block_sigchld(f);
 	deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
 	/* Until a pass finds no thread it has not stopped: a stopped thread starts no other. */
 	while ((fresh = seize_new(f)) != 0) {
@@ -147,6 +181,7 @@ trc_freeze(struct trc_freeze *f, pid_t pid, int timeout_ms)
 		errno = ESRCH;
 		goto fail;
 	}
+	restore_sigchld(f);
 	return 0;
 fail:
 	saved = errno;
@@ -177,6 +212,7 @@ trc_thaw(struct trc_freeze *f)
 {
 	uint64_t deadline = now_ns() + LAST_WAIT_NS;
 
+	block_sigchld(f);
 	for (size_t i = 0; i < f->n; i++) {
 		/*
 		 * Seized, interrupted, not stopped yet (a failure cut the wait short): only a stopped
@@ -190,6 +226,7 @@ trc_thaw(struct trc_freeze *f)
 			(void)0;        /* ESRCH: it exited while held; nothing to let go */
 	}
 	f->frozen_ns = f->stop_ns ? now_ns() - f->stop_ns : 0;
+	restore_sigchld(f);
 	free(f->t);
 	f->t = NULL;
 	f->n = f->cap = 0;

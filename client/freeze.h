@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -21,6 +22,8 @@ struct trc_freeze {
 	size_t n, cap;
 	uint64_t stop_ns;       /* CLOCK_MONOTONIC when the first thread was seen stopped */
 	uint64_t frozen_ns;     /* from then until the last one was let go (set by trc_thaw) */
+	sigset_t old_mask;      /* while SIGCHLD is blocked (it reports the stops) */
+	bool sigchld_blocked;
 };
 
 /*

@@ -18,13 +18,14 @@
 #include "permit.h"
 #include "proc.h"
 
-#define FREEZE_MS 100                   /* every thread stops within this, or nothing is done */
+#define FREEZE_MS 250                   /* every thread stops within this, or nothing is done */
+#define MAX_SLOW_FREEZES 4              /* then a thread is in uninterruptible I/O: give up */
 #define MS 1000000ull
 #define WAKE_AFTER (20 * MS)            /* a busy process runs the job before; an idle one is woken */
 #define WAKE_EVERY (1000 * MS)
 #define RETRY_EVERY (5 * MS)            /* a thread was inside the job functions: look again */
 #define MAX_RETRIES 200
-#define DROPPED_AFTER (1000 * MS)       /* the job ran, nothing loads: the VM dropped it (below) */
+#define DROPPED_AFTER (3000 * MS)       /* the job ran, nothing loads: the VM dropped it (below) */
 #define MAX_ATTEMPTS 3
 #define LOADER_THREAD "tracer-inject"   /* the name of the thread that requires the agent */
 #define MAX_BUFFER_SCAN 1024
@@ -316,8 +317,9 @@ static void
 freeze_failed(struct trc_inject *in, int err)
 {
 	if (err == ETIMEDOUT) {
-		fail(in, false, "a thread of process %d did not stop within %d ms (in uninterruptible I/O?): "
-		     "nothing was written; try again, " TRC_PERMIT_INSTEAD, (int)in->ruby.pid, FREEZE_MS);
+		fail(in, false, "a thread of process %d did not stop within %d ms, %d times (in "
+		     "uninterruptible I/O?): nothing was written; try again, " TRC_PERMIT_INSTEAD,
+		     (int)in->ruby.pid, FREEZE_MS, MAX_SLOW_FREEZES);
 		return;
 	}
 	in->denied = trc_permit_explain(in->ruby.pid, err, in->error, sizeof(in->error));
@@ -336,7 +338,9 @@ queue_job(struct trc_inject *in)
 	int rc;
 
 	if (trc_freeze(&f, in->ruby.pid, FREEZE_MS) < 0) {
-		if (errno == EPERM && trc_permit_held_by_tracer(in->ruby.pid))
+		/* Another tracer loading it too, or a loaded machine that was slow to stop a thread. */
+		if ((errno == EPERM && trc_permit_held_by_tracer(in->ruby.pid)) ||
+		    (errno == ETIMEDOUT && ++in->slow_freezes < MAX_SLOW_FREEZES))
 			return 1;
 		freeze_failed(in, errno);
 		return -1;
@@ -494,9 +498,10 @@ check_process(struct trc_inject *in, pid_t pid, uid_t *owner)
 		fail(in, false, "process %d exited before tracer could load the agent", (int)pid);
 		return -1;
 	}
-	if (state == 'T' || state == 't') {
-		fail(in, false, "process %d is stopped (state %c): continue it first (kill -CONT %d)",
-		     (int)pid, state, (int)pid);
+	/* 't', a tracing stop, is another tracer's hold: the freeze says whose, or waits for it. */
+	if (state == 'T') {
+		fail(in, false, "process %d is stopped (state T): continue it first (kill -CONT %d)",
+		     (int)pid, (int)pid);
 		return -1;
 	}
 	if (trc_permit_check(pid, in->error, sizeof(in->error)) < 0) {
@@ -760,7 +765,9 @@ trc_inject_stalled(struct trc_inject *in, double secs)
 			 "file; it goes on: run tracer again, or give it a longer --timeout", (int)pid, secs);
 	else if (in->phase == TRC_INJECT_RAN)
 		snprintf(in->error, sizeof(in->error), "process %d ran the job that loads the agent, but the "
-			 "agent did not load within %g s (its own output may say why)", (int)pid, secs);
+			 "agent has not loaded within %g s: a busy process lets the loading thread have Ruby's "
+			 "lock a slice at a time (run tracer again, or give it a longer --timeout), or the "
+			 "load failed (the process's own output may say why)", (int)pid, secs);
 	else if (in->retry_ns != 0)
 		snprintf(in->error, sizeof(in->error), "process %d was inside Ruby's postponed-job functions "
 			 "whenever tracer looked, for %g s: nothing was written; try again", (int)pid, secs);

@@ -36,6 +36,7 @@ struct trc_inject {
 	int slot;                       /* the job's entry: queue slot, or buffer index */
 	int attempts;                   /* jobs written: one more if the VM dropped one */
 	int retries;                    /* freezes given up: a thread was inside the job functions */
+	int slow_freezes;               /* freezes given up: a thread took too long to stop */
 	uint64_t written_ns, ran_ns, woken_ns, retry_ns;
 	int wakes;
 	bool idle_untouched;    /* idle, but tracer would not wake it: error says why */

@@ -765,6 +765,10 @@ injected(struct trc_session *s)
 				(double)in->frozen_ns / 1e6);
 	s->inject = NULL;
 	free(in);
+	/* The attach gets its own --timeout: the load may have taken most of the first. */
+	ev_timer_stop(s->loop, &s->timeout_w);
+	ev_timer_set(&s->timeout_w, s->job->timeout, 0);
+	ev_timer_start(s->loop, &s->timeout_w);
 	attach(s);
 }
 
