@@ -35,12 +35,14 @@ class InjectTest < Minitest::Test
   def agent_mappings(pid) = File.readlines("/proc/#{pid}/maps").grep(%r{/tracer_agent\.so$}).map { |l| l.split.last }.uniq
 
   # Each state, and each with Ruby 3.3's M:N scheduler (older Rubies ignore the variable).
-  # A long C call holds Ruby's lock for a second at a time, and the load needs it a few times.
+  # A busy process lets the loading thread have Ruby's lock a time slice at a time, a long C
+  # call (a sort of 3 M integers) a call at a time, and the load needs it once per file it
+  # reads: on a loaded machine that takes seconds, hence the timeouts.
   %w[busy sleep queue pipe join cfunc select].each do |mode|
     [['', {}], ['_mn_threads', { 'RUBY_MN_THREADS' => '1' }]].each do |suffix, env|
       define_method("test_loads_into_a_process_#{mode}#{suffix}") do
         t = bare(mode, env: env)
-        out, err, status = tracer('-p', t.pid, '-e', '6 * 7', '--timeout', mode == 'cfunc' ? WAIT : 5)
+        out, err, status = tracer('-p', t.pid, '-e', '6 * 7', '--timeout', WAIT, within: 3 * WAIT)
         assert status.success?, "exit #{status.exitstatus}: #{err}"
         assert_equal "=> 42\n", out
         assert_empty assert_loaded(err, t.pid)

@@ -57,14 +57,11 @@ def one(i, want)
     end
     t_out, t_err, t_status = traced || ['', 'the app never said ready', nil]
     held = Float(t_err[HELD, 1]) if t_err.match?(HELD)
-    problem = if t_status.nil? || !t_status.success? || t_out != "=> 1\n"
-                "tracer: exit #{t_status&.exitstatus}: #{t_out}#{t_err}"
-              elsif !status.success?
-                "app: #{status}"
-              elsif [out, err] != want
-                "app output differs:\n--- stdout\n#{out}--- stderr\n#{err}"
-              end
-    return [i, problem, held]
+    problems = []
+    problems << "tracer: exit #{t_status&.exitstatus}: #{t_out}#{t_err}" if t_status.nil? || !t_status.success? || t_out != "=> 1\n"
+    problems << "app: #{status}" unless status.success?
+    problems << "app output differs:\n--- stdout\n#{out}--- stderr\n#{err}" if [out, err] != want
+    return [i, problems.empty? ? nil : problems.join("\n"), held]
   end
 end
 
