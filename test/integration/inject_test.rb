@@ -43,7 +43,7 @@ class InjectTest < Minitest::Test
       define_method("test_loads_into_a_process_#{mode}#{suffix}") do
         t = bare(mode, env: env)
         out, err, status = tracer('-p', t.pid, '-e', '6 * 7', '--timeout', WAIT, within: 3 * WAIT)
-        assert status.success?, "exit #{status.exitstatus}: #{err}"
+        assert status.success?, "exit #{status.exitstatus}: #{err}\n--- the process (#{t.alive? ? 'alive' : t.status}):\n#{t.out}#{t.err}"
         assert_equal "=> 42\n", out
         assert_empty assert_loaded(err, t.pid)
         # The next client finds it loaded: no load, the same agent, now at its second session.
@@ -204,19 +204,20 @@ class InjectTest < Minitest::Test
     assert_untouched(t)
   end
 
-  # A debugger holds it: tracer cannot stop it itself.
+  # A debugger holds it (test/apps/ptrace_holder.rb ptraces it as one): tracer cannot stop it.
   def test_process_traced_by_another
     t = bare('sleep')
-    strace = Process.spawn('strace', '-q', '-o', '/dev/null', '-p', t.pid.to_s)
-    tracer_pid = wait_until(message: 'strace attached') { (p = File.read("/proc/#{t.pid}/status")[/^TracerPid:\s+(\d+)/, 1].to_i).positive? && p }
+    holder = IO.popen([RUBY, File.join(ROOT, 'test', 'apps', 'ptrace_holder.rb'), t.pid.to_s])
+    assert_equal "holding #{t.pid}\n", holder.gets
+    name = File.read("/proc/#{holder.pid}/comm").chomp
     _, err, status = tracer('-p', t.pid, '-e', '1')
     assert_equal 1, status.exitstatus
-    assert_equal "tracer: process #{t.pid} is ptraced by process #{tracer_pid} (strace): tracer cannot stop it to load " \
+    assert_equal "tracer: process #{t.pid} is ptraced by process #{holder.pid} (#{name}): tracer cannot stop it to load " \
                  "the agent while that holds it; detach it first, #{INSTEAD}\n", err
   ensure
-    if strace
-      Process.kill('INT', strace)
-      Process.wait(strace)
+    if holder
+      Process.kill('KILL', holder.pid)
+      holder.close
     end
     assert_untouched(t) if t
   end
