@@ -6,7 +6,7 @@ AGENT = lib/tracer_agent/tracer_agent.so
 AGENT_SRC = $(wildcard $(EXT)/*.c $(EXT)/*.h) $(EXT)/extconf.rb include/tracer_protocol.h
 
 .PHONY: all deps test-deps agent client test test-unit test-integration test-rubies demo bench bench-ruby bench-floor \
-	soak install clean fuzz fuzz-ci lint check-memory
+	soak soak-inject install clean fuzz fuzz-ci lint check-memory
 
 all: agent client
 
@@ -24,6 +24,8 @@ $(AGENT): $(AGENT_SRC) | deps
 	cd $(EXT) && TRACER_WERROR=1 $(RUBY) extconf.rb >/dev/null && $(MAKE) -s
 	@# A new inode, then rename: processes that loaded the old file keep it intact.
 	cp $(EXT)/tracer_agent.so $@.tmp && mv -f $@.tmp $@
+	@# Which Ruby built it: tracer loads it into a static Ruby of that series only (client/agentfile.c).
+	$(RUBY) -e 'puts RUBY_VERSION' >lib/tracer_agent/built_for.tmp && mv -f lib/tracer_agent/built_for.tmp lib/tracer_agent/built_for
 
 client: | deps
 	$(MAKE) -s -C client
@@ -56,6 +58,11 @@ demo: all
 
 soak: all
 	$(RUBY) test/soak/soak.rb $(SOAK_SECS)
+
+# The agent loaded 1,000 times (INJECT_COUNT) into fresh bare processes that allocate, compact,
+# lock, fork and require while it loads: each one's output must be an untraced run's.
+soak-inject: all
+	$(RUBY) test/soak/inject.rb $(or $(INJECT_COUNT),1000)
 
 # The benchmark on Ruby 3.1, 3.3, 3.4 and 3.4 with YJIT (RUBIES="3.1 3.4-yjit" picks some), each
 # in its root (script/rubies --run builds there afresh): one table per Ruby, under 10 minutes in
@@ -95,7 +102,7 @@ install: client
 
 clean:
 	-cd $(EXT) && [ -f Makefile ] && $(MAKE) -s clean
-	rm -f $(EXT)/Makefile $(EXT)/extconf.h $(EXT)/mkmf.log $(AGENT)
+	rm -f $(EXT)/Makefile $(EXT)/extconf.h $(EXT)/mkmf.log $(AGENT) lib/tracer_agent/built_for
 	$(MAKE) -s -C client clean
 
 # ---- Robustness: fuzzers, static analysis, the agent under AddressSanitizer ----

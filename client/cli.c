@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "inject.h"
 #include "opt.h"
 #include "proc.h"
 #include "ps.h"
@@ -343,6 +344,13 @@ rbtrace_only(void *opts, const char *v)
 	      "while it is attached (ignored)\n", stderr);
 }
 
+static void
+set_no_inject(void *opts, const char *v)
+{
+	(void)opts, (void)v;
+	trc_inject_set_enabled(false);
+}
+
 #define FIELD(f, type) TRC_OPT_FIELD(struct opts, f, type)
 
 /* Every option: its names, its value and where it goes, its help line. Order: the help's. */
@@ -461,6 +469,8 @@ static const struct trc_opt options[] = {
 	{ .name = "timeout", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
 	  .off = FIELD(run.timeout, double), .metavar = "SECS",
 	  .help = "give up when the agent has not answered in SECS (5)" },
+	{ .name = "no-inject", .type = TRC_OPT_CALLBACK, .cb = set_no_inject,
+	  .help = "never load the agent into a process that did not load it itself" },
 	{ .name = "help", .short_name = 'h', .type = TRC_OPT_BOOL, .off = FIELD(help, bool),
 	  .help = "show this help and exit" },
 	{ .name = "version", .short_name = 'v', .type = TRC_OPT_BOOL, .off = FIELD(version, bool),
@@ -786,7 +796,8 @@ die_denied(pid_t pid)
 	if (trc_proc_nspid(pid, &inner, &levels) == 0 && levels > 1)
 		die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user and is in "
 		    "another pid namespace (a container?): attaching needs root", (int)pid);
-	die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user", (int)pid);
+	die(TRC_EXIT_DENIED, "permission denied: process %d belongs to another user: run tracer as that "
+	    "user, or as root", (int)pid);
 }
 
 /* The pids -p gave must be there; those --ps found may be gone already (their sessions say). */

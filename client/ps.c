@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "inject.h"
 #include "proc.h"
 #include "xmalloc.h"
 
@@ -108,7 +109,7 @@ find(const regex_t *re, pid_t **pids, size_t *npids)
 	while ((de = readdir(d)) != NULL) {
 		pid = entry_pid(de->d_name);
 		if (pid == 0 || pid == self || !owned(pid) || !cmdline_matches(pid, re) ||
-		    trc_proc_runtime(pid) != TRC_PROC_AGENT)
+		    !(trc_proc_runtime(pid) == TRC_PROC_AGENT || (trc_inject_enabled() && trc_inject_candidate(pid))))
 			continue;
 		*pids = xreallocarray(*pids, *npids + 1, sizeof(**pids));
 		(*pids)[(*npids)++] = pid;

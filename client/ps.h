@@ -1,4 +1,4 @@
-/* ps.h: the processes --ps names: the user's own, matching a regex, with tracer_agent loaded. */
+/* ps.h: the processes --ps names: the user's own, matching a regex, with tracer_agent or a Ruby to load it into. */
 #ifndef TRC_PS_H
 #define TRC_PS_H
 
@@ -10,7 +10,8 @@
  * The processes --ps names as they come and go (Puma and Passenger spawn, recycle and restart
  * workers): every process other than the caller whose real uid is the caller's (any process
  * when the caller is root), whose /proc/PID/cmdline (NULs read as spaces) matches the regex,
- * and whose /proc/PID/maps mentions the agent (trc_proc_runtime(), proc.h).
+ * and whose /proc/PID/maps mentions TRC_PS_AGENT, or, unless --no-inject, a libruby (or whose
+ * executable is named ruby*): the agent is loaded into those (inject.h).
  */
 struct trc_ps {
 	regex_t re;

@@ -13,6 +13,8 @@
 #include "conn.h"
 #include "encode.h"
 #include "escape.h"
+#include "exec.h"
+#include "inject.h"
 #include "newfile.h"
 #include "proc.h"
 #include "progress.h"
@@ -31,6 +33,7 @@
 #define ALIVE_EVERY 1.0         /* seconds between liveness checks while tracing */
 #define GONE_EVERY 0.01         /* after a lost connection: look for the exit this often, */
 #define GONE_CHECKS 50          /* this many times */
+#define INJECT_EVERY 0.01       /* loading the agent: look for it this often */
 #define EVAL_ID 1
 
 enum state {
@@ -68,7 +71,8 @@ struct trc_session {
 	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
 	struct trc_newfile heap;        /* --heapdump, --shapesdump: the file the agent writes */
 	char *cwd;                      /* from WELCOME, or NULL */
-	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w;
+	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w, inject_w;
+	struct trc_inject *inject;      /* loading the agent before attaching, or NULL */
 	int gone_checks;
 	bool truncated;                 /* the connection ended inside a message */
 	uint64_t received;              /* trace events (calls, returns, raises, values, slow calls) */
@@ -110,6 +114,7 @@ stop_timers(struct trc_session *s)
 	ev_timer_stop(s->loop, &s->detach_w);
 	ev_timer_stop(s->loop, &s->alive_w);
 	ev_timer_stop(s->loop, &s->gone_w);
+	ev_timer_stop(s->loop, &s->inject_w);
 }
 
 /* Records an outcome: the worst code wins, and the latest message. */
@@ -151,7 +156,8 @@ finish(struct trc_session *s, enum trc_exit code, const char *fmt, ...)
 	va_start(ap, fmt);
 	set_outcome(s, code, fmt, ap);
 	va_end(ap);
-	if (s->state == S_ATTACHING)
+	/* While the agent loads, the attach has not begun: nothing of it to stop. */
+	if (s->state == S_ATTACHING && s->inject == NULL)
 		trc_attach_stop(&s->attach);
 	s->state = S_DONE;
 	trc_progress_end(s->pid);
@@ -769,7 +775,9 @@ on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	struct trc_session *s = w->data;
 
 	(void)loop, (void)revents;
-	if (s->state == S_ATTACHING)
+	if (s->state == S_ATTACHING && s->inject != NULL)
+		finish(s, TRC_EXIT_ERROR, "%s", trc_inject_stalled(s->inject, s->job->timeout));
+	else if (s->state == S_ATTACHING)
 		finish(s, TRC_EXIT_ERROR, "process %d did not answer; is tracer_agent loaded?",
 		       (int)s->pid);
 	else
@@ -886,6 +894,88 @@ on_attached(struct trc_attach *a, int fd, void *ctx)
 }
 
 static void
+attach(struct trc_session *s)
+{
+	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
+		on_attached(&s->attach, -1, s);
+}
+
+/* The agent is in: said once, then the attach goes as to any process that loaded it. */
+static void
+injected(struct trc_session *s)
+{
+	struct trc_inject *in = s->inject;
+
+	if (in->written)
+		trc_output_note(s->job->out, "%sloaded tracer_agent into process %d (Ruby %s; the process "
+				"was held still %.2f ms)", s->tag, (int)s->pid, in->ruby.version,
+				(double)in->frozen_ns / 1e6);
+	s->inject = NULL;
+	free(in);
+	/* The attach gets its own --timeout: the load may have taken most of the first. */
+	ev_timer_stop(s->loop, &s->timeout_w);
+	ev_timer_set(&s->timeout_w, s->job->timeout, 0);
+	ev_timer_start(s->loop, &s->timeout_w);
+	attach(s);
+}
+
+/* Where a load stands: true while it goes on (or ended the session), false to attach now. */
+static bool
+inject_step(struct trc_session *s)
+{
+	struct trc_inject *in = s->inject;
+
+	switch (in->phase) {
+	case TRC_INJECT_LOADED:
+		ev_timer_stop(s->loop, &s->inject_w);
+		injected(s);
+		return true;
+	case TRC_INJECT_FAILED:
+		finish(s, in->denied ? TRC_EXIT_DENIED : TRC_EXIT_ERROR, "%s", in->error);
+		return true;
+	case TRC_INJECT_QUEUED:
+	case TRC_INJECT_RAN:
+		break;
+	}
+	if (!ev_is_active(&s->inject_w))
+		ev_timer_start(s->loop, &s->inject_w);
+	return true;
+}
+
+static void
+on_inject(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+
+	(void)loop, (void)revents;
+	trc_inject_poll(s->inject);
+	inject_step(s);
+}
+
+/*
+ * A process that never loaded the agent gets it first (inject.c), unless --no-inject: then,
+ * or when it has the agent already, false: attach now.
+ */
+static bool
+start_inject(struct trc_session *s)
+{
+	char *lib;
+
+	if (!trc_inject_enabled() || s->job->exec || trc_inject_loaded(s->pid))
+		return false;
+	s->inject = xcalloc(1, sizeof(*s->inject));
+	lib = trc_exec_agent_lib();
+	trc_inject_start(s->inject, s->pid, lib);
+	free(lib);
+	if (s->inject->phase == TRC_INJECT_LOADED && !s->inject->written) {
+		free(s->inject);
+		s->inject = NULL;
+		return false;
+	}
+	return inject_step(s);
+}
+
+static void
 init_timer(struct trc_session *s, ev_timer *w, void (*cb)(struct ev_loop *, ev_timer *, int),
 	   double after, double repeat)
 {
@@ -915,6 +1005,7 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	init_timer(s, &s->detach_w, on_detach_wait, 0, 0);
 	init_timer(s, &s->alive_w, on_alive_check, ALIVE_EVERY, ALIVE_EVERY);
 	init_timer(s, &s->gone_w, on_gone_check, GONE_EVERY, GONE_EVERY);
+	init_timer(s, &s->inject_w, on_inject, INJECT_EVERY, INJECT_EVERY);
 	if (job->mode == TRC_MODE_TRACE && job->export != NULL) {
 		s->sink = trc_export_sink(job->export, pid);
 	} else if (job->mode == TRC_MODE_TRACE) {
@@ -939,9 +1030,10 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 }
 
 /*
- * A process that never loaded the agent would leave the attach waiting for --timeout: its
- * maps say so at once. Not for --exec's program, which may still be loading it (--wait).
- * False when the session is over for that.
+ * A process that is no Ruby would leave the attach waiting for --timeout: its maps say so at
+ * once; so for a Ruby without the agent, with --no-inject (else the agent is loaded into it).
+ * Not for --exec's program, which may still be loading it (--wait). False when the session
+ * is over for that.
  */
 static bool
 may_have_agent(struct trc_session *s)
@@ -952,8 +1044,11 @@ may_have_agent(struct trc_session *s)
 		       "libruby and no ruby executable", (int)s->pid, (int)s->pid);
 		return false;
 	case TRC_PROC_RUBY:
+		if (trc_inject_enabled())
+			break;
 		finish(s, TRC_EXIT_ERROR, "process %d runs Ruby without tracer_agent: /proc/%d/maps "
-		       "shows no %s (require 'tracer_agent' in the app, or start it with tracer -x)",
+		       "shows no %s, and --no-inject keeps tracer from loading it (require "
+		       "'tracer_agent' in the app, or start it with tracer -x)",
 		       (int)s->pid, (int)s->pid, TRC_PROC_AGENT_FILE);
 		return false;
 	case TRC_PROC_AGENT:
@@ -976,8 +1071,8 @@ trc_session_start(struct trc_session *s)
 		return;
 	s->state = S_ATTACHING;
 	ev_timer_start(s->loop, &s->timeout_w);
-	if (trc_attach_start(&s->attach, s->loop, s->pid, on_attached, s) < 0)
-		on_attached(&s->attach, -1, s);
+	if (!start_inject(s))
+		attach(s);
 }
 
 void
@@ -1069,12 +1164,13 @@ trc_session_abort(struct trc_session *s)
 void
 trc_session_free(struct trc_session *s)
 {
-	if (s->state == S_ATTACHING)
+	if (s->state == S_ATTACHING && s->inject == NULL)
 		trc_attach_stop(&s->attach);
 	trc_conn_close(&s->conn);
 	stop_timers(s);
 	close_sink(s);
 	trc_newfile_release(&s->heap);
+	free(s->inject);
 	free(s->text);
 	free(s->cwd);
 	free(s->error);

@@ -3,14 +3,14 @@
 # tracer_agent: lets the `tracer` client attach to this process. Loading it installs a SIGURG
 # handler and nothing else; the agent starts work only when a client attaches.
 require_relative 'tracer_agent/version'
-require_relative 'tracer_agent/tracer_agent'
 require_relative 'tracer_agent/wrap'
 require_relative 'tracer_agent/repl'
 require_relative 'tracer_agent/memory'
 
 module TracerAgent
-  # Threads of the agent's own, hidden from --backtraces; tracer-reaper waits for a --fork copy.
-  AGENT_THREADS = %w[tracer-agent tracer-eval tracer-listener tracer-reaper].freeze
+  # Threads of the agent's own, hidden from --backtraces; tracer-reaper waits for a --fork copy,
+  # tracer-inject is the one that loaded the agent into a process that never required it.
+  AGENT_THREADS = %w[tracer-agent tracer-eval tracer-listener tracer-reaper tracer-inject].freeze
 
   class << self
     # Set to false to refuse -e, -i, --heapdump, --backtraces and the other evals (or
@@ -153,9 +153,6 @@ module TracerAgent
       previous
     end
   end
-  Signal.singleton_class.prepend(TrapHook)
-  Kernel.singleton_class.prepend(TrapHook)
-  Kernel.prepend(TrapHook)
 
   # Every fork Ruby makes (Kernel#fork, Process.fork, IO.popen('-'), Process.daemon) goes
   # through Process._fork: a child of a program tracer --exec started connects before its first
@@ -167,7 +164,16 @@ module TracerAgent
       pid
     end
   end
-  Process.singleton_class.prepend(ForkHook)
 end
+
+# The C library last: from the moment it loads, it answers clients (its SIGURG handler, its
+# listener thread), and everything above must be there by then. tracer can load the agent into
+# a running process, in a thread of its own, while other threads run: a client that rang in
+# the middle of this file would have found TracerAgent half made.
+require_relative 'tracer_agent/tracer_agent'
+Signal.singleton_class.prepend(TracerAgent::TrapHook)
+Kernel.singleton_class.prepend(TracerAgent::TrapHook)
+Kernel.prepend(TracerAgent::TrapHook)
+Process.singleton_class.prepend(TracerAgent::ForkHook)
 
 TracerAgent.__connect_from_env

@@ -24,6 +24,7 @@ mark_all(void *unused)
 	trc_top_mark();
 	trc_wrap_mark();
 	trc_plan_mark();
+	trc_eval_mark();
 }
 
 static const rb_data_type_t roots_type = {

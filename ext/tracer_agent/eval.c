@@ -290,6 +290,21 @@ trc_eval(struct trc_session *s, uint64_t id, int kind, VALUE text)
 	rb_thread_schedule();
 }
 
+/*
+ * A job keeps its ref (and, once it runs, its thread) in C memory, where GC.compact would not
+ * update a moved object: the job then read a dead slot (a segfault in rb_ary_entry, under -e
+ * while the app compacted). rb_gc_mark pins what it marks.
+ */
+void
+trc_eval_mark(void)
+{
+	if (pending != 0)
+		for (long i = 0; i < RARRAY_LEN(pending); i++)
+			rb_gc_mark(RARRAY_AREF(pending, i));
+	for (struct eval_job *job = running; job != NULL; job = job->next)
+		rb_gc_mark(job->thread);
+}
+
 void
 trc_eval_init(void)
 {

@@ -21,5 +21,7 @@ void trc_eval(struct trc_session *s, uint64_t id, int kind, VALUE text);
  * the locals its lines made, let go.
  */
 void trc_eval_session_end(uint64_t session);
+/* GC mark (GVL held): pins what eval jobs keep in C memory, which compaction cannot update. */
+void trc_eval_mark(void);
 
 #endif

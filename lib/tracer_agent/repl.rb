@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require 'ripper'
-
 module TracerAgent
   # -i: whether the lines typed so far are a whole piece of Ruby, or the client should ask for
   # more lines (a def without its end, an open string or bracket, a heredoc not closed yet).
@@ -11,28 +9,35 @@ module TracerAgent
     # words are the same on all of them.
     UNFINISHED = /unexpected end-of-input|meets end of file|anywhere before EOF/
 
-    # Keeps the first error: what the parser says after recovering from it proves nothing.
-    class Check < Ripper
-      attr_reader :error
-
-      def on_parse_error(message)
-        @error ||= message
-      end
-
-      def compile_error(message)
-        @error ||= message
-      end
-    end
-
     module_function
 
     # A text with another kind of syntax error is complete: running it says what is wrong.
     def complete?(text)
       return false if text.match?(/\\\n?\z/) # the last line goes on with the next one
 
-      check = Check.new(text, '(tracer -i)')
+      check = checker.new(text, '(tracer -i)')
       check.parse
       !UNFINISHED.match?(check.error.to_s)
+    end
+
+    # A Ripper that keeps the first error: what the parser says after recovering from it proves
+    # nothing. Made at the first -i line, not as the agent loads: Ripper is six files, and
+    # tracer may load the agent into a busy process, where each file read waits for Ruby's lock.
+    def checker
+      @checker ||= begin
+        require 'ripper'
+        Class.new(Ripper) do
+          attr_reader :error
+
+          def on_parse_error(message)
+            @error ||= message
+          end
+
+          def compile_error(message)
+            @error ||= message
+          end
+        end
+      end
     end
   end
 end

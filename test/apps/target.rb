@@ -192,6 +192,41 @@ when 'cluster'
     end
     sleep 0.01
   end
+when 'undumpable'
+  # prctl(PR_SET_DUMPABLE, 0): only root may ptrace it, whoever runs it.
+  require 'fiddle'
+  prctl = Fiddle::Function.new(Fiddle::Handle::DEFAULT['prctl'], [Fiddle::TYPE_INT, Fiddle::TYPE_LONG], Fiddle::TYPE_INT)
+  raise 'prctl failed' unless prctl.call(4, 0).zero?
+
+  ready
+  sleep
+when 'csleep'
+  # A C call Ruby cannot interrupt: libc's sleep(2) through Fiddle, which lets go of Ruby's lock
+  # without an unblocking function. Each line says how many seconds sleep had left (non-zero:
+  # a signal cut it short) and how long it took.
+  require 'fiddle'
+  csleep = Fiddle::Function.new(Fiddle::Handle::DEFAULT['sleep'], [Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+  ready
+  loop do
+    t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    left = csleep.call(2)
+    puts "slept: #{left} left, #{(Process.clock_gettime(Process::CLOCK_MONOTONIC) - t).round(1)} s"
+  end
+when 'trap_chld'
+  # The app traps SIGCHLD (and says so on stdout); SIGUSR1 makes it fork a child that exits at
+  # once. Its main thread is idle in Queue#pop otherwise (the sleeping thread keeps Ruby from
+  # calling that a deadlock).
+  events = Queue.new
+  Signal.trap('CHLD') { events << :chld }
+  Signal.trap('USR1') { events << :usr1 }
+  Thread.new { sleep }
+  ready
+  loop do
+    case events.pop
+    when :chld then puts 'CHLD'
+    when :usr1 then Process.wait(fork { exit!(0) })
+    end
+  end
 when 'trap'
   # The app traps URG itself. Started with -rtracer_agent, it traps after the agent loaded;
   # started without, the require below loads the agent after the trap.

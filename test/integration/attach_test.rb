@@ -29,15 +29,17 @@ class AttachTest < Minitest::Test
     assert_empty leftovers_for(pid)
   end
 
-  # Told at once, from its maps, not after --timeout (30 s here: a wait would fail the test).
+  # --no-inject: tracer does not load the agent itself (inject_test.rb), and says at once, from
+  # the process's maps, what is missing, not after --timeout (30 s here: a wait would fail).
   def test_process_without_agent
     t = target('sleep', agent: false)
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '30', within: 25)
+    _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '30', '--no-inject', within: 25)
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 5
     assert_equal 1, status.exitstatus
     assert_equal "tracer: process #{t.pid} runs Ruby without tracer_agent: /proc/#{t.pid}/maps shows no " \
-                 "tracer_agent.so (require 'tracer_agent' in the app, or start it with tracer -x)\n", err
+                 "tracer_agent.so, and --no-inject keeps tracer from loading it (require 'tracer_agent' " \
+                 "in the app, or start it with tracer -x)\n", err
     assert_empty leftovers_for(t.pid)
     assert t.alive?
   end

@@ -61,11 +61,12 @@ end
 class Target
   attr_reader :pid, :out
 
-  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [], chdir: nil)
+  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [], chdir: nil, ready: nil)
     # agent: false is a process without our lib/ at all (it may load an installed gem itself).
     # prefix: a command to run the target under (unshare ...), which execs it, or forks it:
     # then pid is the prefix's, and the target, which says its own pid, is its child.
     # chdir: its working directory (a relative script is found from there).
+    # ready: what a script other than target.rb prints once it is ready.
     args = prefix + [RUBY]
     lib = File.expand_path(AGENT_LIB)
     lib, script = Nobody.path(lib), Nobody.path(script) if Nobody.prefix?(prefix)
@@ -74,7 +75,7 @@ class Target
     @stdin, @stdout, @stderr, @wait = Open3.popen3(env, *args, script, mode, **(chdir ? { chdir: chdir } : {}))
     @pid = @wait.pid
     @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new { @stderr.each_line { |l| @err << l } }]
-    wait_for(prefix.empty? ? /ready #{@pid}/ : /ready \d+/) { "target #{mode} did not start: #{@err}" }
+    wait_for(ready || (prefix.empty? ? /ready #{@pid}/ : /ready \d+/)) { "target #{mode} did not start: #{@err}" }
   end
 
   def wait_for(re, within: WAIT)

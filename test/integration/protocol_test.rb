@@ -14,7 +14,8 @@ class ProtocolTest < Minitest::Test
   %w[truncated huge garbage].each do |mode|
     define_method("test_client_reports_#{mode}_message_as_protocol_error") do
       t = target(mode, agent: false, script: FAKE_AGENT)
-      out, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '10')
+      # --no-inject: the fake agent, a Ruby program, answers for itself.
+      out, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', '10', '--no-inject')
       assert status.exited?, "client killed by a signal: #{status.inspect}\n#{err}"
       assert_equal 1, status.exitstatus, err
       assert_match(/^tracer: protocol error from process #{t.pid}: /, err)

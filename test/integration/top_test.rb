@@ -290,21 +290,21 @@ class TopTest < Minitest::Test
     tag = "t#{rand(1 << 40)}"
     a = app("calls@#{tag}")
     b = app("calls@#{tag}")
-    app("calls@#{tag}", agent: false) # matches, but has no agent
-    c = client('--ps', "top_target\\.rb calls@#{tag}$", '--top', 'calls', '--json', '--interval', '0.2')
+    app("calls@#{tag}", agent: false) # matches, but has no agent (and --no-inject keeps it so)
+    c = client('--ps', "top_target\\.rb calls@#{tag}$", '--top', 'calls', '--json', '--interval', '0.2', '--no-inject')
     snap = run_burst([a, b], c, 'Burst#tick 20000 from both') { |s| count(s, 'Burst#tick') >= 20_000 }
     assert_equal [a.pid, b.pid].sort, snap['pids']
     assert_equal 2, row(snap, 'Burst#tick')['pids']
     stop(c, [a, b])
 
-    out, err, status = tracer('--ps', "calls@#{tag}", '-e', 'Process.pid')
+    out, err, status = tracer('--ps', "calls@#{tag}", '-e', 'Process.pid', '--no-inject')
     assert status.success?, err
     assert_equal [a.pid, b.pid].sort.map { |p| "[#{p}] => #{p}" }.sort, out.lines.map(&:chomp).sort
   end
 
   def test_ps_without_a_match
     t = app("calls@nomatch#{rand(1 << 40)}", agent: false)
-    _, err, status = tracer('--ps', "calls@nomatch[0-9]+$", '--top', 'calls')
+    _, err, status = tracer('--ps', "calls@nomatch[0-9]+$", '--top', 'calls', '--no-inject')
     assert_equal 1, status.exitstatus
     assert_equal "tracer: no process matches calls@nomatch[0-9]+$ with tracer_agent loaded\n", err
     assert t.alive?

@@ -46,8 +46,10 @@ void test_compress(void);
 void test_conn(void);
 void test_decode(void);
 void test_encode(void);
+void test_elfobj(void);
 void test_escape(void);
 void test_export(void);
+void test_freeze(void);
 void test_replay(void);
 void test_opt(void);
 void test_output(void);
@@ -56,5 +58,7 @@ void test_spec(void);
 void test_spool(void);
 void test_top(void);
 void test_trace(void);
+void test_vmcode(void);
+void test_x86(void);
 
 #endif

@@ -46,8 +46,10 @@ static const struct suite {
 	{ "conn", test_conn },
 	{ "decode", test_decode },
 	{ "encode", test_encode },
+	{ "elfobj", test_elfobj },
 	{ "escape", test_escape },
 	{ "export", test_export },
+	{ "freeze", test_freeze },
 	{ "opt", test_opt },
 	{ "output", test_output },
 	{ "replay", test_replay },
@@ -56,6 +58,8 @@ static const struct suite {
 	{ "spool", test_spool },
 	{ "top", test_top },
 	{ "trace", test_trace },
+	{ "vmcode", test_vmcode },
+	{ "x86", test_x86 },
 };
 
 static int

@@ -1,0 +1,200 @@
+/* agentfile.c: the agent's files: owners and modes up to /, the target's view of them, their libruby. */
+#include "agentfile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "permit.h"
+
+static int __attribute__((format(printf, 3, 4)))
+say(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/*
+ * One file or directory: only root or owner may change it. A sticky directory that anyone may
+ * write (/tmp) is fine above a path of root's or owner's: others cannot rename what is in it.
+ */
+static int
+safe_one(const char *path, uid_t owner, pid_t pid, char *why, size_t n)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return say(why, n, "cannot check the agent's %s: %s", path, strerror(errno));
+	if (st.st_uid != 0 && st.st_uid != owner)
+		return say(why, n, "the agent's %s belongs to uid %u, neither root nor the user of process "
+			   "%d, who would run what that uid puts there: chown it, " TRC_PERMIT_INSTEAD,
+			   path, (unsigned)st.st_uid, (int)pid);
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))
+		return say(why, n, "the agent's %s is writable by %s, who could make process %d run "
+			   "anything: chmod go-w %s, " TRC_PERMIT_INSTEAD, path,
+			   st.st_mode & S_IWOTH ? "anyone" : "its group", (int)pid, path);
+	return 0;
+}
+
+/* path and every directory above it. */
+static int
+safe_path(const char *path, uid_t owner, pid_t pid, char *why, size_t n)
+{
+	char buf[PATH_MAX + 64], *slash;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (;;) {
+		if (safe_one(buf[0] ? buf : "/", owner, pid, why, n) < 0)
+			return -1;
+		if (buf[0] == '\0' || (slash = strrchr(buf, '/')) == NULL)
+			return 0;
+		*slash = '\0';
+	}
+}
+
+/* Every file of lib/tracer_agent/ (the .rb files it requires, the library). */
+static int
+safe_dir_files(const char *dir, uid_t owner, pid_t pid, char *why, size_t n)
+{
+	char path[PATH_MAX + 512];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int rc = 0;
+
+	if (d == NULL)
+		return say(why, n, "cannot list the agent's %s: %s", dir, strerror(errno));
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		rc = safe_one(path, owner, pid, why, n);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* The process must see path as this very file: in another mount namespace it may not. */
+static int
+same_in_target(const char *path, pid_t pid, char *why, size_t n)
+{
+	char there[PATH_MAX + 64];
+	struct stat mine, theirs;
+
+	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)pid, path);
+	if (stat(path, &mine) < 0)
+		return say(why, n, "cannot stat the agent's %s: %s", path, strerror(errno));
+	if (stat(there, &theirs) < 0 || mine.st_dev != theirs.st_dev || mine.st_ino != theirs.st_ino)
+		return say(why, n, "process %d does not see the agent's %s (its file system is another: a "
+			   "container?): mount the directory there at the same path, read-only, "
+			   TRC_PERMIT_INSTEAD, (int)pid, path);
+	return 0;
+}
+
+/* The libruby the library needs ("" for none: built by a static Ruby), into buf. */
+static int
+needed_libruby(const char *so, uint16_t *machine, char *buf, size_t size, char *why, size_t n)
+{
+	struct trc_elf_file f;
+	struct trc_elf e;
+	char name[128];
+
+	buf[0] = '\0';
+	if (trc_elf_file_open(&f, so) < 0)
+		return say(why, n, "cannot read the agent's %s: %s", so, strerror(errno));
+	if (trc_elf_open(&e, &f.mem, trc_elf_file_header(&f)) < 0) {
+		trc_elf_file_release(&f);
+		return say(why, n, "the agent's %s is no ELF library tracer can read", so);
+	}
+	*machine = e.machine;
+	for (size_t i = 0; i < e.nneeded; i++)
+		if (trc_elf_string(&e, e.needed[i], name, sizeof(name)) == 0 && strncmp(name, "libruby", 7) == 0)
+			snprintf(buf, size, "%s", name);
+	trc_elf_file_release(&f);
+	return 0;
+}
+
+/* What lib/tracer_agent/built_for says (a static Ruby's version), or "". */
+static void
+built_for(const char *dir, char *buf, size_t size)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", dir, TRC_AGENTFILE_BUILT_FOR);
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	if (fgets(buf, (int)size, f) == NULL)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+/* "3.3.8" and "3.3.0" are of one series. */
+static bool
+same_series(const char *a, const char *b)
+{
+	const char *da = strchr(a, '.'), *db = strchr(b, '.');
+
+	if (da == NULL || db == NULL)
+		return false;
+	da = strchr(da + 1, '.');
+	db = strchr(db + 1, '.');
+	return da != NULL && db != NULL && da - a == db - b && strncmp(a, b, (size_t)(da - a)) == 0;
+}
+
+static int
+built_for_ruby(const char *dir, const char *so, const struct trc_rubyproc *r, char *why, size_t n)
+{
+	char lib[128], version[64];
+	uint16_t machine = 0;
+
+	if (needed_libruby(so, &machine, lib, sizeof(lib), why, n) < 0)
+		return -1;
+	if (machine != r->elf.machine)
+		return say(why, n, "the agent's %s is built for another architecture than process %d",
+			   so, (int)r->pid);
+	if (!r->is_static && strcmp(lib, r->soname) != 0)
+		return say(why, n, "the agent's %s was built for %s, and process %d runs Ruby %s (%s): build "
+			   "the agent with that Ruby (make agent RUBY=...) and set TRACER_AGENT_LIB to its "
+			   "lib, " TRC_PERMIT_INSTEAD, so, lib[0] ? lib : "a static Ruby", (int)r->pid,
+			   r->version, r->soname);
+	if (r->is_static) {
+		built_for(dir, version, sizeof(version));
+		if (lib[0] != '\0' || !same_series(version, r->version))
+			return say(why, n, "process %d runs a static Ruby %s, and the agent's %s was built for "
+				   "%s: build the agent with that Ruby (make agent RUBY=...) and set "
+				   "TRACER_AGENT_LIB to its lib, " TRC_PERMIT_INSTEAD, (int)r->pid, r->version,
+				   so, lib[0] ? lib : version[0] ? version : "a Ruby tracer cannot tell");
+	}
+	return 0;
+}
+
+int
+trc_agentfile_check(struct trc_agentfile *a, const char *lib, const struct trc_rubyproc *r,
+		    uid_t owner, char *why, size_t n)
+{
+	char dir[PATH_MAX], sub[PATH_MAX + 16];
+
+	if (lib == NULL || realpath(lib, dir) == NULL)
+		return say(why, n, "tracer found no agent to load into process %d (lib/tracer_agent.rb "
+			   "beside its binary, or $TRACER_AGENT_LIB), " TRC_PERMIT_INSTEAD, (int)r->pid);
+	snprintf(a->rb, sizeof(a->rb), "%s/tracer_agent.rb", dir);
+	snprintf(a->so, sizeof(a->so), "%s/tracer_agent/tracer_agent.so", dir);
+	snprintf(sub, sizeof(sub), "%s/tracer_agent", dir);
+	if (safe_path(a->rb, owner, r->pid, why, n) < 0 || safe_path(a->so, owner, r->pid, why, n) < 0 ||
+	    safe_dir_files(sub, owner, r->pid, why, n) < 0)
+		return -1;
+	if (same_in_target(a->rb, r->pid, why, n) < 0 || same_in_target(a->so, r->pid, why, n) < 0)
+		return -1;
+	return built_for_ruby(dir, a->so, r, why, n);
+}

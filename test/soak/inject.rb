@@ -1,0 +1,94 @@
+# inject.rb [COUNT] [JOBS]: loads the agent COUNT times (default 1000) into fresh bare Ruby
+# processes (no agent, no RUBYOPT) that run test/soak/inject_app.rb under `ruby -d` (every
+# exception raised, even rescued, is printed): allocating, collecting and compacting, handing a
+# Mutex back and forth, forking, requiring in a thread. Each load comes at a random moment of
+# the app's run, busy or idle, then a client evaluates in it. Each app must exit 0 with the
+# very stdout and stderr of an untraced run: no crash, no deadlock, no exception, no change in
+# what it does. JOBS processes at a time (default 2). Prints one line per failure, then a
+# summary, with how long the processes were held still (median, 90th percentile, max).
+require 'open3'
+require 'tmpdir'
+require 'timeout'
+
+ROOT = File.expand_path('../..', __dir__)
+TRACER = File.join(ROOT, 'client', 'tracer')
+APP = File.join(ROOT, 'test', 'soak', 'inject_app.rb')
+RUBY = ENV['TRACER_TEST_RUBY'] || RbConfig.ruby
+COUNT = Integer(ARGV[0] || 1000)
+JOBS = Integer(ARGV[1] || 2)
+LIMIT = 120 # seconds for one run: beyond, it is a deadlock
+BARE = { 'RUBYOPT' => nil, 'TRACER_AGENT_INJECT' => nil }.freeze
+HELD = /held still ([\d.]+) ms/
+
+# One run of the app: [stdout, stderr, status]; yields its pid once it said ready, and closes
+# its stdin (the app's cue to finish) when the block returns.
+def run_app(dir)
+  Open3.popen3(BARE, RUBY, '-d', APP, dir) do |stdin, stdout, stderr, wait|
+    err = Thread.new { stderr.read }
+    out = +''
+    out << (stdout.gets || '')
+    yield wait.pid if block_given? && out == "ready\n"
+    stdin.close
+    Timeout.timeout(LIMIT) { out << stdout.read }
+    [out, err.value.gsub(/#{Regexp.escape(dir)}/, 'DIR'), wait.value]
+  rescue Timeout::Error
+    Process.kill('ABRT', wait.pid)
+    [out, "deadlock: still running #{LIMIT} s after its cue\n#{err.value}", wait.value]
+  end
+end
+
+def expected
+  Dir.mktmpdir('tracer-soak-') do |dir|
+    out, err, status = run_app(dir)
+    abort "inject soak: the app fails untraced (exit #{status.exitstatus}):\n#{err}" unless status.success?
+    [out, err]
+  end
+end
+
+# One injection: nil when all is well, else what went wrong.
+def one(i, want)
+  held = nil
+  Dir.mktmpdir('tracer-soak-') do |dir|
+    traced = nil
+    out, err, status = run_app(dir) do |pid|
+      sleep rand * 1.2
+      traced = Open3.capture3(TRACER, '-p', pid.to_s, '-e', '$LOADED_FEATURES.grep(/tracer_agent\.so\z/).size',
+                              '--timeout', '60')
+    end
+    t_out, t_err, t_status = traced || ['', 'the app never said ready', nil]
+    held = Float(t_err[HELD, 1]) if t_err.match?(HELD)
+    problems = []
+    problems << "tracer: exit #{t_status&.exitstatus}: #{t_out}#{t_err}" if t_status.nil? || !t_status.success? || t_out != "=> 1\n"
+    problems << "app: #{status}" unless status.success?
+    problems << "app output differs:\n--- stdout\n#{out}--- stderr\n#{err}" if [out, err] != want
+    return [i, problems.empty? ? nil : problems.join("\n"), held]
+  end
+end
+
+def percentile(sorted, p) = sorted.empty? ? 0 : sorted[[(sorted.size * p).ceil - 1, 0].max]
+
+want = expected
+abort 'inject soak: two untraced runs differ: the app is not deterministic' unless expected == want
+queue = Queue.new
+COUNT.times { |i| queue << i }
+JOBS.times { queue << nil }
+results = Queue.new
+start = Time.now
+workers = JOBS.times.map do
+  Thread.new do
+    while (i = queue.pop)
+      results << one(i, want)
+    end
+  end
+end
+workers.each(&:join)
+all = Array.new(results.size) { results.pop }
+failures = all.select { |_, problem, _| problem }
+failures.each { |i, problem, _| puts "inject soak: run #{i}: #{problem}" }
+held = all.filter_map { |_, _, h| h }.sort
+puts format('inject soak: %d injections, %d loaded, %d failed, Ruby %s%s, in %.0f s',
+            COUNT, held.size, failures.size, RUBY_VERSION,
+            defined?(RubyVM::YJIT) && ENV['RUBY_YJIT_ENABLE'] == '1' ? ' with YJIT' : '', Time.now - start)
+puts format('inject soak: held still %.2f ms median, %.2f ms at the 90th percentile, %.2f ms at most',
+            percentile(held, 0.5), percentile(held, 0.9), held.last || 0)
+exit(failures.empty? ? 0 : 1)
