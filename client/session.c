@@ -1101,7 +1101,9 @@ trc_session_stop(struct trc_session *s, enum trc_stop_reason why)
 			finish(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
 		break;
 	case S_EVALING:
-		remember(s, TRC_EXIT_ERROR, "%s before process %d answered", what, (int)s->pid);
+		/* The agent interrupts a session's evals when it ends (eval.c). */
+		remember(s, TRC_EXIT_ERROR, "%s before process %d answered: the code stops there too",
+			 what, (int)s->pid);
 		detach(s);
 		break;
 	case S_INTERACTIVE:

@@ -198,6 +198,28 @@ class EvalTest < Minitest::Test
 
   # Each eval's thread is the agent's while it runs, then garbage like any thread that ended:
   # 100 of them (50 lines of -i, each checked, then run) leave none behind.
+  # An eval whose client is gone, by Ctrl-C or by SIGKILL, is interrupted in the process: its
+  # thread ends (the one that counts is the only one left), and Ctrl-C says so.
+  def test_eval_ends_with_its_client
+    t = target('sleep')
+    count = 'Thread.list.count { |th| th.name == "tracer-eval" }'
+    %w[INT KILL].each_with_index do |sig, i|
+      c = client('-p', t.pid, '-e', "$stdout.puts('sleeping #{i}'); sleep 1000")
+      t.wait_for(/^sleeping #{i}$/)
+      c.signal(sig)
+      status = c.finish
+      if sig == 'INT'
+        assert_equal 1, status.exitstatus
+        assert_equal "tracer: interrupted before process #{t.pid} answered: the code stops there too\n", c.err
+      end
+      wait_until(message: "the eval's thread gone after SIG#{sig}") do
+        out, = tracer('-p', t.pid, '-e', count)
+        out == "=> 1\n"
+      end
+    end
+    assert t.alive?
+  end
+
   def test_eval_threads_are_not_kept
     t = target('sleep')
     lines = "1\n" * 50 + "GC.start; ObjectSpace.each_object(Thread).count { |th| !th.alive? }\n"
