@@ -208,12 +208,6 @@ trc_conn_skip_calls(struct trc_conn *c, uint64_t *count)
 }
 
 void
-trc_conn_send(struct trc_conn *c, const struct trc_buf *msg)
-{
-	trc_conn_send_fd(c, msg, -1);
-}
-
-void
 trc_conn_send_fd(struct trc_conn *c, const struct trc_buf *msg, int fd)
 {
 	if (c->fd < 0)

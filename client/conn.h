@@ -58,11 +58,10 @@ void trc_conn_tap(struct trc_conn *c, trc_conn_tap_fn *tap, void *ctx);
  * in *count (a tap has their bytes). Everything else still is. NULL: decoded again.
  */
 void trc_conn_skip_calls(struct trc_conn *c, uint64_t *count);
-/* Queues the bytes of msg (copied) for sending. Ignored once closed. */
-void trc_conn_send(struct trc_conn *c, const struct trc_buf *msg);
 /*
- * As trc_conn_send, and passes fd (SCM_RIGHTS) with msg's first byte, unless fd is -1. The
- * caller keeps fd, and keeps it open until the connection is closed; one at a time.
+ * Queues the bytes of msg (copied) for sending, and passes fd (SCM_RIGHTS) with its first
+ * byte, unless fd is -1. Ignored once closed. The caller keeps fd, and keeps it open until the
+ * connection is closed; one at a time.
  */
 void trc_conn_send_fd(struct trc_conn *c, const struct trc_buf *msg, int fd);
 /* Stops the watchers, closes the fd and frees the buffers. Safe to repeat. */
