@@ -127,6 +127,21 @@ class_of(VALUE self, VALUE obj)
 	return rb_obj_class(obj);
 }
 
+/*
+ * wrap.rb's --ignore: mod's label ("Foo" for Foo and its singleton class), made in C. Ruby's
+ * own Module#inspect of a singleton class calls the attached class's #inspect, which a Rails
+ * model overrides with one that may query the database, in the middle of a request.
+ */
+static VALUE
+module_label(VALUE self, VALUE mod)
+{
+	char sep;
+
+	if (!RB_TYPE_P(mod, T_CLASS) && !RB_TYPE_P(mod, T_MODULE))
+		rb_raise(rb_eTypeError, "not a module");
+	return trc_module_label(mod, &sep);
+}
+
 /* The kinds of TRC_CMD_EVAL (tracer_protocol.h), for TracerAgent.__eval: one list, the header's. */
 static void
 define_eval_kinds(VALUE mod)
@@ -158,6 +173,7 @@ Init_tracer_agent(void)
 	rb_define_singleton_method(mod, "stats", stats, 0);
 	rb_define_singleton_method(mod, "__address", address, 1);
 	rb_define_singleton_method(mod, "__class_of", class_of, 1);
+	rb_define_singleton_method(mod, "__label", module_label, 1);
 	define_eval_kinds(mod);
 	trc_wrap_init(mod);
 	trc_plan_init();

@@ -59,7 +59,6 @@ module TracerAgent
     PRIVATE_P = Module.instance_method(:private_method_defined?)
     PROTECTED_P = Module.instance_method(:protected_method_defined?)
     METHOD_P = Module.instance_method(:method_defined?)
-    INSPECT = Module.instance_method(:inspect)
 
     # The modules found to have none of the app's methods, by how many methods they had then:
     # looked at again only once that number changes. Without it each session made an object or
@@ -248,7 +247,7 @@ module TracerAgent
       private
 
       def refinement?(mod)
-        defined?(::Refinement) && mod.is_a?(::Refinement)
+        defined?(::Refinement) && ::Refinement === mod # (not mod.is_a?: the app's to define)
       end
 
       def collect(found, owner, list, sep, prefixes, cwd, ignore)
@@ -283,10 +282,7 @@ module TracerAgent
         cwd + file.delete_prefix('./')
       end
 
-      def label_of(owner)
-        text = INSPECT.bind_call(owner)
-        SINGLETON_P.bind_call(owner) ? text[/\A#<Class:(.*)>\z/, 1] || text : text
-      end
+      def label_of(owner) = TracerAgent.__label(owner)
 
       def own?(mod, name)
         METHOD_P.bind_call(mod, name, false) || PRIVATE_P.bind_call(mod, name, false)

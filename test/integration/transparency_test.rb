@@ -40,6 +40,38 @@ class TransparencyTest < Minitest::Test
     assert_empty t.err, 'no warning in the app\'s log'
   end
 
+  # Finding the app's methods calls none of them: a Rails model's .inspect may query the
+  # database, in the middle of whatever request the install interrupted, and any module may
+  # define is_a?. --ignore matches labels, which tracer makes itself.
+  def test_finding_the_apps_methods_calls_none_of_them
+    Dir.mktmpdir('tracer-transparency') do |dir|
+      File.write(File.join(dir, 'model.rb'), <<~'RUBY')
+        $stdout.sync = true
+        class Model
+          def self.inspect = ($inspected = ($inspected || 0) + 1) && 'Model(id: integer)'
+          def self.is_a?(mod) = ($is_a = ($is_a || 0) + 1) && super
+          def self.find(id) = id
+          def name = 'm'
+        end
+        puts "ready #{$$}"
+        loop do
+          Model.find(1)
+          Model.new.name
+          sleep 0.01
+        end
+      RUBY
+      t = target('', script: 'model.rb', chdir: dir)
+      c = client('-p', t.pid, '-f', '--ignore', 'Nothing', '--ignore', 'Model#name')
+      c.wait_for(/^Model\.find <[\d.]+>$/)
+      c.signal('INT')
+      assert c.finish.success?, c.err
+      refute_match(/Model#name/, c.out, '--ignore left it out')
+      out, err, status = tracer('-p', t.pid, '-e', '[$inspected, $is_a]')
+      assert status.success?, err
+      assert_equal "=> [nil, nil]\n", out
+    end
+  end
+
   # Twenty sessions of every mode that wraps methods leave each class as the first one did:
   # the same methods, the same ancestors (a Wrappers module in front of each class traced once),
   # no hook; attach takes as long, and the process stays as lean: its RSS grows no more than
