@@ -63,13 +63,13 @@ trc_mem_failures(void)
 static size_t
 mapped(void)
 {
-	unsigned long pages = 0;
+	char text[64];
+	unsigned long pages;
 	FILE *f = fopen("/proc/self/statm", "re");
 
 	if (f == NULL)
 		return 0;
-	if (fscanf(f, "%lu", &pages) != 1)
-		pages = 0;
+	pages = fgets(text, sizeof(text), f) != NULL ? strtoul(text, NULL, 10) : 0;
 	fclose(f);
 	return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
 }

@@ -607,7 +607,7 @@ io_main(void *arg)
 		 */
 		if (__atomic_load_n(&s->want, __ATOMIC_ACQUIRE) != 0)
 			trc_vm_poke();
-		wait_us = POLL_MS * 1000;
+		wait_us = (int64_t)POLL_MS * 1000;
 		if ((due = timers_tick(s)) >= 0 && due < wait_us)
 			wait_us = due;
 		ts.tv_sec = (time_t)(wait_us / 1000000);

@@ -29,7 +29,7 @@
 
 /* Each mode's flags (enum trc_top_mode_flag), from the protocol's list. */
 static const int modes[] = {
-#define TRC_X(NAME, value, name, flags, label, key, count, total, self, help) [TRC_TOP_##NAME] = flags,
+#define TRC_X(NAME, value, name, flags, label, key, count, total, self, help) [TRC_TOP_##NAME] = (flags),
 	TRC_TOP_MODES(TRC_X)
 #undef TRC_X
 };
@@ -476,7 +476,10 @@ clear_rows(void)
 static void *
 table_map(size_t n)
 {
+	/* cppcheck's posix.cfg wants fd >= 0, but MAP_ANONYMOUS takes -1 (and portably needs it). */
+	/* cppcheck-suppress invalidFunctionArg */
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* cppcheck-suppress memleak ; the caller keeps it, and unmaps it (table_unmap) */
 	return p == MAP_FAILED ? NULL : p;
 }
 

@@ -20,9 +20,9 @@
  * the app keeps the GVL three quarters of the time and no request waits more than a step for
  * it. A program that waits for its tracer before its first line (tracer --exec) gets no pause.
  */
-#define STEP_NS (2u * 1000 * 1000)
+#define STEP_NS (2ull * 1000 * 1000)
 #define STEP_EVERY_US 8000
-#define EAGER_STEP_NS (50u * 1000 * 1000)
+#define EAGER_STEP_NS (50ull * 1000 * 1000)
 
 /* The session's timers (trc_session_timer). */
 enum {

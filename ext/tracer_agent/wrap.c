@@ -470,6 +470,7 @@ static VALUE wrapper15(VALUE s, VALUE a, VALUE b, VALUE c, VALUE d, VALUE e, VAL
 #define TRC_MAX_FIXED_ARITY 15
 
 /* The wrapper for a method of this arity. */
+/* cppcheck-suppress unknownMacro ; ANYARGS is Ruby's, an empty parameter list */
 static VALUE (*wrapper_for(int arity, int *argc))(ANYARGS)
 {
 	static VALUE (*const fixed[TRC_MAX_FIXED_ARITY + 1])(ANYARGS) = {
