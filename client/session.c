@@ -571,6 +571,10 @@ on_eval(struct trc_session *s, const struct trc_message *m)
 	}
 	if (m->eval.ok) {
 		e->print(s, *t);
+	} else if (passes_file(s) && trc_newfile_check(&s->heap) < 0) {
+		/* A full file system, as the process's Ruby words it (3.4: "IOError: full buffer"). */
+		remember(s, TRC_EXIT_ERROR, "%s failed: '%s' cannot be whole: %s (removed)",
+			 dump_name(s), s->heap.path, strerror(errno));
 	} else {
 		char *text = trc_escape_lines_dup(t->ptr, t->len);
 
