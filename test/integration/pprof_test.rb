@@ -104,6 +104,19 @@ class PprofTest < Minitest::Test
     end
   end
 
+  # -s: the calls slower than 50 ms, which arrive as they end, innermost first, nest all the
+  # same. (As the text trace shows, failing, which raises, is no slow call.)
+  def test_slow_calls_as_a_call_tree
+    t = app('time')
+    path = profile(t, '-s', '50')
+    calls = top(path, 'calls')
+    assert_equal [[3, 6], [3, 3]], %w[Burst#outer Burst#inner].map { |m| calls.fetch(m) }
+    assert_match(/^\s+\S+\s+Burst#inner\n\s+Burst#outer\n/, pprof(path, '-traces'))
+    wall = top(path, 'wall')
+    assert_near spent(t)['outer'], wall.fetch('Burst#outer')[1], 'outer with inner'
+    assert_near spent(t)['inner'], wall.fetch('Burst#inner')[0], 'inner'
+  end
+
   # 10 000 calls of Burst#tick: every one is a call in the profile.
   def test_trace_counts_every_call
     t = app('calls')
@@ -134,6 +147,20 @@ class PprofTest < Minitest::Test
   def test_top_calls
     t = app('calls')
     assert_equal [10_000, 10_000], top(profile(t, '--top', 'calls', '--interval', '0.2'), 'calls')['Burst#tick']
+  end
+
+  # --duration ends the session too, and the profile is written then.
+  def test_top_calls_until_duration
+    t = app('calls')
+    path = File.join(@dir, 'top.pb.gz')
+    c = client('-p', t.pid, '--top', 'calls', '--format', 'pprof', '-o', path, '--duration', '5')
+    c.wait_for(/\*\*\* attached to process #{t.pid}$/, stream: :err)
+    FileUtils.touch(@go)
+    t.wait_for(/^done$/)
+    status = c.finish
+    assert status.success?, "exit #{status.exitstatus}: #{c.err}"
+    assert_equal '', c.out
+    assert_equal [10_000, 10_000], top(path, 'calls')['Burst#tick']
   end
 
   # Each Widget.new is a sample of two frames: the class, called from its site "FILE:LINE".
