@@ -127,11 +127,15 @@ CPPCHECK = cppcheck --enable=warning,performance,portability --error-exitcode=1 
 	--quiet --std=c11 --library=posix --suppress=readdirCalled -D__GNUC__=12 -D__x86_64__ -D__linux__ \
 	-D__ORDER_LITTLE_ENDIAN__=1234 -D__ORDER_BIG_ENDIAN__=4321 -D__BYTE_ORDER__=1234
 TIDY = clang-tidy --quiet
+# cppcheck reads no system header: protoc-c's header, which checks protobuf-c.h's version with
+# an #error, is told there is one recent enough.
+LINT_PROTOBUF = -DPROTOBUF_C_VERSION_NUMBER=9999999
 
 # clang-tidy (.clang-tidy) and cppcheck over the agent and the client; exits 1 on any finding.
-# The agent needs extconf.h, hence `agent` first; test/lint/cppcheck-ruby.h lets cppcheck parse
-# Ruby's headers.
+# The agent needs extconf.h, hence `agent` first, and the client protoc-c's header (pprof.c);
+# test/lint/cppcheck-ruby.h lets cppcheck parse Ruby's headers.
 lint: agent
+	@$(MAKE) -s -C client pprof/profile.pb-c.h
 	@command -v clang-tidy >/dev/null && command -v cppcheck >/dev/null || \
 		{ echo "lint: needs clang-tidy and cppcheck: apt-get install clang-tidy cppcheck" >&2; exit 1; }
 	@mkdir -p build/lint; rc=0; \
@@ -139,7 +143,7 @@ lint: agent
 	$(CPPCHECK) --include=test/lint/cppcheck-ruby.h --suppress='*:$(RUBY_HDRDIR)/*' \
 		--suppress='*:$(RUBY_ARCHHDRDIR)/*' $(LINT_AGENT) $(EXT)/*.c || rc=1; \
 	echo "lint: cppcheck client"; \
-	$(CPPCHECK) $(LINT_CLIENT) client/*.c || rc=1; \
+	$(CPPCHECK) $(LINT_CLIENT) $(LINT_PROTOBUF) client/*.c || rc=1; \
 	echo "lint: clang-tidy agent"; \
 	ls $(EXT)/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_AGENT) \
 		>build/lint/tidy.log 2>&1 || rc=1; \

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "compress.h"
 #include "inject.h"
 #include "opt.h"
 #include "proc.h"
@@ -540,6 +541,10 @@ static const char spec_text[] =
 	"  collapsed   folded stacks weighted by self time in nanoseconds, for\n"
 	"              flamegraph.pl, inferno or speedscope (written at the end)\n"
 	"  jsonl       one JSON object per call, return, raise or slow call\n"
+	"  pprof       a gzipped pprof profile (profile.proto) for pprof, Pyroscope or\n"
+	"              speedscope: each call path a sample of its calls and self wall\n"
+	"              time (written at the end; needs -o FILE). Also for --top MODE:\n"
+	"              the whole session's table, one sample per row\n"
 	"\n"
 	"What -f, -s without -m, and --top calls and time see: the app's own Ruby\n"
 	"methods, those defined in files under each process's working directory (or\n"
@@ -609,18 +614,45 @@ usage(void)
 
 /* ---- the checks before a run: each says what is wrong with the command line ---- */
 
+/*
+ * --format pprof makes one gzipped profile, written at the end (pprof's own format), and is
+ * the one format --top also writes: its whole session's table, instead of tables as it goes.
+ */
+static void
+check_pprof(const struct opts *o)
+{
+	const struct trc_run_opts *r = &o->run;
+
+	if (r->output == NULL)
+		die(TRC_EXIT_USAGE, "--format pprof writes a gzipped profile: give -o FILE");
+	if (trc_compression_of(r->output) == TRC_COMPRESS_ZSTD)
+		die(TRC_EXIT_USAGE, "--format pprof is gzipped, as pprof reads it: not -o FILE.zst");
+	if (r->mode == TRC_MODE_TOP && r->json)
+		die(TRC_EXIT_USAGE, "--json goes with --top's tables: --format pprof writes one "
+		    "profile at the end");
+	if (r->mode == TRC_MODE_TOP && r->reset > 0)
+		die(TRC_EXIT_USAGE, "--reset goes with --top's tables: --format pprof writes one "
+		    "profile of the whole session");
+}
+
 static void
 check_format(const struct opts *o, const struct trc_opt_state *st)
 {
 	const struct trc_opt *text = st->group_by[G_TEXT];
+	const char *document = trc_format_document(o->run.format);
+	bool top_pprof = o->run.mode == TRC_MODE_TOP && o->run.format == TRC_FORMAT_PPROF;
 
-	if (st->group_by[G_FORMAT] != NULL && o->run.mode != TRC_MODE_TRACE)
-		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -c, -f, -s)");
+	if (st->group_by[G_FORMAT] != NULL && o->run.mode != TRC_MODE_TRACE && !top_pprof)
+		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -c, -f, -s); --top takes "
+		    "--format pprof only");
 	if (o->run.format != TRC_FORMAT_TEXT && text != NULL)
 		die(TRC_EXIT_USAGE, "--%s goes with --format text", text->name);
-	if (o->run.append && trc_format_is_document(o->run.format))
-		die(TRC_EXIT_USAGE, "--append would put a second JSON document after the first: "
-		    "--format %s makes one document per file", trc_format_name(o->run.format));
+	if (o->run.append && document != NULL)
+		die(TRC_EXIT_USAGE, "--append would put a second %s after the first: "
+		    "--format %s makes one %s per file", document, trc_format_name(o->run.format),
+		    document);
+	if (o->run.format == TRC_FORMAT_PPROF)
+		check_pprof(o);
 }
 
 /* Options that only --top takes, or only -f, -s and --top: with what they go. */

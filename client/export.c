@@ -14,13 +14,14 @@
 static const struct {
 	const char *name;
 	const struct trc_xp_format *fmt;        /* NULL: the call-tree printer */
-	bool document;                          /* one JSON document: no --append */
+	const char *document;                   /* one per file: no --append */
 } formats[] = {
-	[TRC_FORMAT_TEXT] = { "text", NULL, false },
-	[TRC_FORMAT_CHROME] = { "chrome", &trc_xp_chrome, true },
-	[TRC_FORMAT_SPEEDSCOPE] = { "speedscope", &trc_xp_speedscope, true },
-	[TRC_FORMAT_COLLAPSED] = { "collapsed", &trc_xp_collapsed, false },
-	[TRC_FORMAT_JSONL] = { "jsonl", &trc_xp_jsonl, false },
+	[TRC_FORMAT_TEXT] = { "text", NULL, NULL },
+	[TRC_FORMAT_CHROME] = { "chrome", &trc_xp_chrome, "JSON document" },
+	[TRC_FORMAT_SPEEDSCOPE] = { "speedscope", &trc_xp_speedscope, "JSON document" },
+	[TRC_FORMAT_COLLAPSED] = { "collapsed", &trc_xp_collapsed, NULL },
+	[TRC_FORMAT_JSONL] = { "jsonl", &trc_xp_jsonl, NULL },
+	[TRC_FORMAT_PPROF] = { "pprof", &trc_xp_pprof, "profile" },
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
@@ -42,10 +43,10 @@ trc_format_name(enum trc_format f)
 	return (size_t)f < NFORMATS ? formats[f].name : "?";
 }
 
-bool
-trc_format_is_document(enum trc_format f)
+const char *
+trc_format_document(enum trc_format f)
 {
-	return (size_t)f < NFORMATS && formats[f].document;
+	return (size_t)f < NFORMATS ? formats[f].document : NULL;
 }
 
 /* ---- helpers for the formats ---- */

@@ -1,4 +1,4 @@
-/* export.h: trace exporters for other tools: Chrome trace events, speedscope, collapsed stacks, JSON lines. */
+/* export.h: trace exporters for other tools: Chrome trace events, speedscope, collapsed stacks, JSON lines, pprof. */
 #ifndef TRC_EXPORT_H
 #define TRC_EXPORT_H
 
@@ -17,14 +17,16 @@ enum trc_format {
 	TRC_FORMAT_SPEEDSCOPE = 2,      /* speedscope's evented profiles, written at the end */
 	TRC_FORMAT_COLLAPSED = 3,       /* folded stacks weighted by self time, written at the end */
 	TRC_FORMAT_JSONL = 4,           /* one JSON object per event, streamed */
+	TRC_FORMAT_PPROF = 5,           /* pprof's profile.proto, gzipped, written at the end */
 };
-#define TRC_FORMAT_LIST "text, chrome, speedscope, collapsed or jsonl"
+#define TRC_FORMAT_LIST "text, chrome, speedscope, collapsed, jsonl or pprof"
 
 /* Parses a --format name. Returns 0, or -1 if there is no such format. */
 int trc_format_parse(const char *name, enum trc_format *f);
 const char *trc_format_name(enum trc_format f);
-/* True for formats that make one JSON document, which --append would break. */
-bool trc_format_is_document(enum trc_format f);
+/* What formats that make one document per file make ("JSON document", "profile"), which
+ * --append would break; NULL for the others. */
+const char *trc_format_document(enum trc_format f);
 
 struct trc_export_opts {
 	enum trc_format format;         /* any but TRC_FORMAT_TEXT */

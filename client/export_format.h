@@ -114,7 +114,7 @@ struct trc_export {
 };
 
 extern const struct trc_xp_format trc_xp_chrome, trc_xp_speedscope, trc_xp_collapsed,
-	trc_xp_jsonl;
+	trc_xp_jsonl, trc_xp_pprof;
 
 /* ts relative to the first event of the run; negative for a slow call that began before it. */
 static inline int64_t

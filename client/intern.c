@@ -34,6 +34,22 @@ rehash(struct trc_intern *t)
 	}
 }
 
+/* The slot of p[0..len) (hash h): the one holding it, else the empty one where it would go. */
+static uint32_t
+probe(const struct trc_intern *t, const void *p, uint32_t len, uint32_t h)
+{
+	uint32_t i;
+
+	for (i = h & (t->nslots - 1); t->slots[i] != 0; i = (i + 1) & (t->nslots - 1)) {
+		const struct trc_intern_entry *e = &t->entries[t->slots[i] - 1];
+
+		if (e->hash == h && e->len == len &&
+		    (len == 0 || memcmp(t->bytes.data + e->off, p, len) == 0))
+			break;
+	}
+	return i;
+}
+
 uint32_t
 trc_intern_id(struct trc_intern *t, const void *p, size_t n)
 {
@@ -42,13 +58,9 @@ trc_intern_id(struct trc_intern *t, const void *p, size_t n)
 
 	if ((t->n + 1) * 2 > t->nslots)
 		rehash(t);
-	for (i = h & (t->nslots - 1); t->slots[i] != 0; i = (i + 1) & (t->nslots - 1)) {
-		const struct trc_intern_entry *e = &t->entries[t->slots[i] - 1];
-
-		if (e->hash == h && e->len == len &&
-		    (len == 0 || memcmp(t->bytes.data + e->off, p, len) == 0))
-			return t->slots[i] - 1;
-	}
+	i = probe(t, p, len, h);
+	if (t->slots[i] != 0)
+		return t->slots[i] - 1;
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 64;
 		t->entries = xreallocarray(t->entries, t->cap, sizeof(*t->entries));
@@ -59,6 +71,17 @@ trc_intern_id(struct trc_intern *t, const void *p, size_t n)
 	trc_buf_addc(&t->bytes, '\0');
 	t->slots[i] = id + 1;
 	return id;
+}
+
+uint32_t
+trc_intern_find(const struct trc_intern *t, const void *p, size_t n)
+{
+	uint32_t len = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, i;
+
+	if (t->nslots == 0)
+		return UINT32_MAX;
+	i = probe(t, p, len, hash_bytes(p, len));
+	return t->slots[i] != 0 ? t->slots[i] - 1 : UINT32_MAX;
 }
 
 const char *

@@ -25,6 +25,8 @@ struct trc_intern {
 void trc_intern_release(struct trc_intern *t);
 /* The id of p[0..n), added if new. Strings longer than UINT32_MAX are cut. Pure. */
 uint32_t trc_intern_id(struct trc_intern *t, const void *p, size_t n);
+/* The id of p[0..n) if it is in t, else UINT32_MAX. Pure. */
+uint32_t trc_intern_find(const struct trc_intern *t, const void *p, size_t n);
 /* The bytes of id (NUL-terminated, valid until the next trc_intern_id); *len gets their length. */
 const char *trc_intern_str(const struct trc_intern *t, uint32_t id, size_t *len);
 

@@ -14,3 +14,7 @@ COMPRESS_LIBS := $(or $(shell pkg-config --libs zlib libzstd 2>/dev/null),-lz -l
 # through /usr/include as well.
 LIBEDIT_CFLAGS := $(shell pkg-config --cflags libedit 2>/dev/null)
 LIBEDIT_LIBS := $(or $(shell pkg-config --libs libedit 2>/dev/null),-ledit)
+# protobuf-c: --format pprof's profile.proto (pprof.c); protoc-c makes its code at build time.
+PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
+PROTOBUF_LIBS := $(or $(shell pkg-config --libs libprotobuf-c 2>/dev/null),-lprotobuf-c)
+PROTOC_C ?= protoc-c

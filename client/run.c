@@ -24,6 +24,7 @@
 #include "progress.h"
 #include "proc.h"
 #include "repl.h"
+#include "top_pprof.h"
 #include "trace.h"
 #include "xmalloc.h"
 
@@ -93,13 +94,17 @@ setup_failed(int code, const char *fmt, ...)
 /*
  * -o FILE.gz, FILE.zst: every byte is compressed on its way to the file. With --append the
  * new stream is one more gzip member or zstd frame after those already there, which gzip -dc
- * and zstd -dc read on as one text. Returns 0, or -1 with errno.
+ * and zstd -dc read on as one text. A pprof profile is gzipped whatever the file's name, as
+ * its format says (cli.c refuses FILE.zst for it). Returns 0, or -1 with errno.
  */
 static int
 compress_output(struct trc_output *out, const struct trc_run_opts *o)
 {
 	enum trc_compression kind = o->output ? trc_compression_of(o->output) : TRC_COMPRESS_NONE;
 	struct trc_codec codec;
+
+	if (o->format == TRC_FORMAT_PPROF)
+		kind = TRC_COMPRESS_GZIP;
 
 	if (trc_compress_codec(kind, &codec) < 0)
 		return -1;
@@ -130,7 +135,8 @@ struct run {
 	ev_prepare flush_w;
 	ev_timer hold_w;                /* wakes the loop for lines a printer holds (trace.h) */
 	struct trc_top *top;            /* --top: the table, and its live view */
-	struct trc_live *live;
+	struct trc_live *live;          /* none with --format pprof: the table is written at the end */
+	ev_tstamp top_start;            /* --top --format pprof: when the sessions started */
 	struct trc_export *export;      /* --format other than text */
 	/* --exec: the program, which the run waits for; --wait; the end of its connections */
 	bool execing;
@@ -882,6 +888,19 @@ end_output(struct run *r)
 		r->code = TRC_EXIT_ERROR;
 }
 
+/* --top --format pprof: the whole session's table, once, as the sessions have all ended. */
+static void
+write_top_profile(struct run *r)
+{
+	struct trc_buf b;
+
+	trc_buf_init(&b);
+	trc_top_format_pprof(r->top, (int64_t)((ev_time() - r->top_start) * 1e9),
+			     "tracer " TRC_CLIENT_VERSION, &b);
+	trc_output_write(&r->out, b.data, b.len);
+	trc_buf_release(&b);
+}
+
 /* After the loop: the terminal back, the last words, the file completed; the exit code. */
 static int
 finish_run(struct run *r)
@@ -896,6 +915,8 @@ finish_run(struct run *r)
 	/* Every session has ended its part: the file can be completed. */
 	if (r->export != NULL)
 		trc_export_finish(r->export);
+	if (r->top != NULL && r->o->format == TRC_FORMAT_PPROF)
+		write_top_profile(r);
 	end_output(r);
 	/* --ps processes that all went away, or refused: then their outcome is the run's. */
 	if (!r->worked && r->churn > r->code)
@@ -918,7 +939,8 @@ trc_run(const struct trc_run_opts *o)
 	full_screen = o->mode == TRC_MODE_TOP && !o->json && isatty(r.out.fd);
 	start_sessions(&r);
 	/* Sessions may all have failed already (then without a loop to break). */
-	if (o->mode == TRC_MODE_TOP && has_work(&r))
+	r.top_start = ev_time();
+	if (o->mode == TRC_MODE_TOP && o->format != TRC_FORMAT_PPROF && has_work(&r))
 		start_live(&r, o, full_screen);
 	start_rescans(&r, o);
 	if (has_work(&r))

@@ -3,9 +3,10 @@
 // what speedscope understood, as JSON, for test/integration/export_test.rb:
 //   {"importer":"...","format":"speedscope json file","schema_errors":[...],
 //    "profiles":[{"name":"...","total":N,"calls":[{"name":"...","depth":D,"start":S,"end":E}...]}]}
-// speedscope imports speedscope files, Chrome trace events and collapsed stacks, guessing the
-// format from the content as its web page does. --schema also validates the file against
-// speedscope's published JSON schema (shipped in the same npm package) with ajv.
+// speedscope imports speedscope files, Chrome trace events, collapsed stacks and gzipped pprof
+// profiles, guessing the format from the content as its web page does. --schema also
+// validates the file against speedscope's published JSON schema (shipped in the same npm
+// package) with ajv.
 //
 // speedscope's npm package ships only its web app: one browser bundle whose importer is not
 // exported. The bundle is run in a node vm with a stub DOM, after one line is added at its

@@ -1,8 +1,8 @@
-# export_test.rb: --format chrome, speedscope, collapsed and jsonl, each file read by a real consumer.
+# export_test.rb: --format chrome, speedscope, collapsed, jsonl and pprof, each file read by a real consumer.
 #
 # Consumers:
 #   speedscope    its own importer (the code its web page runs, from the speedscope npm package)
-#                 loads speedscope, chrome and collapsed files: test/export/check.js; speedscope
+#                 loads speedscope, chrome, collapsed and pprof files: test/export/check.js; speedscope
 #                 files are also validated against its published JSON schema (shipped in the same
 #                 package) with ajv. Both come from test/export/package.json, installed by `npm
 #                 ci` into test/export/node_modules from the npm registry, once per checkout, when
@@ -294,6 +294,19 @@ class ExportTest < Minitest::Test
     assert_equal 1, raise_ev['depth']
   end
 
+  # speedscope imports pprof profiles too (pprof_test.rb reads them with pprof itself): the
+  # default sample type, wall time, as a call tree.
+  def test_pprof_imports_in_speedscope
+    t = target('work')
+    path = export(t, 'pprof')
+    view = speedscope(path)
+    assert_equal 'protobuf encoded pprof file', view['format']
+    assert_empty view['warnings']
+    assert_equal 1, view['profiles'].size
+    assert_nested(view['profiles'][0]['calls'], 'Worker#work', 'Worker#helper')
+    assert_operator view['profiles'][0]['total'], :>, 0
+  end
+
   def test_format_usage_errors
     pid = Process.pid
     [
@@ -301,7 +314,7 @@ class ExportTest < Minitest::Test
       [['--top', 'calls', '--format', 'jsonl'], /--format goes with tracing/],
       [['--backtraces', '--format', 'jsonl'], /--format goes with tracing/],
       [['--heapdump', '--format', 'jsonl'], /--format goes with tracing/],
-      [['-m', 'A#b', '--format', 'json'], /invalid --format 'json': expected text, chrome, speedscope, collapsed or jsonl/],
+      [['-m', 'A#b', '--format', 'json'], /invalid --format 'json': expected text, chrome, speedscope, collapsed, jsonl or pprof/],
       [['-m', 'A#b', '--format', 'chrome', '-o', '/dev/null', '-a'], /--append/],
       [['-m', 'A#b', '--format', 'jsonl', '-t'], /--start-time goes with --format text/],
     ].each do |args, message|

@@ -53,6 +53,7 @@ void test_freeze(void);
 void test_replay(void);
 void test_opt(void);
 void test_output(void);
+void test_pprof(void);
 void test_ring(void);
 void test_spec(void);
 void test_spool(void);

@@ -6,6 +6,7 @@
 #include "intern.h"
 #include "json.h"
 #include "output.h"
+#include "pprof/profile.pb-c.h"
 #include "spec.h"
 #include "test.h"
 
@@ -224,6 +225,66 @@ test_collapsed(void)
 	test_str("collapsed: self time in ns, thread as the root, sorted", finish(e),
 		 "main;Worker#work 8500\n"
 		 "main;Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+}
+
+/* A pprof profile as text: "types: stack (leaf first) = values [labels]; ..." */
+static const char *
+pprof_text(const char *data, size_t len)
+{
+	static char text[1024];
+	Perftools__Profiles__Profile *p =
+		perftools__profiles__profile__unpack(NULL, len, (const uint8_t *)data);
+	size_t n = 0;
+
+	if (p == NULL)
+		return "(does not unpack)";
+	for (size_t i = 0; i < p->n_sample_type; i++)
+		n += snprintf(text + n, sizeof(text) - n, "%s/%s ",
+			      p->string_table[p->sample_type[i]->type],
+			      p->string_table[p->sample_type[i]->unit]);
+	for (size_t i = 0; i < p->n_sample && n < sizeof(text); i++) {
+		const Perftools__Profiles__Sample *x = p->sample[i];
+
+		n += snprintf(text + n, sizeof(text) - n, "|");
+		for (size_t k = 0; k < x->n_location_id && n < sizeof(text); k++) {
+			const Perftools__Profiles__Location *l = p->location[x->location_id[k] - 1];
+			const Perftools__Profiles__Function *f = p->function[l->line[0]->function_id - 1];
+
+			n += snprintf(text + n, sizeof(text) - n, "%s%s@%s:%lld", k ? "<" : "",
+				      p->string_table[f->name], p->string_table[f->filename],
+				      (long long)l->line[0]->line);
+		}
+		for (size_t k = 0; k < x->n_value && n < sizeof(text); k++)
+			n += snprintf(text + n, sizeof(text) - n, " %lld", (long long)x->value[k]);
+		for (size_t k = 0; k < x->n_label && n < sizeof(text); k++) {
+			const Perftools__Profiles__Label *l = x->label[k];
+
+			if (l->str != 0)
+				n += snprintf(text + n, sizeof(text) - n, " %s=%s",
+					      p->string_table[l->key], p->string_table[l->str]);
+			else
+				n += snprintf(text + n, sizeof(text) - n, " %s=%lld",
+					      p->string_table[l->key], (long long)l->num);
+		}
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	return text;
+}
+
+static void
+test_pprof_export(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_PPROF, false);
+
+	play_basic(e, PID);
+	finish(e);
+	/* work: 10 us in all, 1.5 of them in helper. */
+	test_str("pprof: a sample per call path, leaf first, calls and self time",
+		 pprof_text(out.out.data, out.out.len),
+		 "calls/count wall/nanoseconds "
+		 "|Worker#work@app.rb:7 1 8500 thread=main pid=42"
+		 "|Worker#helper@app.rb:8<Worker#work@app.rb:7 1 1500 thread=main pid=42");
 	trc_export_free(e);
 }
 
@@ -613,8 +674,10 @@ test_format_names(void)
 	test_cond("jsonl", trc_format_parse("jsonl", &f) == 0 && f == TRC_FORMAT_JSONL);
 	test_cond("text", trc_format_parse("text", &f) == 0 && f == TRC_FORMAT_TEXT);
 	test_cond("unknown", trc_format_parse("json", &f) < 0);
-	test_cond("documents", trc_format_is_document(TRC_FORMAT_SPEEDSCOPE) &&
-		  !trc_format_is_document(TRC_FORMAT_COLLAPSED));
+	test_cond("pprof", trc_format_parse("pprof", &f) == 0 && f == TRC_FORMAT_PPROF);
+	test_str("documents", trc_format_document(TRC_FORMAT_SPEEDSCOPE), "JSON document");
+	test_str("a profile", trc_format_document(TRC_FORMAT_PPROF), "profile");
+	test_cond("no document", trc_format_document(TRC_FORMAT_COLLAPSED) == NULL);
 	test_str("name", trc_format_name(TRC_FORMAT_COLLAPSED), "collapsed");
 }
 
@@ -628,6 +691,7 @@ test_export(void)
 		test_cond("spec parses", 0);
 	test_chrome();
 	test_chrome_empty();
+	test_pprof_export();
 	test_speedscope();
 	test_collapsed();
 	test_collapsed_pids();

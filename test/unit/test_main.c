@@ -52,6 +52,7 @@ static const struct suite {
 	{ "freeze", test_freeze },
 	{ "opt", test_opt },
 	{ "output", test_output },
+	{ "pprof", test_pprof },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
 	{ "spec", test_spec },

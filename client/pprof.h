@@ -1,0 +1,55 @@
+/* pprof.h: a pprof profile (pprof/profile.proto) built in memory, serialized with protobuf-c. */
+#ifndef TRC_PPROF_H
+#define TRC_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+/*
+ * Names come from the targets, which may be hostile: each string is made valid UTF-8 (an
+ * ill-formed sequence becomes U+FFFD, as does NUL, which protobuf-c's strings cannot hold:
+ * pprof's readers decode the table as UTF-8) and cut to this many bytes, at a code point.
+ */
+#define TRC_PPROF_MAX_STRING 4096u
+#define TRC_PPROF_MAX_TYPES 4u
+
+/* What Sample.value[i] means: ("calls", "count"), ("wall", "nanoseconds")... */
+struct trc_pprof_type {
+	const char *type, *unit;
+};
+
+/* A sample's label: a string (str non-NULL, str_len bytes), else the number num in unit. */
+struct trc_pprof_label {
+	const char *key;
+	const char *str;
+	size_t str_len;
+	int64_t num;
+	const char *unit;       /* NULL: none */
+};
+
+struct trc_pprof;
+
+/* A profile whose samples carry ntypes values (at most TRC_PPROF_MAX_TYPES), described by
+ * types (copied). The caller frees it with trc_pprof_free(). Pure. */
+struct trc_pprof *trc_pprof_new(const struct trc_pprof_type *types, size_t ntypes);
+void trc_pprof_free(struct trc_pprof *p);
+
+/* The id of the location, and of the function, named name in file at line (one per distinct
+ * triple); nonzero. */
+uint64_t trc_pprof_location(struct trc_pprof *p, const char *name, size_t name_len,
+			    const char *file, size_t file_len, int64_t line);
+
+/* One sample: the stack locs[0..nlocs) leaf first, ntypes values, and labels (all copied). */
+void trc_pprof_sample(struct trc_pprof *p, const uint64_t *locs, size_t nlocs,
+		      const int64_t *values, const struct trc_pprof_label *labels, size_t nlabels);
+
+/* Profile.duration_nanos, and a free-form comment (pprof -comments). */
+void trc_pprof_duration(struct trc_pprof *p, int64_t ns);
+void trc_pprof_comment(struct trc_pprof *p, const char *text);
+
+/* Appends the serialized Profile (not compressed: the file's gzip is the output's) to out. */
+void trc_pprof_write(struct trc_pprof *p, struct trc_buf *out);
+
+#endif
