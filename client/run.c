@@ -18,7 +18,9 @@
 
 #include "compress.h"
 #include "exec.h"
+#include "httpd.h"
 #include "live.h"
+#include "metrics.h"
 #include "outfile.h"
 #include "output.h"
 #include "progress.h"
@@ -131,6 +133,7 @@ struct run {
 	ev_timer hold_w;                /* wakes the loop for lines a printer holds (trace.h) */
 	struct trc_top *top;            /* --top: the table, and its live view */
 	struct trc_live *live;
+	struct trc_httpd *httpd;        /* --metrics: the table served instead of shown */
 	struct trc_export *export;      /* --format other than text */
 	/* --exec: the program, which the run waits for; --wait; the end of its connections */
 	bool execing;
@@ -784,6 +787,8 @@ free_run(struct run *r)
 		trc_export_free(r->export);
 	trc_outfile_release(&r->file);
 	trc_output_release(&r->out);
+	if (r->httpd != NULL)
+		trc_httpd_free(r->httpd);
 	if (r->top != NULL)
 		trc_top_free(r->top);
 }
@@ -812,6 +817,50 @@ spool_dir(int fd, enum trc_mode mode)
 	slash = strrchr(path, '/');
 	slash[slash == path ? 1 : 0] = '\0';
 	return xstrdup(path);
+}
+
+/* ---- --metrics ---- */
+
+/* The processes whose hooks are on now: a target that ended no longer counts, its rows do. */
+static size_t
+attached(const struct run *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nsessions; i++)
+		n += trc_session_traced(r->sessions[i]) && !trc_session_finished(r->sessions[i]);
+	return n;
+}
+
+/* GET /metrics: the whole table, never reset, as the scraper asked (Accept). */
+static const char *
+serve_metrics(const struct trc_http_request *req, struct trc_buf *body, void *ctx)
+{
+	struct run *r = ctx;
+	enum trc_metrics_format f = trc_metrics_negotiate(req->accept);
+	struct trc_metrics_view v = { .rows = r->o->rows, .gc = r->o->gc, .targets = attached(r) };
+
+	trc_metrics_format(r->top, &v, f, body);
+	return trc_metrics_content_type(f);
+}
+
+/*
+ * Listens before anything is attached: an address in use fails the run at once. On a
+ * terminal, says where.
+ */
+static int
+start_metrics(struct run *r, const struct trc_run_opts *o)
+{
+	int fd = trc_httpd_listen((const struct sockaddr *)&o->metrics_addr, o->metrics_addrlen);
+
+	if (fd < 0)
+		return setup_failed(TRC_EXIT_ERROR, "cannot serve metrics on %s: %s", o->metrics,
+				    strerror(errno));
+	r->httpd = trc_httpd_new(r->loop, fd, "/metrics", serve_metrics, r);
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "*** serving metrics on http://%s%s/metrics\n",
+			o->metrics[0] == ':' ? "[::]" : "", o->metrics);
+	return 0;
 }
 
 /* The output, the table or exporter, the job and the loop. Returns 0, or an exit code (said). */
@@ -849,6 +898,8 @@ set_up(struct run *r, const struct trc_run_opts *o)
 	if (o->mode == TRC_MODE_INTERACTIVE)
 		r->repl = trc_repl_new(r->loop, &r->out, o->pids[0]);
 	watch_signals(r);
+	if (o->metrics != NULL && start_metrics(r, o) != 0)
+		return TRC_EXIT_ERROR;
 	return o->exec.n > 0 ? start_exec(r, o) : 0;
 }
 
@@ -918,7 +969,7 @@ trc_run(const struct trc_run_opts *o)
 	full_screen = o->mode == TRC_MODE_TOP && !o->json && isatty(r.out.fd);
 	start_sessions(&r);
 	/* Sessions may all have failed already (then without a loop to break). */
-	if (o->mode == TRC_MODE_TOP && has_work(&r))
+	if (o->mode == TRC_MODE_TOP && o->metrics == NULL && has_work(&r))
 		start_live(&r, o, full_screen);
 	start_rescans(&r, o);
 	if (has_work(&r))
