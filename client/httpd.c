@@ -15,6 +15,8 @@
 /* Seconds a closed-for-writing connection may take to send its end (see drain()). */
 #define DRAIN_SECS 1.0
 #define BACKLOG 64
+/* Seconds accepting pauses when it fails for want of descriptors (see on_accept()). */
+#define ACCEPT_PAUSE_SECS 0.5
 
 enum state { READING, WRITING, DRAINING };
 
@@ -34,6 +36,7 @@ struct trc_httpd {
 	struct ev_loop *loop;
 	int fd;
 	ev_io accept_w;
+	ev_timer pause_w;
 	char *path;
 	trc_httpd_handler *handler;
 	void *ctx;
@@ -233,19 +236,38 @@ add_conn(struct trc_httpd *d, int fd)
 	conn_enter(c, READING, EV_READ, TRC_HTTPD_READ_SECS);
 }
 
-/* Every pending connection taken; those beyond the cap closed at once, unread. */
+static void
+on_pause_end(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_httpd *d = w->data;
+
+	(void)revents;
+	ev_io_start(loop, &d->accept_w);
+}
+
+/*
+ * Every pending connection taken; those beyond the cap closed at once, unread. When accept
+ * fails for want of descriptors (EMFILE, ENFILE, ENOBUFS), the connection stays pending and the
+ * socket readable: accepting pauses a moment rather than spin the loop on it.
+ */
 static void
 on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct trc_httpd *d = w->data;
 	int fd;
 
-	(void)loop, (void)revents;
+	(void)revents;
 	while ((fd = accept4(d->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		if (d->nconns == TRC_HTTPD_MAX_CONNS)
 			close(fd);
 		else
 			add_conn(d, fd);
+	}
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+		ev_io_stop(loop, &d->accept_w);
+		/* set again: an expired timer keeps what was left of it, nothing */
+		ev_timer_set(&d->pause_w, ACCEPT_PAUSE_SECS, 0);
+		ev_timer_start(loop, &d->pause_w);
 	}
 }
 
@@ -262,6 +284,8 @@ trc_httpd_new(struct ev_loop *loop, int fd, const char *path, trc_httpd_handler 
 	d->ctx = ctx;
 	ev_io_init(&d->accept_w, on_accept, fd, EV_READ);
 	d->accept_w.data = d;
+	ev_init(&d->pause_w, on_pause_end);
+	d->pause_w.data = d;
 	ev_io_start(loop, &d->accept_w);
 	return d;
 }
@@ -270,6 +294,7 @@ void
 trc_httpd_free(struct trc_httpd *d)
 {
 	ev_io_stop(d->loop, &d->accept_w);
+	ev_timer_stop(d->loop, &d->pause_w);
 	while (d->nconns > 0)
 		conn_close(d->conns[0]);
 	close(d->fd);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -853,6 +854,14 @@ start_metrics(struct run *r, const struct trc_run_opts *o)
 {
 	int fd = trc_httpd_listen((const struct sockaddr *)&o->metrics_addr, o->metrics_addrlen);
 
+	/* ":PORT" on a machine without IPv6: every IPv4 address, then. */
+	if (fd < 0 && errno == EAFNOSUPPORT && o->metrics[0] == ':') {
+		struct sockaddr_in any = { .sin_family = AF_INET,
+					   .sin_port = ((const struct sockaddr_in6 *)&o->metrics_addr)->sin6_port,
+					   .sin_addr.s_addr = htonl(INADDR_ANY) };
+
+		fd = trc_httpd_listen((const struct sockaddr *)&any, sizeof(any));
+	}
 	if (fd < 0)
 		return setup_failed(TRC_EXIT_ERROR, "cannot serve metrics on %s: %s", o->metrics,
 				    strerror(errno));
