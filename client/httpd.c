@@ -296,7 +296,7 @@ trc_httpd_free(struct trc_httpd *d)
 	ev_io_stop(d->loop, &d->accept_w);
 	ev_timer_stop(d->loop, &d->pause_w);
 	while (d->nconns > 0)
-		conn_close(d->conns[0]);
+		conn_close(d->conns[d->nconns - 1]);    /* the last: nothing moves */
 	close(d->fd);
 	free(d->path);
 	free(d);

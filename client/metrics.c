@@ -54,25 +54,25 @@ struct kind {
 	const char *fixed;      /* non-NULL: every row's label value (the modes whose rows have none) */
 };
 
+#define NFAMILIES(f) (sizeof(f) / sizeof((f)[0]))
+
 static struct kind
 kind_of(const struct trc_top *t)
 {
 	const struct trc_top_mode_def *d = trc_top_def(t);
 
-#define KIND(f, label, fixed) (struct kind){ f, sizeof(f) / sizeof(f[0]), label, fixed }
-	if (d->flags & TRC_TOPM_METHOD)
-		return d->timed ? KIND(method_families, "method", NULL) : (struct kind){
-			method_families, 1, "method", NULL };
+	if (d->flags & TRC_TOPM_METHOD)        /* calls: no seconds */
+		return (struct kind){ method_families, d->timed ? NFAMILIES(method_families) : 1,
+				      "method", NULL };
 	if (d->flags & TRC_TOPM_THREAD)
-		return KIND(thread_families, "thread", NULL);
+		return (struct kind){ thread_families, NFAMILIES(thread_families), "thread", NULL };
 	if (d->flags & TRC_TOPM_RAISE)
-		return KIND(raise_families, "class", NULL);
+		return (struct kind){ raise_families, NFAMILIES(raise_families), "class", NULL };
 	/* arrays and strings: their rows have no class; the mode says which classes they count */
 	if (!(d->flags & TRC_TOPM_CLASS))
-		return KIND(alloc_families, "class", strcmp(d->name, "strings") == 0 ? "String" :
-			    "Array|Hash");
-	return KIND(alloc_families, "class", NULL);
-#undef KIND
+		return (struct kind){ alloc_families, NFAMILIES(alloc_families), "class",
+				      strcmp(d->name, "strings") == 0 ? "String" : "Array|Hash" };
+	return (struct kind){ alloc_families, NFAMILIES(alloc_families), "class", NULL };
 }
 
 const char *
