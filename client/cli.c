@@ -478,7 +478,7 @@ static const struct trc_opt options[] = {
 	  .help = "--top: print each table as one line of JSON" },
 	{ .name = "metrics", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_metrics,
 	  .group = G_TOP, .metavar = "ADDR",
-	  .help = "--top: serve the counts to Prometheus at http://ADDR/metrics (below)" },
+	  .help = "--top: serve the table to Prometheus on ADDR (below)" },
 	{ .name = "duration", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
 	  .off = FIELD(run.duration, double), .metavar = "SECS",
 	  .help = "detach after SECS seconds (may be fractional)" },
