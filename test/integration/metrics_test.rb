@@ -229,6 +229,22 @@ class MetricsTest < Minitest::Test
     stop(c)
   end
 
+  # :PORT serves every address, IPv4 and IPv6; --duration ends the run, and the server with it.
+  def test_every_address_until_duration
+    t = app('calls')
+    port = free_port
+    c = client('-p', t.pid, '--top', 'calls', '--interval', '0.2', '--metrics', ":#{port}", '--duration', '8')
+    wait_until(message: 'served on 127.0.0.1') { (value(scrape(port), 'tracer_targets ') rescue nil) == 1 } # rubocop:disable Style/RescueModifier
+    v6 = TCPSocket.open('::1', port) do |s|
+      s.write("GET /metrics HTTP/1.1\r\n\r\n")
+      s.read
+    end
+    assert_match(%r{\AHTTP/1\.1 200 OK\r\n.*^tracer_targets 1$}m, v6)
+    status = c.finish
+    assert status.success?, c.err
+    assert_raises(Errno::ECONNREFUSED) { TCPSocket.open('127.0.0.1', port) }
+  end
+
   def test_usage_and_bind_errors
     t = app('calls')
     out, err, st = tracer('-p', t.pid, '--top', 'calls', '--metrics', 'localhost:9394')
