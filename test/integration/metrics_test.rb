@@ -207,7 +207,7 @@ class MetricsTest < Minitest::Test
     writer.kill
     s.close
     assert_equal '', closed, 'no response to a head never finished'
-    assert_operator elapsed, :>=, 4.9, 'not before the timeout'
+    assert_operator elapsed, :>=, 4.5, 'not before the timeout (give or take the loop time libev caches)'
     assert_operator elapsed, :<, 5 + WAIT, 'closed by the timeout'
     stop(c)
   end
