@@ -3,6 +3,7 @@
 require_relative 'helper'
 require 'fileutils'
 require 'net/http'
+require 'pty'
 require 'socket'
 require 'uri'
 
@@ -243,6 +244,25 @@ class MetricsTest < Minitest::Test
     status = c.finish
     assert status.success?, c.err
     assert_raises(Errno::ECONNREFUSED) { TCPSocket.open('127.0.0.1', port) }
+  end
+
+  # On a terminal, one line says where; the table is not drawn.
+  def test_says_where_on_a_terminal
+    t = app('calls')
+    port = free_port
+    screen = +''
+    r, w, pid = PTY.spawn({ 'TERM' => 'xterm' }, TRACER, '-p', t.pid.to_s, '--top', 'calls',
+                          '--metrics', "127.0.0.1:#{port}", '--duration', '2')
+    begin
+      loop { screen << r.readpartial(4096) }
+    rescue EOFError, Errno::EIO
+      nil # the client exited
+    end
+    Process.wait(pid)
+    w.close
+    assert $?.success?, screen
+    assert_equal "*** serving metrics on http://127.0.0.1:#{port}/metrics\r\n" \
+                 "*** attached to process #{t.pid}\r\n*** detached from process #{t.pid}\r\n", screen
   end
 
   def test_usage_and_bind_errors
