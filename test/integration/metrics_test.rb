@@ -7,12 +7,11 @@ require 'pty'
 require 'socket'
 require 'uri'
 
-TOP_TARGET = File.join(ROOT, 'test', 'apps', 'top_target.rb') unless defined?(TOP_TARGET)
-
 class MetricsTest < Minitest::Test
   include TracerTest
 
   TICK = 'ruby_method_calls_total{method="Burst#tick"'
+  APP = File.join(ROOT, 'test', 'apps', 'top_target.rb') # top_test.rb's bursts of known work
 
   def setup
     super
@@ -31,11 +30,11 @@ class MetricsTest < Minitest::Test
   end
 
   def line_of(mark)
-    @lines ||= File.readlines(TOP_TARGET)
-    1 + (@lines.index { |l| l.include?("# #{mark}") } or raise "no # #{mark} in #{TOP_TARGET}")
+    @lines ||= File.readlines(APP)
+    1 + (@lines.index { |l| l.include?("# #{mark}") } or raise "no # #{mark} in #{APP}")
   end
 
-  def app(mode) = target(mode, env: { 'GO' => @go }, script: TOP_TARGET)
+  def app(mode) = target(mode, env: { 'GO' => @go }, script: APP)
 
   # A port nothing listens on now (the kernel's pick; free again once closed).
   def free_port
@@ -97,7 +96,7 @@ class MetricsTest < Minitest::Test
     t = app('calls')
     c, port = serve(t)
     burst(t)
-    tick = "#{TICK},file=\"#{TOP_TARGET}\",line=\"#{line_of('TICK')}\"} 10000\n"
+    tick = "#{TICK},file=\"#{APP}\",line=\"#{line_of('TICK')}\"} 10000\n"
     wait_until(message: 'Burst#tick 10000') { scrape(port).include?(tick) }
     status, headers, body = get(port)
     assert_equal 200, status
@@ -126,7 +125,7 @@ class MetricsTest < Minitest::Test
     c, port = serve(t)
     burst(t)
     want = "ruby_method_calls_total{method=\"Burst#evil\\\"quote\\\\back\\nline\"," \
-           "file=\"#{TOP_TARGET}\",line=\"#{line_of('HOSTILE')}\"} 3\n"
+           "file=\"#{APP}\",line=\"#{line_of('HOSTILE')}\"} 3\n"
     wait_until(message: "the hostile method's line") { scrape(port).include?(want) }
     out, st = Open3.capture2e('promtool', 'check', 'metrics', stdin_data: scrape(port))
     assert st.success?, out
