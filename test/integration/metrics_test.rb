@@ -34,7 +34,9 @@ class MetricsTest < Minitest::Test
     1 + (@lines.index { |l| l.include?("# #{mark}") } or raise "no # #{mark} in #{APP}")
   end
 
-  def app(mode) = target(mode, env: { 'GO' => @go }, script: APP)
+  N = 1234 # objects of each kind top_target.rb's allocation burst makes
+
+  def app(mode) = target(mode, env: { 'GO' => @go, 'N' => N.to_s }, script: APP)
 
   # A port nothing listens on now (the kernel's pick; free again once closed).
   def free_port
@@ -68,12 +70,12 @@ class MetricsTest < Minitest::Test
     Float(line.split.last)
   end
 
-  # tracer --top calls --metrics on a free port for targets; waits until each one's hooks are
+  # tracer --top MODE --metrics on a free port for targets; waits until each one's hooks are
   # on (tracer_targets says so), so that a burst started then is counted whole.
-  def serve(targets, *extra, attached: Array(targets).size)
+  def serve(targets, *extra, mode: 'calls', attached: Array(targets).size)
     port = free_port
     pids = Array(targets).flat_map { |t| ['-p', t.pid] }
-    c = client(*pids, '--top', 'calls', '--interval', '0.2', '--metrics', "127.0.0.1:#{port}", *extra)
+    c = client(*pids, '--top', mode, '--interval', '0.2', '--metrics', "127.0.0.1:#{port}", *extra)
     wait_until(message: "#{attached} targets attached on :#{port}") do
       (value(scrape(port), 'tracer_targets ') rescue nil) == attached # rubocop:disable Style/RescueModifier
     end
@@ -140,6 +142,29 @@ class MetricsTest < Minitest::Test
     body = scrape(port)
     assert_equal 2, body.lines.grep(/^ruby_method_calls_total/).size, body
     assert_includes body, "ruby_method_calls_total{method=\"(other)\"} 1\n" # Burst#initialize
+    stop(c)
+  end
+
+  # Other modes, other families: allocations by class and line (and --gc's), raises by class.
+  def test_allocation_families_and_gc
+    t = app('objects')
+    c, port = serve(t, '--gc', mode: 'objects')
+    burst(t)
+    widget = "ruby_allocations_total{class=\"Widget\",file=\"#{APP}\",line=\"#{line_of('WIDGET')}\"} #{N}\n"
+    wait_until(message: "#{N} Widgets") { scrape(port).include?(widget) }
+    body = scrape(port)
+    assert_match(/^ruby_gc_collections_total\{kind="minor"\} \d+$/, body)
+    assert_match(/^ruby_gc_pause_seconds_total \d+\.\d{9}$/, body)
+    stop(c)
+  end
+
+  def test_exception_families
+    e = app('exceptions')
+    c, port = serve(e, mode: 'exceptions')
+    burst(e)
+    key = "ruby_exceptions_total{class=\"KeyError\",file=\"#{APP}\",line=\"#{line_of('RAISE_KEY')}\"} 3\n"
+    arg = "ruby_exceptions_total{class=\"ArgumentError\",file=\"#{APP}\",line=\"#{line_of('RAISE_ARGUMENT')}\"} 2\n"
+    wait_until(message: 'the raises') { (b = scrape(port)).include?(key) && b.include?(arg) }
     stop(c)
   end
 
