@@ -22,8 +22,9 @@ class MetricsTest < Minitest::Test
 
   def teardown
     if @prometheus
+      waiter = Process.detach(@prometheus)
       Process.kill('TERM', @prometheus) rescue nil # rubocop:disable Style/RescueModifier
-      Process.wait(@prometheus)
+      waiter.join(WAIT) or (Process.kill('KILL', @prometheus) && waiter.join)
     end
     super
     FileUtils.rm_rf(@dir)
