@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "compress.h"
+#include "http.h"
 #include "inject.h"
 #include "opt.h"
 #include "proc.h"
@@ -268,6 +269,18 @@ set_top(void *opts, const char *v)
 	}
 }
 
+/* --metrics ADDR: checked here (a usage error), bound by the run (an error of the run). */
+static void
+set_metrics(void *opts, const char *v)
+{
+	struct trc_run_opts *r = &((struct opts *)opts)->run;
+	char why[256];
+
+	if (trc_http_parse_addr(v, &r->metrics_addr, &r->metrics_addrlen, why, sizeof(why)) < 0)
+		die(TRC_EXIT_USAGE, "invalid --metrics address '%s': %s", v, why);
+	r->metrics = v;
+}
+
 /* --sample N (by_time false, N from 1) or --sample-time N (from 2): one or the other. */
 static void
 set_sampling(struct opts *o, const char *v, bool by_time)
@@ -464,6 +477,9 @@ static const struct trc_opt options[] = {
 	  .help = "--top: clear the table every SECS seconds (300)" },
 	{ .name = "json", .type = TRC_OPT_BOOL, .off = FIELD(run.json, bool), .group = G_TOP,
 	  .help = "--top: print each table as one line of JSON" },
+	{ .name = "metrics", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_metrics,
+	  .group = G_TOP, .metavar = "ADDR",
+	  .help = "--top: serve the table to Prometheus on ADDR (below)" },
 	{ .name = "duration", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
 	  .off = FIELD(run.duration, double), .metavar = "SECS",
 	  .help = "detach after SECS seconds (may be fractional)" },
@@ -571,6 +587,9 @@ static const char usage_text_after_modes[] =
 	"time, in 1 ms windows at random, and scales each interval's counts by the VM's\n"
 	"own count of allocations: estimates again, close for steady work, at almost\n"
 	"no cost; a burst between two windows counts as the windows around it did.\n"
+	"--metrics ADDR (127.0.0.1:9394, or :9394 for every address) prints no table:\n"
+	"it serves GET /metrics to Prometheus for as long as it runs, counters that\n"
+	"never reset; the --rows busiest rows are series, the rest one \"(other)\".\n"
 	"\n"
 	"Looking inside (-e, -i, --heapdump, --shapesdump, --memory, --backtraces,\n"
 	"--backtrace, --fork) runs Ruby in the process, in a thread of its own.\n"
@@ -678,6 +697,12 @@ check_groups(const struct opts *o, const struct trc_opt_state *st)
 		die(TRC_EXIT_USAGE, "--gc goes with tracing (-m, -c, -f, -s) or --top");
 	if (r->all && r->filters.n > 0)
 		die(TRC_EXIT_USAGE, "--all counts every file: it excludes --filter");
+	if (r->metrics != NULL && r->json)
+		die(TRC_EXIT_USAGE, "--metrics serves the table instead of printing it: it excludes --json");
+	if (r->metrics != NULL && r->reset > 0)
+		die(TRC_EXIT_USAGE, "--metrics' counters only grow: it excludes --reset");
+	if (r->metrics != NULL && r->format == TRC_FORMAT_PPROF)
+		die(TRC_EXIT_USAGE, "--metrics serves the table instead of writing it: it excludes --format pprof");
 }
 
 /* Exactly one thing to do (the parser refused two), and no option that cannot apply to it. */
@@ -692,6 +717,8 @@ check_mode(struct opts *o, const struct trc_opt_state *st)
 		die(TRC_EXIT_USAGE, "no process given: use -p PID, --ps REGEX or --exec CMD");
 	if (r->wait > 0 && r->exec.n == 0)
 		die(TRC_EXIT_USAGE, "--wait goes with --exec");
+	if (st->mode == 0 && r->metrics != NULL)
+		die(TRC_EXIT_USAGE, "--metrics goes with --top");
 	if (st->mode == 0)
 		die(TRC_EXIT_USAGE, "nothing to do: give -m, -c, -f, -s, --top, -e, -i, --heapdump, "
 		    "--shapesdump, --memory, --backtraces, --backtrace or --fork");

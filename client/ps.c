@@ -94,9 +94,51 @@ cmp_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Seconds since pid started (/proc/PID/stat's starttime against /proc/uptime), or a large
+ * number when either cannot be read.
+ */
+static double
+age(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	double up = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 1e9;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* After the command's closing parenthesis: state is field 3, starttime field 22. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 1e9;
+	for (int field = 2; field < 22 && p != NULL; field++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+		return 1e9;
+	if ((f = fopen("/proc/uptime", "re")) == NULL)
+		return 1e9;
+	if (fscanf(f, "%lf", &up) != 1)
+		up = 1e9;
+	fclose(f);
+	return up - (double)start / (double)sysconf(_SC_CLK_TCK);
+}
+
+/*
+ * From the second scan on, a process without the agent that started less than this long ago
+ * may be loading it itself (ruby -rtracer_agent, a worker booting): it is looked at again at
+ * the next scan, not loaded into while its VM is still being made. (The first scan takes the
+ * processes that ran when the operator asked.)
+ */
+#define INJECT_MIN_AGE 2.0
+
 /* Every matching process, ascending. 0 with *pids (the caller frees it), or -1 with errno. */
 static int
-find(const regex_t *re, pid_t **pids, size_t *npids)
+find(const regex_t *re, double min_age, pid_t **pids, size_t *npids)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -109,7 +151,8 @@ find(const regex_t *re, pid_t **pids, size_t *npids)
 	while ((de = readdir(d)) != NULL) {
 		pid = entry_pid(de->d_name);
 		if (pid == 0 || pid == self || !owned(pid) || !cmdline_matches(pid, re) ||
-		    !(trc_proc_runtime(pid) == TRC_PROC_AGENT || (trc_inject_enabled() && trc_inject_candidate(pid))))
+		    !(trc_proc_runtime(pid) == TRC_PROC_AGENT ||
+		      (trc_inject_enabled() && trc_inject_candidate(pid) && (min_age <= 0 || age(pid) >= min_age))))
 			continue;
 		*pids = xreallocarray(*pids, *npids + 1, sizeof(**pids));
 		(*pids)[(*npids)++] = pid;
@@ -131,6 +174,7 @@ trc_ps_init(struct trc_ps *ps, const char *regex)
 {
 	ps->known = NULL;
 	ps->nknown = 0;
+	ps->scans = 0;
 	return regcomp(&ps->re, regex, REG_EXTENDED | REG_NOSUB);
 }
 
@@ -170,7 +214,7 @@ trc_ps_scan(struct trc_ps *ps, pid_t **fresh, size_t *nfresh)
 	pid_t *found;
 	size_t nfound;
 
-	if (find(&ps->re, &found, &nfound) < 0)
+	if (find(&ps->re, ps->scans++ > 0 ? INJECT_MIN_AGE : 0, &found, &nfound) < 0)
 		return -1;
 	*fresh = xcalloc(nfound ? nfound : 1, sizeof(**fresh));
 	*nfresh = 0;

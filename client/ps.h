@@ -17,6 +17,7 @@ struct trc_ps {
 	regex_t re;
 	pid_t *known;           /* returned by a scan and not gone since, ascending */
 	size_t nknown;
+	unsigned scans;         /* done so far: the first takes a process without the agent at any age */
 };
 
 /* Compiles the POSIX extended regex. Returns 0, or the regcomp() error (nothing to release). */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -18,7 +19,9 @@
 
 #include "compress.h"
 #include "exec.h"
+#include "httpd.h"
 #include "live.h"
+#include "metrics.h"
 #include "outfile.h"
 #include "output.h"
 #include "progress.h"
@@ -137,6 +140,7 @@ struct run {
 	struct trc_top *top;            /* --top: the table, and its live view */
 	struct trc_live *live;          /* none with --format pprof: the table is written at the end */
 	ev_tstamp top_start;            /* --top --format pprof: when the sessions started */
+	struct trc_httpd *httpd;        /* --metrics: the table served instead of shown */
 	struct trc_export *export;      /* --format other than text */
 	/* --exec: the program, which the run waits for; --wait; the end of its connections */
 	bool execing;
@@ -790,6 +794,8 @@ free_run(struct run *r)
 		trc_export_free(r->export);
 	trc_outfile_release(&r->file);
 	trc_output_release(&r->out);
+	if (r->httpd != NULL)
+		trc_httpd_free(r->httpd);
 	if (r->top != NULL)
 		trc_top_free(r->top);
 }
@@ -818,6 +824,58 @@ spool_dir(int fd, enum trc_mode mode)
 	slash = strrchr(path, '/');
 	slash[slash == path ? 1 : 0] = '\0';
 	return xstrdup(path);
+}
+
+/* ---- --metrics ---- */
+
+/* The processes whose hooks are on now: a target that ended no longer counts, its rows do. */
+static size_t
+attached(const struct run *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nsessions; i++)
+		n += trc_session_traced(r->sessions[i]) && !trc_session_finished(r->sessions[i]);
+	return n;
+}
+
+/* GET /metrics: the whole table, never reset, as the scraper asked (Accept). */
+static const char *
+serve_metrics(const struct trc_http_request *req, struct trc_buf *body, void *ctx)
+{
+	struct run *r = ctx;
+	enum trc_metrics_format f = trc_metrics_negotiate(req->accept);
+	struct trc_metrics_view v = { .rows = r->o->rows, .gc = r->o->gc, .targets = attached(r) };
+
+	trc_metrics_format(r->top, &v, f, body);
+	return trc_metrics_content_type(f);
+}
+
+/*
+ * Listens before anything is attached: an address in use fails the run at once. On a
+ * terminal, says where.
+ */
+static int
+start_metrics(struct run *r, const struct trc_run_opts *o)
+{
+	int fd = trc_httpd_listen((const struct sockaddr *)&o->metrics_addr, o->metrics_addrlen);
+
+	/* ":PORT" on a machine without IPv6: every IPv4 address, then. */
+	if (fd < 0 && errno == EAFNOSUPPORT && o->metrics[0] == ':') {
+		struct sockaddr_in any = { .sin_family = AF_INET,
+					   .sin_port = ((const struct sockaddr_in6 *)&o->metrics_addr)->sin6_port,
+					   .sin_addr.s_addr = htonl(INADDR_ANY) };
+
+		fd = trc_httpd_listen((const struct sockaddr *)&any, sizeof(any));
+	}
+	if (fd < 0)
+		return setup_failed(TRC_EXIT_ERROR, "cannot serve metrics on %s: %s", o->metrics,
+				    strerror(errno));
+	r->httpd = trc_httpd_new(r->loop, fd, "/metrics", serve_metrics, r);
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "*** serving metrics on http://%s%s/metrics\n",
+			o->metrics[0] == ':' ? "[::]" : "", o->metrics);
+	return 0;
 }
 
 /* The output, the table or exporter, the job and the loop. Returns 0, or an exit code (said). */
@@ -855,6 +913,8 @@ set_up(struct run *r, const struct trc_run_opts *o)
 	if (o->mode == TRC_MODE_INTERACTIVE)
 		r->repl = trc_repl_new(r->loop, &r->out, o->pids[0]);
 	watch_signals(r);
+	if (o->metrics != NULL && start_metrics(r, o) != 0)
+		return TRC_EXIT_ERROR;
 	return o->exec.n > 0 ? start_exec(r, o) : 0;
 }
 
@@ -940,7 +1000,7 @@ trc_run(const struct trc_run_opts *o)
 	start_sessions(&r);
 	/* Sessions may all have failed already (then without a loop to break). */
 	r.top_start = ev_time();
-	if (o->mode == TRC_MODE_TOP && o->format != TRC_FORMAT_PPROF && has_work(&r))
+	if (o->mode == TRC_MODE_TOP && o->format != TRC_FORMAT_PPROF && o->metrics == NULL && has_work(&r))
 		start_live(&r, o, full_screen);
 	start_rescans(&r, o);
 	if (has_work(&r))

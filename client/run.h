@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "export.h"
@@ -46,6 +47,9 @@ struct trc_run_opts {
 	bool sample_by_time;
 	double interval, reset;         /* reset 0: the default */
 	bool json, all;
+	const char *metrics;            /* --metrics ADDR as given, or NULL; parsed: */
+	struct sockaddr_storage metrics_addr;
+	socklen_t metrics_addrlen;
 	struct trc_opt_list filters;    /* absolute prefixes */
 	struct trc_opt_list ignores;
 	/* the output */

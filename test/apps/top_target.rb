@@ -102,11 +102,21 @@ def threads
   end.each(&:join)
 end
 
+# A method whose name holds a double quote, a backslash and a line feed: names come from the
+# targets, and --metrics must keep them inside their label.
+HOSTILE = "evil\"quote\\back\nline"
+Burst.define_method(HOSTILE) { nil } # HOSTILE
+
+def hostile
+  b = Burst.new
+  3.times { b.public_send(HOSTILE) }
+end
+
 BURSTS = {
   'calls' => method(:calls), 'time' => method(:time), 'exceptions' => method(:exceptions),
   'objects' => method(:allocations), 'objects-total' => method(:allocations),
   'arrays' => method(:allocations), 'strings' => method(:allocations),
-  'threads' => method(:threads)
+  'threads' => method(:threads), 'hostile' => method(:hostile)
 }.freeze
 
 burst = BURSTS.fetch(ARGV.fetch(0).split('@').first) { abort "unknown mode #{ARGV[0]}" }

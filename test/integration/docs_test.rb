@@ -202,6 +202,10 @@ class DocsTest < Minitest::Test
       assert_equal 2, status.exitstatus
       assert_match(/\(bundled: #{bundled.map { |f| File.basename(f, '.tracer') }.join(', ')}\)/, out)
       assert_equal %w[sleep], complete(bin, '-c', 'sl', script: comp)
+      # The --metrics unit, running the tracer installed beside it.
+      unit = File.read(File.join(prefix, 'lib', 'systemd', 'system', 'tracer-metrics@.service'))
+      assert_match(/^ExecStart=#{Regexp.escape(bin)} --ps \$\{TRACER_PS\} --top \$\{TRACER_TOP\} --metrics /, unit)
+      refute_includes unit, '@BINDIR@'
     end
   end
 end

@@ -50,6 +50,8 @@ static const struct suite {
 	{ "escape", test_escape },
 	{ "export", test_export },
 	{ "freeze", test_freeze },
+	{ "http", test_http },
+	{ "metrics", test_metrics },
 	{ "opt", test_opt },
 	{ "output", test_output },
 	{ "pprof", test_pprof },

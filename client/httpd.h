@@ -1,0 +1,46 @@
+/* httpd.h: --metrics' HTTP server on the run's libev loop: one path, bounded in bytes, time and connections. */
+#ifndef TRC_HTTPD_H
+#define TRC_HTTPD_H
+
+#include <sys/socket.h>
+
+#include <ev.h>
+
+#include "buf.h"
+#include "http.h"
+
+/* Seconds a client has to send its request's head, from its connection on (not per read: a
+ * client that sends a byte at a time is cut off all the same). */
+#define TRC_HTTPD_READ_SECS 5.0
+/* Seconds a client has to read the response. */
+#define TRC_HTTPD_WRITE_SECS 10.0
+/* Connections served at once; those beyond are closed as they come. */
+#define TRC_HTTPD_MAX_CONNS 16
+
+/*
+ * Makes the response to a GET or HEAD of the server's path: the body appended to body, its
+ * Content-Type returned (a string that outlives the call). Called on the loop's thread.
+ */
+typedef const char *trc_httpd_handler(const struct trc_http_request *req, struct trc_buf *body,
+				      void *ctx);
+
+struct trc_httpd;
+
+/*
+ * A listening socket on the address (non-blocking, close-on-exec, SO_REUSEADDR; IPv6's any
+ * address takes IPv4 too). Returns it, or -1 with errno.
+ */
+int trc_httpd_listen(const struct sockaddr *addr, socklen_t len);
+
+/*
+ * Serves path on the listening socket fd (which it then owns) from loop: handler's response
+ * for a GET or HEAD of path, 404 for another path, 405 for another method, 400 for what is
+ * not HTTP/1.x and 431 for a head longer than TRC_HTTP_MAX_HEAD; each response closes its
+ * connection. The caller frees it with trc_httpd_free(), which closes every connection.
+ * Main thread.
+ */
+struct trc_httpd *trc_httpd_new(struct ev_loop *loop, int fd, const char *path,
+				trc_httpd_handler *handler, void *ctx);
+void trc_httpd_free(struct trc_httpd *d);
+
+#endif

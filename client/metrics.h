@@ -1,0 +1,47 @@
+/* metrics.h: the --top table as Prometheus' text exposition (0.0.4) or OpenMetrics text, for --metrics. */
+#ifndef TRC_METRICS_H
+#define TRC_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "top.h"
+
+/* The two dialects a scraper may ask for (its Accept header). */
+enum trc_metrics_format {
+	TRC_METRICS_TEXT,               /* text/plain; version=0.0.4 */
+	TRC_METRICS_OPENMETRICS,        /* application/openmetrics-text; version=1.0.0 */
+};
+
+/* What an exposition shows besides the table's rows. */
+struct trc_metrics_view {
+	unsigned rows;          /* rows that become series of their own; the rest sum into "(other)" */
+	bool gc;                /* --gc: the garbage collection counters */
+	size_t targets;         /* processes attached now (the tracer_targets gauge) */
+};
+
+/* The Content-Type of format's exposition. */
+const char *trc_metrics_content_type(enum trc_metrics_format format);
+
+/* The format an Accept header's value asks for (NULL: none given): OpenMetrics when it names
+ * application/openmetrics-text, else the text format. Pure. */
+enum trc_metrics_format trc_metrics_negotiate(const char *accept);
+
+/*
+ * Appends p[0..n) to b as a label value's inside: backslash, double quote and line feed
+ * escaped as the format says (\\, \", \n); every byte of an ill-formed UTF-8 sequence becomes
+ * U+FFFD, so that what a target named cannot make the exposition invalid. Pure.
+ */
+void trc_metrics_label_value(struct trc_buf *b, const char *p, size_t n);
+
+/*
+ * Appends the exposition of table t to out: # HELP and # TYPE lines, then the samples of each
+ * family. The rows are the visible ones, busiest first (as the table sorts them): the first
+ * v->rows are series of their own, the others summed into one whose label is "(other)".
+ * Counters only grow as long as t is never reset. Pure.
+ */
+void trc_metrics_format(const struct trc_top *t, const struct trc_metrics_view *v,
+			enum trc_metrics_format format, struct trc_buf *out);
+
+#endif

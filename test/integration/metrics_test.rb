@@ -1,0 +1,375 @@
+# metrics_test.rb: --metrics: the --top table served over HTTP, scraped by a real Prometheus, and
+# the server's bounds, from raw sockets.
+require_relative 'helper'
+require 'fileutils'
+require 'net/http'
+require 'pty'
+require 'socket'
+require 'uri'
+
+class MetricsTest < Minitest::Test
+  include TracerTest
+
+  TICK = 'ruby_method_calls_total{method="Burst#tick"'
+  APP = File.join(ROOT, 'test', 'apps', 'top_target.rb') # top_test.rb's bursts of known work
+
+  def setup
+    super
+    @dir = Dir.mktmpdir('tracer-metrics-test')
+    @go = File.join(@dir, 'go')
+    @prometheus = nil
+  end
+
+  def teardown
+    if @prometheus
+      waiter = Process.detach(@prometheus)
+      Process.kill('TERM', @prometheus) rescue nil # rubocop:disable Style/RescueModifier
+      waiter.join(WAIT) or (Process.kill('KILL', @prometheus) && waiter.join)
+    end
+    super
+    FileUtils.rm_rf(@dir)
+  end
+
+  def line_of(mark)
+    @lines ||= File.readlines(APP)
+    1 + (@lines.index { |l| l.include?("# #{mark}") } or raise "no # #{mark} in #{APP}")
+  end
+
+  N = 1234 # objects of each kind top_target.rb's allocation burst makes
+
+  def app(mode) = target(mode, env: { 'GO' => @go, 'N' => N.to_s }, script: APP)
+
+  # A port nothing listens on now (the kernel's pick; free again once closed).
+  def free_port
+    s = TCPServer.new('127.0.0.1', 0)
+    s.addr[1]
+  ensure
+    s&.close
+  end
+
+  # Bytes sent as they are; everything the server answers until it closes.
+  def raw(port, text)
+    TCPSocket.open('127.0.0.1', port) do |s|
+      s.write(text)
+      s.read
+    end
+  end
+
+  # GET /metrics: [status, headers, body].
+  def get(port, path = '/metrics', headers = {})
+    res = Net::HTTP.start('127.0.0.1', port, open_timeout: WAIT, read_timeout: WAIT) do |h|
+      h.get(path, headers)
+    end
+    [res.code.to_i, res.to_hash, res.body]
+  end
+
+  def scrape(port) = get(port)[2]
+
+  # The value of the first sample whose line starts with prefix in a scrape, or nil.
+  def value(body, prefix)
+    line = body.lines.find { |l| l.start_with?(prefix) } or return nil
+    Float(line.split.last)
+  end
+
+  # tracer --top MODE --metrics on a free port for targets; waits until each one's hooks are
+  # on (tracer_targets says so), so that a burst started then is counted whole.
+  def serve(targets, *extra, mode: 'calls', attached: Array(targets).size)
+    port = free_port
+    pids = Array(targets).flat_map { |t| ['-p', t.pid] }
+    c = client(*pids, '--top', mode, '--interval', '0.2', '--metrics', "127.0.0.1:#{port}", *extra)
+    wait_until(message: "#{attached} targets attached on :#{port}") do
+      (value(scrape(port), 'tracer_targets ') rescue nil) == attached # rubocop:disable Style/RescueModifier
+    end
+    [c, port]
+  end
+
+  def burst(targets)
+    FileUtils.touch(@go)
+    Array(targets).each { |t| t.wait_for(/^done$/) }
+  end
+
+  def stop(c)
+    c.signal('TERM')
+    c.finish
+  end
+
+  # ---- without Prometheus ----
+
+  def test_counts_served_as_counters_and_promtool_finds_them_clean
+    t = app('calls')
+    c, port = serve(t)
+    burst(t)
+    tick = "#{TICK},file=\"#{APP}\",line=\"#{line_of('TICK')}\"} 10000\n"
+    wait_until(message: 'Burst#tick 10000') { scrape(port).include?(tick) }
+    status, headers, body = get(port)
+    assert_equal 200, status
+    assert_equal ['text/plain; version=0.0.4; charset=utf-8'], headers['content-type']
+    assert_includes body, "# TYPE ruby_method_calls_total counter\n"
+    assert_includes body, "# TYPE tracer_targets gauge\ntracer_targets 1\n"
+    assert_includes body, "tracer_events_lost_total 0\n"
+    File.write(File.join(@dir, 'scrape.txt'), body)
+    out, st = Open3.capture2e('promtool', 'check', 'metrics', stdin_data: body)
+    assert st.success?, "promtool check metrics:\n#{out}\n#{body}"
+    assert_equal '', out
+
+    status, headers, om = get(port, '/metrics', 'Accept' => 'application/openmetrics-text;version=1.0.0,text/plain;q=0.5')
+    assert_equal 200, status
+    assert_equal ['application/openmetrics-text; version=1.0.0; charset=utf-8'], headers['content-type']
+    assert_includes om, "# TYPE ruby_method_calls counter\n"
+    assert_includes om, tick
+    assert om.end_with?("\n# EOF\n"), om
+    status = stop(c)
+    assert status.success?, "exit #{status.exitstatus}: #{c.err}"
+    assert_equal '', c.out, 'nothing on stdout: the table is served, not printed'
+  end
+
+  def test_hostile_method_name_stays_in_its_label
+    t = app('hostile')
+    c, port = serve(t)
+    burst(t)
+    want = "ruby_method_calls_total{method=\"Burst#evil\\\"quote\\\\back\\nline\"," \
+           "file=\"#{APP}\",line=\"#{line_of('HOSTILE')}\"} 3\n"
+    wait_until(message: "the hostile method's line") { scrape(port).include?(want) }
+    out, st = Open3.capture2e('promtool', 'check', 'metrics', stdin_data: scrape(port))
+    assert st.success?, out
+    stop(c)
+  end
+
+  def test_rows_beyond_rows_sum_into_other
+    t = app('calls')
+    c, port = serve(t, '--rows', '1')
+    burst(t)
+    wait_until(message: 'the tick row') { value(scrape(port), TICK) == 10_000 }
+    body = scrape(port)
+    assert_equal 2, body.lines.grep(/^ruby_method_calls_total/).size, body
+    assert_includes body, "ruby_method_calls_total{method=\"(other)\"} 1\n" # Burst#initialize
+    stop(c)
+  end
+
+  # Other modes, other families: allocations by class and line (and --gc's), raises by class.
+  def test_allocation_families_and_gc
+    t = app('objects')
+    c, port = serve(t, '--gc', mode: 'objects')
+    burst(t)
+    widget = "ruby_allocations_total{class=\"Widget\",file=\"#{APP}\",line=\"#{line_of('WIDGET')}\"} #{N}\n"
+    wait_until(message: "#{N} Widgets") { scrape(port).include?(widget) }
+    body = scrape(port)
+    assert_match(/^ruby_gc_collections_total\{kind="minor"\} \d+$/, body)
+    assert_match(/^ruby_gc_pause_seconds_total \d+\.\d{9}$/, body)
+    stop(c)
+  end
+
+  def test_exception_families
+    e = app('exceptions')
+    c, port = serve(e, mode: 'exceptions')
+    burst(e)
+    key = "ruby_exceptions_total{class=\"KeyError\",file=\"#{APP}\",line=\"#{line_of('RAISE_KEY')}\"} 3\n"
+    arg = "ruby_exceptions_total{class=\"ArgumentError\",file=\"#{APP}\",line=\"#{line_of('RAISE_ARGUMENT')}\"} 2\n"
+    wait_until(message: 'the raises') { (b = scrape(port)).include?(key) && b.include?(arg) }
+    stop(c)
+  end
+
+  # --ps: workers found later count; one that exits keeps its counts; nothing is reset.
+  def test_ps_workers_come_and_go_and_counts_stay
+    tag = "metrics#{Process.pid}x#{rand(1 << 30)}"
+    a = app("calls@#{tag}")
+    c, port = serve([], '--ps', "top_target.rb calls@#{tag}", attached: 1)
+    b = app("calls@#{tag}")
+    wait_until(message: 'the second worker attached') { value(scrape(port), 'tracer_targets ') == 2 }
+    burst([a, b])
+    wait_until(message: 'both bursts') { value(scrape(port), TICK) == 20_000 }
+    a.kill
+    wait_until(message: 'the first worker gone') { value(scrape(port), 'tracer_targets ') == 1 }
+    assert_equal 20_000, value(scrape(port), TICK), 'an exited worker keeps its counts'
+    sleep 0.5 # several --interval: the table would have been redrawn (and no reset applies)
+    assert_equal 20_000, value(scrape(port), TICK)
+    stop(c)
+  end
+
+  def test_other_paths_methods_and_malformed_requests
+    t = app('calls')
+    c, port = serve(t)
+    assert_match(%r{\AHTTP/1\.1 404 Not Found\r\n}, raw(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+    assert_match(%r{\AHTTP/1\.1 404 }, raw(port, "GET /metricsx HTTP/1.1\r\n\r\n"))
+    post = raw(port, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+    assert_match(%r{\AHTTP/1\.1 405 Method Not Allowed\r\n}, post)
+    assert_includes post, "\r\nAllow: GET, HEAD\r\n"
+    assert_match(%r{\AHTTP/1\.1 400 }, raw(port, "hello\r\n\r\n"))
+    head = raw(port, "HEAD /metrics HTTP/1.1\r\n\r\n")
+    assert_match(%r{\AHTTP/1\.1 200 OK\r\n}, head)
+    assert head.end_with?("\r\n\r\n"), 'HEAD: no body'
+    assert_match(/^Content-Length: [1-9]\d*\r$/, head)
+    # A head past 8 KiB: refused as soon as the cap is reached, answered though it still sends.
+    huge = "GET /metrics HTTP/1.1\r\nX-Big: #{'a' * 20_000}\r\n\r\n"
+    assert_match(%r{\AHTTP/1\.1 431 Request Header Fields Too Large\r\n}, raw(port, huge))
+    assert_equal 200, get(port)[0], 'still serving'
+    stop(c)
+  end
+
+  # A client that sends its head a byte at a time is cut off 5 s after it connected; others
+  # are served meanwhile.
+  def test_slowloris_is_closed_after_the_read_timeout
+    t = app('calls')
+    c, port = serve(t)
+    s = TCPSocket.open('127.0.0.1', port)
+    start = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    closed = nil
+    s.write("GET /metrics HTTP/1.1\r\n")
+    writer = Thread.new do
+      loop do
+        s.write('X')
+        sleep 0.2
+      end
+    rescue IOError, SystemCallError
+      nil
+    end
+    assert_equal 200, get(port)[0], 'served while the slow one holds its connection'
+    begin
+      closed = s.read # EOF once the server closes
+    rescue SystemCallError
+      closed = ''
+    end
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - start
+    writer.kill
+    s.close
+    assert_equal '', closed, 'no response to a head never finished'
+    assert_operator elapsed, :>=, 4.5, 'not before the timeout (give or take the loop time libev caches)'
+    assert_operator elapsed, :<, 5 + WAIT, 'closed by the timeout'
+    stop(c)
+  end
+
+  # Connections beyond the cap (16) are closed at once; once the others go, all is served.
+  def test_connections_are_capped
+    t = app('calls')
+    c, port = serve(t)
+    idle = Array.new(16) { TCPSocket.open('127.0.0.1', port) }
+    refused = TCPSocket.open('127.0.0.1', port) do |s|
+      s.write("GET /metrics HTTP/1.1\r\n\r\n")
+      s.read
+    rescue SystemCallError
+      ''
+    end
+    assert_equal '', refused, 'the 17th connection closed unanswered'
+    idle.each(&:close)
+    wait_until(message: 'served again') { (get(port)[0] rescue nil) == 200 } # rubocop:disable Style/RescueModifier
+    stop(c)
+  end
+
+  # :PORT serves every address, IPv4 and IPv6; --duration ends the run, and the server with it.
+  def test_every_address_until_duration
+    t = app('calls')
+    port = free_port
+    c = client('-p', t.pid, '--top', 'calls', '--interval', '0.2', '--metrics', ":#{port}", '--duration', '8')
+    wait_until(message: 'served on 127.0.0.1') { (value(scrape(port), 'tracer_targets ') rescue nil) == 1 } # rubocop:disable Style/RescueModifier
+    v6 = TCPSocket.open('::1', port) do |s|
+      s.write("GET /metrics HTTP/1.1\r\n\r\n")
+      s.read
+    end
+    assert_match(%r{\AHTTP/1\.1 200 OK\r\n.*^tracer_targets 1$}m, v6)
+    status = c.finish
+    assert status.success?, c.err
+    assert_raises(Errno::ECONNREFUSED) { TCPSocket.open('127.0.0.1', port) }
+  end
+
+  # On a terminal, one line says where; the table is not drawn.
+  def test_says_where_on_a_terminal
+    t = app('calls')
+    port = free_port
+    screen = +''
+    r, w, pid = PTY.spawn({ 'TERM' => 'xterm' }, TRACER, '-p', t.pid.to_s, '--top', 'calls',
+                          '--metrics', "127.0.0.1:#{port}", '--duration', '2')
+    begin
+      loop { screen << r.readpartial(4096) }
+    rescue EOFError, Errno::EIO
+      nil # the client exited
+    end
+    Process.wait(pid)
+    w.close
+    assert $?.success?, screen
+    assert_equal "*** serving metrics on http://127.0.0.1:#{port}/metrics\r\n" \
+                 "*** attached to process #{t.pid}\r\n*** detached from process #{t.pid}\r\n", screen
+  end
+
+  def test_usage_and_bind_errors
+    t = app('calls')
+    out, err, st = tracer('-p', t.pid, '--top', 'calls', '--metrics', 'localhost:9394')
+    assert_equal 2, st.exitstatus
+    assert_equal '', out
+    assert_match(/\Atracer: invalid --metrics address 'localhost:9394': .*no name is looked up\)\n/, err)
+    _, err, st = tracer('-p', t.pid, '-f', '--metrics', '127.0.0.1:9394')
+    assert_equal 2, st.exitstatus
+    assert_match(/\Atracer: --metrics goes with --top\n/, err)
+    _, err, st = tracer('-p', t.pid, '--metrics', '127.0.0.1:9394')
+    assert_equal 2, st.exitstatus
+    assert_match(/\Atracer: --metrics goes with --top\n/, err)
+    _, err, st = tracer('-p', t.pid, '--top', 'calls', '--metrics', ':9394', '--reset', '5')
+    assert_equal 2, st.exitstatus
+    assert_match(/excludes --reset/, err)
+    _, err, st = tracer('-p', t.pid, '--top', 'calls', '--metrics', ':9394', '--format', 'pprof', '-o', File.join(Dir.tmpdir, 'never.pb.gz'))
+    assert_equal 2, st.exitstatus
+    assert_match(/excludes --format pprof/, err)
+    busy = TCPServer.new('127.0.0.1', 0)
+    port = busy.addr[1]
+    out, err, st = tracer('-p', t.pid, '--top', 'calls', '--metrics', "127.0.0.1:#{port}")
+    busy.close
+    assert_equal 1, st.exitstatus
+    assert_equal '', out
+    assert_equal "tracer: cannot serve metrics on 127.0.0.1:#{port}: Address already in use\n", err
+  end
+
+  # ---- with Prometheus ----
+
+  def start_prometheus(ports)
+    system('prometheus', '--version', out: File::NULL, err: File::NULL) or
+      raise 'the --metrics tests scrape with Prometheus: script/deps test installs it (Debian package prometheus)'
+    @prom_port = free_port
+    config = File.join(@dir, 'prometheus.yml')
+    File.write(config, <<~YAML)
+      global:
+        scrape_interval: 1s
+        scrape_timeout: 1s
+      scrape_configs:
+        - job_name: tracer
+          static_configs:
+            - targets: [#{ports.map { |p| "'127.0.0.1:#{p}'" }.join(', ')}]
+    YAML
+    @prometheus = Process.spawn('prometheus', "--config.file=#{config}", "--storage.tsdb.path=#{@dir}/data",
+                                "--web.listen-address=127.0.0.1:#{@prom_port}",
+                                out: File.join(@dir, 'prometheus.log'), err: %i[child out])
+    wait_until(message: 'Prometheus ready') { (prom_get('/-/ready').code == '200' rescue false) } # rubocop:disable Style/RescueModifier
+  end
+
+  def prom_get(path) = Net::HTTP.get_response(URI("http://127.0.0.1:#{@prom_port}#{path}"))
+
+  # An instant query's single value, or nil when it has none.
+  def query(promql)
+    res = JSON.parse(prom_get("/api/v1/query?query=#{URI.encode_www_form_component(promql)}").body)
+    res['status'] == 'success' or flunk("#{promql}: #{res.inspect}")
+    res['data']['result'].first&.dig('value', 1)&.then { |v| Float(v) }
+  end
+
+  # Two tracers ("hosts"), each attached to two targets of 10,000 Burst#tick calls: the fleet's
+  # sum in Prometheus is exactly 40,000, and stays so when a worker exits mid-scrape.
+  def test_prometheus_sums_the_fleet_exactly
+    targets = Array.new(4) { |i| app("calls@metrics#{i}") }
+    served = targets.each_slice(2).map { |pair| serve(pair) }
+    start_prometheus(served.map(&:last))
+    wait_until(message: 'Prometheus scraping both tracers') { query('sum(tracer_targets)') == 4 }
+    burst(targets)
+    sum = 'sum(ruby_method_calls_total{method="Burst#tick"})'
+    wait_until(message: "#{sum} == 40000") { query(sum) == 40_000 }
+    assert_equal 2, query('count(ruby_method_calls_total{method="Burst#tick"})'), 'a series per host'
+    top = 'topk(10, sum by (method) (rate(ruby_method_calls_total[1m])))'
+    wait_until(message: 'the top ten query') { query(top) }
+
+    targets[0].kill
+    wait_until(message: 'Prometheus seeing the worker gone') { query('sum(tracer_targets)') == 3 }
+    # A few more scrapes after it: the count stays, and no counter went backwards.
+    scrapes = 'sum(count_over_time(tracer_targets[1m]))'
+    after = query(scrapes)
+    wait_until(message: 'two more scrapes of each') { query(scrapes) >= after + 4 }
+    assert_equal 40_000, query(sum)
+    assert_equal 0, query("sum(resets(ruby_method_calls_total{method=\"Burst#tick\"}[1m]))")
+    served.each { |c, _| stop(c) }
+  end
+end
