@@ -728,7 +728,12 @@ trc_inject_poll(struct trc_inject *in)
 			queue_or_retry(in);
 		return in->phase;
 	}
-	if (trc_inject_loaded(in->ruby.pid)) {
+	/*
+	 * In the maps once dlopen has it, but loaded once the require has returned (and named the
+	 * file in $LOADED_FEATURES): when the loader thread has ended. 2 in 1,000 soak runs saw
+	 * the feature missing when the attach came between the two.
+	 */
+	if (trc_inject_loaded(in->ruby.pid) && !(in->written && loader_running(in->ruby.pid))) {
 		cleanup(in);
 		in->phase = TRC_INJECT_LOADED;
 		return in->phase;
