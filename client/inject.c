@@ -376,11 +376,11 @@ queue_or_retry(struct trc_inject *in)
 		     TRC_PERMIT_INSTEAD, (int)in->ruby.pid);
 }
 
-/* Whether the thread the job started still requires the agent. */
+/* Whether one of pid's threads is named name (its comm: the first 15 bytes of a Ruby thread's name). */
 static bool
-loader_running(pid_t pid)
+thread_named(pid_t pid, const char *name)
 {
-	char path[96], name[32];
+	char path[96], comm[32];
 	struct dirent *de;
 	bool found = false;
 	DIR *d;
@@ -396,11 +396,30 @@ loader_running(pid_t pid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%ld/comm", (int)pid, tid);
 		if ((f = fopen(path, "re")) == NULL)
 			continue;
-		found = fgets(name, sizeof(name), f) != NULL && strncmp(name, LOADER_THREAD, strlen(LOADER_THREAD)) == 0;
+		found = fgets(comm, sizeof(comm), f) != NULL && strncmp(comm, name, strlen(name)) == 0;
 		fclose(f);
 	}
 	closedir(d);
 	return found;
+}
+
+/* Whether the thread the job started still requires the agent. */
+static bool
+loader_running(pid_t pid)
+{
+	return thread_named(pid, LOADER_THREAD);
+}
+
+/*
+ * Whether the agent, in the maps once dlopen has it, is ready for a client: its listener
+ * thread is made by its Init_ (control.c), after the signal and the queue. Else, once the
+ * loader thread has ended (Ruby 3.1 keeps an ended thread's native thread, with its name,
+ * for 3 s: that alone would hold every load up as long).
+ */
+static bool
+agent_ready(pid_t pid)
+{
+	return thread_named(pid, "tracer-listener") || !loader_running(pid);
 }
 
 /* ---- before anything: what the process is ---- */
@@ -728,12 +747,8 @@ trc_inject_poll(struct trc_inject *in)
 			queue_or_retry(in);
 		return in->phase;
 	}
-	/*
-	 * In the maps once dlopen has it, but loaded once the require has returned (and named the
-	 * file in $LOADED_FEATURES): when the loader thread has ended. 2 in 1,000 soak runs saw
-	 * the feature missing when the attach came between the two.
-	 */
-	if (trc_inject_loaded(in->ruby.pid) && !(in->written && loader_running(in->ruby.pid))) {
+	/* In the maps is not enough: an attach there and then met an agent not yet made. */
+	if (trc_inject_loaded(in->ruby.pid) && (!in->written || agent_ready(in->ruby.pid))) {
 		cleanup(in);
 		in->phase = TRC_INJECT_LOADED;
 		return in->phase;
