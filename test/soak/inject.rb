@@ -52,7 +52,10 @@ def one(i, want)
     traced = nil
     out, err, status = run_app(dir) do |pid|
       sleep rand * 1.2
-      traced = Open3.capture3(TRACER, '-p', pid.to_s, '-e', '$LOADED_FEATURES.grep(/tracer_agent\.so\z/).size',
+      # The client may attach while the loader thread's require is still returning (the agent
+      # answers from its Init_ on): the count is taken once that thread is done.
+      traced = Open3.capture3(TRACER, '-p', pid.to_s, '-e', 'Thread.list.find { |t| t.name == "tracer-inject" }&.join(10); ' \
+                                                         '$LOADED_FEATURES.grep(/tracer_agent\.so\z/).size',
                               '--timeout', '60')
     end
     t_out, t_err, t_status = traced || ['', 'the app never said ready', nil]
