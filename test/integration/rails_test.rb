@@ -22,7 +22,7 @@ class RailsTest < Minitest::Test
   # rails rows (test/bench/rails.rb) measure them, and this test prints the same figures.
   IN_PLACE_WITHIN = 10.0 # s from the command to the first row of the app's methods (-f: every worker attached)
   ATTACHED_RATIO = 0.5   # requests/s while attached, at least this times before's
-  AFTER_RATIO = 0.7      # requests/s after detach, at least this times before's
+  AFTER_RATIO = 0.5      # requests/s after detach, at least this times before's (one window moves by 30%)
   DURING_P99 = ->(before_ms) { 2 * before_ms + 1000 } # the p99 during the attach, at most this
   # How it is measured (seconds):
   WINDOW = Float(ENV['RAILS_TEST_WINDOW'] || 10) # of load in each of before, attached, after
