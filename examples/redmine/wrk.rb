@@ -10,7 +10,18 @@ module RedmineLoad
 
   # Logs USER in, as a browser does (the form's CSRF token, then the POST); returns the session
   # cookie ("name=value") that load.lua sends with the requests that need a member.
-  def self.login(port, timeout: 60)
+  # SQLite is locked while another request writes (a worker's session tokens): the login
+  # answers 500 then, and is tried again, three times in all.
+  def self.login(port, timeout: 60, tries: 3)
+    login_once(port, timeout)
+  rescue RuntimeError => e
+    raise unless e.message.include?('failed (500') && (tries -= 1).positive?
+
+    sleep 0.5
+    retry
+  end
+
+  def self.login_once(port, timeout)
     http = Net::HTTP.new('127.0.0.1', port)
     http.read_timeout = timeout
     form = http.get('/login')
