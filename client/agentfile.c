@@ -12,17 +12,6 @@
 
 #include "permit.h"
 
-static int __attribute__((format(printf, 3, 4)))
-say(char *why, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /*
  * One file or directory: only root or owner may change it. A sticky directory that anyone may
  * write (/tmp) is fine above a path of root's or owner's: others cannot rename what is in it.
@@ -33,13 +22,13 @@ safe_one(const char *path, uid_t owner, pid_t pid, char *why, size_t n)
 	struct stat st;
 
 	if (stat(path, &st) < 0)
-		return say(why, n, "cannot check the agent's %s: %s", path, strerror(errno));
+		return trc_permit_say(why, n, "cannot check the agent's %s: %s", path, strerror(errno));
 	if (st.st_uid != 0 && st.st_uid != owner)
-		return say(why, n, "the agent's %s belongs to uid %u, neither root nor the user of process "
+		return trc_permit_say(why, n, "the agent's %s belongs to uid %u, neither root nor the user of process "
 			   "%d, who would run what that uid puts there: chown it, " TRC_PERMIT_INSTEAD,
 			   path, (unsigned)st.st_uid, (int)pid);
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))
-		return say(why, n, "the agent's %s is writable by %s, who could make process %d run "
+		return trc_permit_say(why, n, "the agent's %s is writable by %s, who could make process %d run "
 			   "anything: chmod go-w %s, " TRC_PERMIT_INSTEAD, path,
 			   st.st_mode & S_IWOTH ? "anyone" : "its group", (int)pid, path);
 	return 0;
@@ -71,7 +60,7 @@ safe_dir_files(const char *dir, uid_t owner, pid_t pid, char *why, size_t n)
 	int rc = 0;
 
 	if (d == NULL)
-		return say(why, n, "cannot list the agent's %s: %s", dir, strerror(errno));
+		return trc_permit_say(why, n, "cannot list the agent's %s: %s", dir, strerror(errno));
 	while (rc == 0 && (de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -91,9 +80,9 @@ same_in_target(const char *path, pid_t pid, char *why, size_t n)
 
 	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)pid, path);
 	if (stat(path, &mine) < 0)
-		return say(why, n, "cannot stat the agent's %s: %s", path, strerror(errno));
+		return trc_permit_say(why, n, "cannot stat the agent's %s: %s", path, strerror(errno));
 	if (stat(there, &theirs) < 0 || mine.st_dev != theirs.st_dev || mine.st_ino != theirs.st_ino)
-		return say(why, n, "process %d does not see the agent's %s (its file system is another: a "
+		return trc_permit_say(why, n, "process %d does not see the agent's %s (its file system is another: a "
 			   "container?): mount the directory there at the same path, read-only, "
 			   TRC_PERMIT_INSTEAD, (int)pid, path);
 	return 0;
@@ -109,10 +98,10 @@ needed_libruby(const char *so, uint16_t *machine, char *buf, size_t size, char *
 
 	buf[0] = '\0';
 	if (trc_elf_file_open(&f, so) < 0)
-		return say(why, n, "cannot read the agent's %s: %s", so, strerror(errno));
+		return trc_permit_say(why, n, "cannot read the agent's %s: %s", so, strerror(errno));
 	if (trc_elf_open(&e, &f.mem, trc_elf_file_header(&f)) < 0) {
 		trc_elf_file_release(&f);
-		return say(why, n, "the agent's %s is no ELF library tracer can read", so);
+		return trc_permit_say(why, n, "the agent's %s is no ELF library tracer can read", so);
 	}
 	*machine = e.machine;
 	for (size_t i = 0; i < e.nneeded; i++)
@@ -161,17 +150,17 @@ built_for_ruby(const char *dir, const char *so, const struct trc_rubyproc *r, ch
 	if (needed_libruby(so, &machine, lib, sizeof(lib), why, n) < 0)
 		return -1;
 	if (machine != r->elf.machine)
-		return say(why, n, "the agent's %s is built for another architecture than process %d",
+		return trc_permit_say(why, n, "the agent's %s is built for another architecture than process %d",
 			   so, (int)r->pid);
 	if (!r->is_static && strcmp(lib, r->soname) != 0)
-		return say(why, n, "the agent's %s was built for %s, and process %d runs Ruby %s (%s): build "
+		return trc_permit_say(why, n, "the agent's %s was built for %s, and process %d runs Ruby %s (%s): build "
 			   "the agent with that Ruby (make agent RUBY=...) and set TRACER_AGENT_LIB to its "
 			   "lib, " TRC_PERMIT_INSTEAD, so, lib[0] ? lib : "a static Ruby", (int)r->pid,
 			   r->version, r->soname);
 	if (r->is_static) {
 		built_for(dir, version, sizeof(version));
 		if (lib[0] != '\0' || !same_series(version, r->version))
-			return say(why, n, "process %d runs a static Ruby %s, and the agent's %s was built for "
+			return trc_permit_say(why, n, "process %d runs a static Ruby %s, and the agent's %s was built for "
 				   "%s: build the agent with that Ruby (make agent RUBY=...) and set "
 				   "TRACER_AGENT_LIB to its lib, " TRC_PERMIT_INSTEAD, (int)r->pid, r->version,
 				   so, lib[0] ? lib : version[0] ? version : "a Ruby tracer cannot tell");
@@ -186,7 +175,7 @@ trc_agentfile_check(struct trc_agentfile *a, const char *lib, const struct trc_r
 	char dir[PATH_MAX], sub[PATH_MAX + 16];
 
 	if (lib == NULL || realpath(lib, dir) == NULL)
-		return say(why, n, "tracer found no agent to load into process %d (lib/tracer_agent.rb "
+		return trc_permit_say(why, n, "tracer found no agent to load into process %d (lib/tracer_agent.rb "
 			   "beside its binary, or $TRACER_AGENT_LIB), " TRC_PERMIT_INSTEAD, (int)r->pid);
 	snprintf(a->rb, sizeof(a->rb), "%s/tracer_agent.rb", dir);
 	snprintf(a->so, sizeof(a->so), "%s/tracer_agent/tracer_agent.so", dir);

@@ -15,8 +15,8 @@
 
 #define CAP_SYS_PTRACE_BIT 19
 
-static int __attribute__((format(printf, 3, 4)))
-say(char *why, size_t n, const char *fmt, ...)
+int
+trc_permit_say(char *why, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -115,24 +115,24 @@ check_owner(pid_t pid, char *why, size_t n)
 	char path[64];
 
 	if (ids(pid, "Uid:", u) < 0 || ids(pid, "Gid:", g) < 0)
-		return say(why, n, "cannot read the owner of process %d", (int)pid);
+		return trc_permit_say(why, n, "cannot read the owner of process %d", (int)pid);
 	if (u[0] != getuid() || u[1] != getuid() || u[2] != getuid()) {
 		if (geteuid() == 0)
-			return say(why, n, "process %d belongs to %s and tracer runs as root without "
+			return trc_permit_say(why, n, "process %d belongs to %s and tracer runs as root without "
 				   "CAP_SYS_PTRACE (a container?): give tracer that capability "
 				   "(docker run --cap-add SYS_PTRACE), " TRC_PERMIT_INSTEAD, (int)pid,
 				   user_name(u[1], name, sizeof(name)));
-		return say(why, n, "process %d belongs to %s: only that user or root may load the agent "
+		return trc_permit_say(why, n, "process %d belongs to %s: only that user or root may load the agent "
 			   "into it: run tracer as either, " TRC_PERMIT_INSTEAD, (int)pid,
 			   user_name(u[1], name, sizeof(name)));
 	}
 	if (g[0] != getgid() || g[1] != getgid() || g[2] != getgid())
-		return say(why, n, "process %d runs with another group than tracer (it changed groups): "
+		return trc_permit_say(why, n, "process %d runs with another group than tracer (it changed groups): "
 			   "only root may load the agent into it, " TRC_PERMIT_INSTEAD, (int)pid);
 	/* A process that is not dumpable has the files of its /proc directory owned by root. */
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if (stat(path, &st) == 0 && st.st_uid == 0 && u[1] != 0)
-		return say(why, n, "process %d is not dumpable (it changed its user, or called "
+		return trc_permit_say(why, n, "process %d is not dumpable (it changed its user, or called "
 			   "prctl(PR_SET_DUMPABLE, 0)): only root may load the agent into it, "
 			   TRC_PERMIT_INSTEAD, (int)pid);
 	return 0;
@@ -144,7 +144,7 @@ trc_permit_check(pid_t pid, char *why, size_t n)
 	int scope = yama_scope();
 
 	if (scope >= 3)
-		return say(why, n, "kernel.yama.ptrace_scope is 3: no process may ptrace another, root "
+		return trc_permit_say(why, n, "kernel.yama.ptrace_scope is 3: no process may ptrace another, root "
 			   "included, so tracer cannot load the agent into process %d; "
 			   TRC_PERMIT_INSTEAD, (int)pid);
 	if (has_cap_sys_ptrace())
@@ -152,10 +152,10 @@ trc_permit_check(pid_t pid, char *why, size_t n)
 	if (check_owner(pid, why, n) < 0)
 		return -1;
 	if (scope == 2)
-		return say(why, n, "kernel.yama.ptrace_scope is 2: only root (CAP_SYS_PTRACE) may ptrace, "
+		return trc_permit_say(why, n, "kernel.yama.ptrace_scope is 2: only root (CAP_SYS_PTRACE) may ptrace, "
 			   "so load the agent into process %d as root, " TRC_PERMIT_INSTEAD, (int)pid);
 	if (scope == 1 && !trc_proc_descends(pid, getpid()))
-		return say(why, n, "kernel.yama.ptrace_scope is 1: a user may ptrace only processes "
+		return trc_permit_say(why, n, "kernel.yama.ptrace_scope is 1: a user may ptrace only processes "
 			   "they started from it; run tracer as root, or set "
 			   "kernel.yama.ptrace_scope=0, " TRC_PERMIT_INSTEAD);
 	return 0;
@@ -204,25 +204,25 @@ trc_permit_explain(pid_t pid, int err, char *why, size_t n)
 	pid_t tracer = trc_permit_tracer(pid);
 
 	if (tracer > 0 && tracer != getpid()) {
-		say(why, n, "process %d is ptraced by process %d (%s): tracer cannot stop it to load the "
+		trc_permit_say(why, n, "process %d is ptraced by process %d (%s): tracer cannot stop it to load the "
 		    "agent while that holds it; detach it first, " TRC_PERMIT_INSTEAD, (int)pid,
 		    (int)tracer, comm(tracer, name, sizeof(name)));
 		return false;
 	}
 	if (err == ESRCH) {
-		say(why, n, "process %d exited before tracer could load the agent", (int)pid);
+		trc_permit_say(why, n, "process %d exited before tracer could load the agent", (int)pid);
 		return false;
 	}
 	if (err != EPERM && err != EACCES && err != ENOSYS) {
-		say(why, n, "cannot ptrace process %d: %s; " TRC_PERMIT_INSTEAD, (int)pid, strerror(err));
+		trc_permit_say(why, n, "cannot ptrace process %d: %s; " TRC_PERMIT_INSTEAD, (int)pid, strerror(err));
 		return false;
 	}
 	if (status_field(0, "Seccomp:", mode, sizeof(mode)) == 0 && strcmp(mode, "0") != 0)
-		say(why, n, "a seccomp filter on tracer (Seccomp: %s in /proc/self/status: a container's "
+		trc_permit_say(why, n, "a seccomp filter on tracer (Seccomp: %s in /proc/self/status: a container's "
 		    "default profile?) forbids ptrace: run tracer without it (docker: --cap-add "
 		    "SYS_PTRACE, or --security-opt seccomp=unconfined), " TRC_PERMIT_INSTEAD, mode);
 	else if (trc_permit_check(pid, why, n) == 0)
-		say(why, n, "the kernel does not let tracer ptrace process %d (%s): a security module "
+		trc_permit_say(why, n, "the kernel does not let tracer ptrace process %d (%s): a security module "
 		    "(AppArmor, SELinux) may forbid it; " TRC_PERMIT_INSTEAD, (int)pid, strerror(err));
 	return true;
 }

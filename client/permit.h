@@ -9,6 +9,9 @@
 /* The one line every refusal ends with: the way that needs no ptrace. */
 #define TRC_PERMIT_INSTEAD "or have the app load the agent itself (require 'tracer_agent')"
 
+/* Writes a refusal's reason into why (n bytes) and returns -1: `return trc_permit_say(...)`. */
+int trc_permit_say(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /*
  * Checks, before touching pid, what the kernel would refuse for PTRACE_MODE_ATTACH: another
  * user's process, a process that is not dumpable, Yama's ptrace_scope. Returns 0 when nothing
