@@ -32,6 +32,15 @@ miss(enum trc_rubyproc_miss m, char *why, size_t n, const char *fmt, ...)
 	return m;
 }
 
+/* Every byte of s outside printable ASCII becomes '?'. */
+static void
+printable(char *s)
+{
+	for (; *s != '\0'; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			*s = '?';
+}
+
 static int
 mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
@@ -219,6 +228,9 @@ open_module(struct trc_rubyproc *r, uint64_t base, char *why, size_t n)
 	r->version[strcspn(r->version, "\n")] = '\0';
 	if (r->elf.soname != UINT64_MAX)
 		trc_elf_string(&r->elf, r->elf.soname, r->soname, sizeof(r->soname));
+	/* Both come from the process and its files, and go into messages: printable ASCII only. */
+	printable(r->version);
+	printable(r->soname);
 	if (r->elf.machine != EM_X86_64)
 		return miss(TRC_RUBYPROC_UNSUPPORTED, why, n, "the Ruby %s in process %d is built for another "
 			    "architecture than x86-64, the one whose machine code tracer reads", r->version,
