@@ -258,3 +258,40 @@ trc_metrics_format(const struct trc_top *t, const struct trc_metrics_view *v,
 	if (format == TRC_METRICS_OPENMETRICS)
 		trc_buf_adds(out, "# EOF\n");
 }
+
+void
+trc_metrics_cache_init(struct trc_metrics_cache *c)
+{
+	memset(c, 0, sizeof(*c));
+	trc_buf_init(&c->out);
+}
+
+void
+trc_metrics_cache_release(struct trc_metrics_cache *c)
+{
+	trc_buf_release(&c->out);
+	c->valid = false;
+}
+
+static bool
+same_view(const struct trc_metrics_view *a, const struct trc_metrics_view *b)
+{
+	return a->rows == b->rows && a->gc == b->gc && a->targets == b->targets;
+}
+
+const struct trc_buf *
+trc_metrics_cached(struct trc_metrics_cache *c, const struct trc_top *t,
+		   const struct trc_metrics_view *v, enum trc_metrics_format format)
+{
+	uint64_t generation = trc_top_generation(t);
+
+	if (c->valid && c->generation == generation && c->format == format && same_view(&c->view, v))
+		return &c->out;
+	c->out.len = 0;
+	trc_metrics_format(t, v, format, &c->out);
+	c->valid = true;
+	c->generation = generation;
+	c->view = *v;
+	c->format = format;
+	return &c->out;
+}

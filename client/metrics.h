@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "top.h"
@@ -43,5 +44,30 @@ void trc_metrics_label_value(struct trc_buf *b, const char *p, size_t n);
  */
 void trc_metrics_format(const struct trc_top *t, const struct trc_metrics_view *v,
 			enum trc_metrics_format format, struct trc_buf *out);
+
+/*
+ * An exposition kept for as long as it stays true: while the table's generation, the view
+ * and the format are those it was made from, a scrape costs no sorting and no formatting
+ * (a scraper may come a thousand times a second; the agents report once a tick).
+ */
+struct trc_metrics_cache {
+	bool valid;
+	uint64_t generation;
+	struct trc_metrics_view view;
+	enum trc_metrics_format format;
+	struct trc_buf out;
+};
+
+void trc_metrics_cache_init(struct trc_metrics_cache *c);
+void trc_metrics_cache_release(struct trc_metrics_cache *c);
+
+/*
+ * The exposition trc_metrics_format() makes of t, v and format: made again only when one of
+ * them changed since the last call. The buffer is c's, its bytes valid until the next call
+ * or trc_metrics_cache_release(). Pure.
+ */
+const struct trc_buf *trc_metrics_cached(struct trc_metrics_cache *c, const struct trc_top *t,
+					 const struct trc_metrics_view *v,
+					 enum trc_metrics_format format);
 
 #endif

@@ -32,6 +32,7 @@ struct trc_top {
 	uint64_t events, lost;
 	struct trc_top_gc gc;
 	uint64_t events_at_reset;       /* events when the rows were last cleared */
+	uint64_t generation;            /* see trc_top_generation() */
 	size_t bytes;                   /* of the entries' names (TRC_TOP_MAX_BYTES) */
 };
 
@@ -168,6 +169,7 @@ trc_top_reset(struct trc_top *t)
 	t->bytes = 0;
 	memset(t->slots, 0, t->nslots * sizeof(*t->slots));
 	t->events_at_reset = t->events;
+	t->generation++;
 }
 
 void
@@ -381,6 +383,8 @@ trc_top_feed(struct trc_top *t, pid_t pid, const struct trc_message *m)
 
 	if (m->type != TRC_MSG_TOP)
 		return;
+	if (m->top.events != 0 || m->top.lost != 0 || m->top.gcs != 0 || m->top.nrows != 0)
+		t->generation++;
 	t->events += m->top.events;
 	t->lost += m->top.lost;
 	t->gc.count += m->top.gcs;
@@ -388,6 +392,12 @@ trc_top_feed(struct trc_top *t, pid_t pid, const struct trc_message *m)
 	t->gc.pause_ns += m->top.gc_ns;
 	for (size_t i = 0; i < m->top.nrows; i++)
 		add_row(t, p, &m->top.rows[i]);
+}
+
+uint64_t
+trc_top_generation(const struct trc_top *t)
+{
+	return t->generation;
 }
 
 size_t

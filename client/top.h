@@ -84,6 +84,10 @@ const struct trc_top_mode_def *trc_top_def(const struct trc_top *t);
 size_t trc_top_size(const struct trc_top *t);
 const struct trc_top_entry *trc_top_entry(const struct trc_top *t, size_t i);
 
+/* A number that changes whenever what the table holds may have: a report of counts fed, a
+ * reset. What was made from the table (an exposition) is still true while it stays the same. */
+uint64_t trc_top_generation(const struct trc_top *t);
+
 /*
  * For each row, how many of the targets pids[0..npids) counted it: an array of trc_top_size()
  * figures, which the caller frees.

@@ -247,6 +247,57 @@ test_modes(void)
 	}
 }
 
+/* Whether the cache's bytes are those trc_metrics_format() makes now. */
+static bool
+cache_true(struct trc_metrics_cache *c, const struct trc_top *t, const struct trc_metrics_view *v,
+	   enum trc_metrics_format f)
+{
+	const struct trc_buf *b = trc_metrics_cached(c, t, v, f);
+	char *want = expose(t, v, f);
+	bool same = b->len == strlen(want) && memcmp(b->data, want, b->len) == 0;
+
+	free(want);
+	return same;
+}
+
+/*
+ * The cache makes its exposition again only when the table, the view or the format changed.
+ * Whether it did is seen through a byte the test scribbles over: kept, nothing was made.
+ */
+static void
+test_cache(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, pids, 2);
+	struct trc_top_row a[] = { R("/app/a.rb", 3, "A#f", 3, 0, 0) };
+	struct trc_metrics_view v = { .rows = 5, .targets = 2 };
+	struct trc_metrics_cache c;
+	struct trc_message empty = { .type = TRC_MSG_TOP };    /* a tick with nothing counted */
+	const struct trc_buf *b;
+
+	test_note("a cached exposition: made once per change of the counts, view or format");
+	trc_metrics_cache_init(&c);
+	feed(t, 100, a, 1, 3, 0);
+	test_cond("the first: made", cache_true(&c, t, &v, TRC_METRICS_TEXT));
+	c.out.data[0] = '!';
+	b = trc_metrics_cached(&c, t, &v, TRC_METRICS_TEXT);
+	test_cond("nothing changed: the same bytes, not made again", b->data[0] == '!');
+	trc_top_feed(t, 200, &empty);
+	b = trc_metrics_cached(&c, t, &v, TRC_METRICS_TEXT);
+	test_cond("a report with nothing in it: not made again", b->data[0] == '!');
+	feed(t, 200, a, 1, 3, 0);
+	test_cond("new counts: made again", cache_true(&c, t, &v, TRC_METRICS_TEXT));
+	c.out.data[0] = '!';
+	v.targets = 1;
+	test_cond("a target gone: made again", cache_true(&c, t, &v, TRC_METRICS_TEXT));
+	c.out.data[0] = '!';
+	test_cond("the other format: made again", cache_true(&c, t, &v, TRC_METRICS_OPENMETRICS));
+	c.out.data[0] = '!';
+	trc_top_reset(t);
+	test_cond("a reset: made again", cache_true(&c, t, &v, TRC_METRICS_OPENMETRICS));
+	trc_metrics_cache_release(&c);
+	trc_top_free(t);
+}
+
 void
 test_metrics(void)
 {
@@ -256,4 +307,5 @@ test_metrics(void)
 	test_monotonic_sum();
 	test_hostile();
 	test_modes();
+	test_cache();
 }
