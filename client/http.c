@@ -62,6 +62,7 @@ request_line(const char *line, size_t n, struct trc_http_request *req)
 	m = n - (size_t)(sp2 + 1 - line);
 	if (m != 8 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)sp2[8]))
 		return false;
+	req->close = sp2[8] == '0';
 	tlen = (size_t)(sp2 - target);
 	if ((q = memchr(target, '?', tlen)) != NULL)
 		tlen = (size_t)(q - target);
@@ -72,26 +73,55 @@ request_line(const char *line, size_t n, struct trc_http_request *req)
 	       copy(req->path, sizeof(req->path), target, tlen);
 }
 
-/* "Name: value" in line[0..n): Accept's value kept, the others' checked for a colon only. */
+/* Whether the header name line[0..n) is name, ASCII case aside. */
+static bool
+is_header(const char *line, size_t n, const char *name)
+{
+	return n == strlen(name) && strncasecmp(line, name, n) == 0;
+}
+
+/* Whether v[0..n) holds word, ASCII case aside ("close" in "Connection: keep-alive, close"). */
+static bool
+has_word(const char *v, size_t n, const char *word)
+{
+	size_t w = strlen(word);
+
+	for (size_t i = 0; i + w <= n; i++)
+		if (strncasecmp(v + i, word, w) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * "Name: value" in line[0..n): Accept's value kept, Connection, Content-Length and
+ * Transfer-Encoding read for close and body, the others checked for a colon only.
+ */
 static bool
 header_line(const char *line, size_t n, struct trc_http_request *req)
 {
 	const char *colon = memchr(line, ':', n), *v;
-	size_t vlen;
+	size_t vlen, name;
 
 	if (colon == NULL || colon == line)
 		return false;
 	for (const char *c = line; c < colon; c++)
 		if (!is_tchar(*c))
 			return false;
-	if ((size_t)(colon - line) != 6 || strncasecmp(line, "accept", 6) != 0)
-		return true;
+	name = (size_t)(colon - line);
 	v = colon + 1;
 	vlen = n - (size_t)(v - line);
 	while (vlen > 0 && (*v == ' ' || *v == '\t'))
 		v++, vlen--;
 	while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
 		vlen--;
+	if (is_header(line, name, "connection") && has_word(v, vlen, "close"))
+		req->close = true;
+	else if (is_header(line, name, "content-length") && !(vlen == 1 && v[0] == '0'))
+		req->body = true;
+	else if (is_header(line, name, "transfer-encoding"))
+		req->body = true;
+	if (!is_header(line, name, "accept"))
+		return true;
 	if (vlen >= sizeof(req->accept))
 		vlen = sizeof(req->accept) - 1;
 	copy(req->accept, sizeof(req->accept), v, vlen);
@@ -120,6 +150,7 @@ trc_http_parse(const char *p, size_t n, struct trc_http_request *req)
 		first = false;
 		i = (size_t)(nl - p) + 1;
 	}
+	req->head_len = end;
 	return first ? TRC_HTTP_BAD : TRC_HTTP_PARSED;
 }
 
@@ -203,11 +234,12 @@ trc_http_reason(int status)
 }
 
 void
-trc_http_response_head(struct trc_buf *b, int status, const char *content_type, size_t body_len)
+trc_http_response_head(struct trc_buf *b, int status, const char *content_type, size_t body_len,
+		       bool keep_alive)
 {
 	trc_buf_addf(b, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n", status,
 		     trc_http_reason(status), content_type, body_len);
 	if (status == 405)
 		trc_buf_adds(b, "Allow: GET, HEAD\r\n");
-	trc_buf_adds(b, "Connection: close\r\n\r\n");
+	trc_buf_adds(b, keep_alive ? "\r\n" : "Connection: close\r\n\r\n");
 }

@@ -2,6 +2,7 @@
 #ifndef TRC_HTTP_H
 #define TRC_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -22,6 +23,9 @@ struct trc_http_request {
 	char method[16];
 	char path[1024];        /* the target without its query ("/metrics" of "/metrics?x=1") */
 	char accept[512];       /* the Accept header's value, cut at 511 bytes; "" when absent */
+	size_t head_len;        /* bytes of the head, its blank line included */
+	bool close;             /* HTTP/1.0 (whose keep-alive is not spoken here) or "Connection: close" */
+	bool body;              /* a body follows the head (Content-Length not 0, Transfer-Encoding) */
 };
 
 /*
@@ -44,9 +48,10 @@ const char *trc_http_reason(int status);
 
 /*
  * Appends a whole response's head to b: status line, Content-Type, Content-Length of
- * body_len, "Connection: close", and "Allow: GET, HEAD" with 405. Pure.
+ * body_len, "Allow: GET, HEAD" with 405, and "Connection: close" unless keep_alive (HTTP/1.1's
+ * connections persist unless one side says so). Pure.
  */
 void trc_http_response_head(struct trc_buf *b, int status, const char *content_type,
-			    size_t body_len);
+			    size_t body_len, bool keep_alive);
 
 #endif

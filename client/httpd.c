@@ -1,4 +1,4 @@
-/* httpd.c: --metrics' HTTP server: non-blocking accept, a bounded read of the head, a buffered write, close. */
+/* httpd.c: --metrics' HTTP server: non-blocking accept, bounded reads of heads, one write per response, keep-alive. */
 #define _GNU_SOURCE     /* accept4 */
 #include "httpd.h"
 
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <sys/uio.h>
 
 #include "xmalloc.h"
 
@@ -24,11 +25,14 @@ struct conn {
 	struct trc_httpd *d;
 	int fd;
 	enum state state;
+	bool keep_alive;        /* the response being written leaves the connection open */
+	bool clean;             /* ...or, closing it, leaves nothing unread: no drain needed */
+	bool served;            /* a response went out: idle, it may make room (see on_accept()) */
 	ev_io io_w;
 	ev_timer timer_w;
 	char head[TRC_HTTP_MAX_HEAD];
 	size_t n;
-	struct trc_buf out;
+	struct trc_buf out;     /* what is still to write of a response the socket did not take whole */
 	size_t sent;
 };
 
@@ -85,34 +89,68 @@ conn_close(struct conn *c)
 	free(c);
 }
 
-/* The state's watcher and deadline. */
+/* The deadline: secs from now. Timers are the loop's own heap, no system call. */
 static void
-conn_enter(struct conn *c, enum state state, int events, double secs)
+conn_deadline(struct conn *c, double secs)
 {
 	struct ev_loop *loop = c->d->loop;
 
-	c->state = state;
-	ev_io_stop(loop, &c->io_w);
-	ev_io_set(&c->io_w, c->fd, events);
-	ev_io_start(loop, &c->io_w);
 	ev_timer_stop(loop, &c->timer_w);
 	ev_timer_set(&c->timer_w, secs, 0);
 	ev_timer_start(loop, &c->timer_w);
 }
 
 /*
- * After the response: the write side shut, the connection read to its end before it is
- * closed. Closing a socket with unread bytes makes the kernel send a reset, which may throw
- * away the response before the client reads it (a 431 to a client still sending its head).
+ * The state and what the socket is watched for. The watcher is touched only when the events
+ * change: each change is an epoll_ctl at the loop's next turn, and a kept-alive connection
+ * answered at once goes from READING to READING.
  */
 static void
-drain(struct conn *c)
+conn_enter(struct conn *c, enum state state, int events)
 {
-	shutdown(c->fd, SHUT_WR);
-	conn_enter(c, DRAINING, EV_READ, DRAIN_SECS);
+	struct ev_loop *loop = c->d->loop;
+
+	c->state = state;
+	if (ev_is_active(&c->io_w) && (c->io_w.events & (EV_READ | EV_WRITE)) == events)
+		return;
+	ev_io_stop(loop, &c->io_w);
+	ev_io_set(&c->io_w, c->fd, events);
+	ev_io_start(loop, &c->io_w);
 }
 
+/*
+ * After a response that closes its connection. When the request was read whole and nothing
+ * came after it, the socket is closed at once. Otherwise its write side is shut and it is read
+ * to its end first: closing a socket with unread bytes makes the kernel send a reset, which
+ * may throw away the response before the client reads it (a 431 to a client still sending its
+ * head).
+ */
 static void
+finish(struct conn *c)
+{
+	if (c->clean && c->n == 0) {
+		conn_close(c);
+		return;
+	}
+	shutdown(c->fd, SHUT_WR);
+	conn_enter(c, DRAINING, EV_READ);
+	conn_deadline(c, DRAIN_SECS);
+}
+
+/*
+ * After a response that keeps its connection: back to reading, with the idle deadline, or
+ * the head's if the client already sent (part of) its next request.
+ */
+static void
+next_request(struct conn *c)
+{
+	c->served = true;
+	conn_enter(c, READING, EV_READ);
+	conn_deadline(c, c->n > 0 ? TRC_HTTPD_READ_SECS : TRC_HTTPD_IDLE_SECS);
+}
+
+/* Sends what is left in c->out. Returns false once c is closed (finished or failed). */
+static bool
 on_write(struct conn *c)
 {
 	while (c->sent < c->out.len) {
@@ -121,69 +159,128 @@ on_write(struct conn *c)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
+			return true;
 		if (w < 0) {
 			conn_close(c);
-			return;
+			return false;
 		}
 		c->sent += (size_t)w;
 	}
-	drain(c);
+	c->out.len = c->sent = 0;
+	if (!c->keep_alive) {
+		finish(c);
+		return false;
+	}
+	next_request(c);
+	return true;
 }
 
-static void
-respond(struct conn *c, int status, const char *content_type, struct trc_buf *body, bool head_only)
+/*
+ * Head and body in one sendmsg (the body is the handler's, not copied) and, as the socket
+ * nearly always takes a response of a few kilobytes whole, on to the next state without
+ * waiting to be writable. What it did not take is copied into c->out, the handler's bytes
+ * being valid only until its next call, and written as the socket drains.
+ */
+static bool
+respond(struct conn *c, const struct trc_buf *head, const char *body, size_t body_len)
 {
-	trc_http_response_head(&c->out, status, content_type, body->len);
-	if (!head_only)
-		trc_buf_add(&c->out, body->data, body->len);
-	conn_enter(c, WRITING, EV_WRITE, TRC_HTTPD_WRITE_SECS);
-	on_write(c);
+	struct iovec iov[2] = { { head->data, head->len }, { (void *)body, body_len } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = body_len > 0 ? 2 : 1 };
+	size_t total = head->len + body_len, done;
+	ssize_t w;
+
+	do
+		w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+		conn_close(c);
+		return false;
+	}
+	done = w < 0 ? 0 : (size_t)w;
+	c->out.len = c->sent = 0;
+	if (done < head->len)
+		trc_buf_add(&c->out, head->data + done, head->len - done);
+	if (done < total)
+		trc_buf_add(&c->out, body + (done > head->len ? done - head->len : 0),
+			    body_len - (done > head->len ? done - head->len : 0));
+	if (c->out.len == 0)
+		return on_write(c);
+	conn_enter(c, WRITING, EV_WRITE);
+	conn_deadline(c, TRC_HTTPD_WRITE_SECS);
+	return true;
 }
 
-/* A whole head: the response, by path and method. */
-static void
+/*
+ * A whole head (or one refused): the response, by path and method, its request's bytes taken
+ * out of c->head. A connection stays open after a 200 its client did not ask to close; one
+ * that erred closes. Returns false once c is closed.
+ */
+static bool
 answer(struct conn *c, enum trc_http_parse parsed, const struct trc_http_request *req)
 {
 	struct trc_httpd *d = c->d;
-	struct trc_buf body;
-	bool get = strcmp(req->method, "GET") == 0, head = strcmp(req->method, "HEAD") == 0;
+	struct trc_buf msg, head;
+	const struct trc_buf *body = &msg;
+	bool get = strcmp(req->method, "GET") == 0, head_only = strcmp(req->method, "HEAD") == 0;
 	const char *text = "text/plain; charset=utf-8";
 	int status = 200;
+	bool alive;
 
-	trc_buf_init(&body);
+	trc_buf_init(&msg);
+	trc_buf_init(&head);
 	if (parsed == TRC_HTTP_BAD) {
-		status = 400, trc_buf_adds(&body, "bad request\n");
+		status = 400, trc_buf_adds(&msg, "bad request\n");
 	} else if (parsed == TRC_HTTP_TOO_LARGE) {
-		status = 431, trc_buf_adds(&body, "request head too large\n");
+		status = 431, trc_buf_adds(&msg, "request head too large\n");
 	} else if (strcmp(req->path, d->path) != 0) {
-		status = 404, trc_buf_addf(&body, "not found: try %s\n", d->path);
-	} else if (!get && !head) {
-		status = 405, trc_buf_adds(&body, "method not allowed: GET or HEAD\n");
+		status = 404, trc_buf_addf(&msg, "not found: try %s\n", d->path);
+	} else if (!get && !head_only) {
+		status = 405, trc_buf_adds(&msg, "method not allowed: GET or HEAD\n");
 	} else {
 		text = d->handler(req, &body, d->ctx);
 	}
-	respond(c, status, text, &body, head);
-	trc_buf_release(&body);
+	/* a head refused leaves its bytes where they were: drained, never parsed again */
+	c->clean = parsed == TRC_HTTP_PARSED && !req->body;
+	c->keep_alive = c->clean && status == 200 && !req->close;
+	if (parsed == TRC_HTTP_PARSED) {
+		c->n -= req->head_len;
+		memmove(c->head, c->head + req->head_len, c->n);
+	}
+	trc_http_response_head(&head, status, text, body->len, c->keep_alive);
+	alive = respond(c, &head, body->data, head_only ? 0 : body->len);
+	trc_buf_release(&head);
+	trc_buf_release(&msg);
+	return alive;
+}
+
+/* Every whole head read so far answered, in order, while the responses go out at once. */
+static void
+serve_heads(struct conn *c)
+{
+	struct trc_http_request req = { .method = "" };
+	enum trc_http_parse parsed;
+
+	while (c->state == READING && c->n > 0 &&
+	       (parsed = trc_http_parse(c->head, c->n, &req)) != TRC_HTTP_PARTIAL)
+		if (!answer(c, parsed, &req))
+			return;
 }
 
 static void
 on_read(struct conn *c)
 {
-	struct trc_http_request req = { .method = "" };
-	enum trc_http_parse parsed;
 	ssize_t r = recv(c->fd, c->head + c->n, sizeof(c->head) - c->n, 0);
 
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (r <= 0) {
-		conn_close(c);  /* gone before its request was whole */
+		conn_close(c);  /* gone, between requests or before one was whole */
 		return;
 	}
+	if (c->n == 0 && c->served)
+		conn_deadline(c, TRC_HTTPD_READ_SECS);  /* idle no more: a head to finish */
 	c->n += (size_t)r;
-	parsed = trc_http_parse(c->head, c->n, &req);
-	if (parsed != TRC_HTTP_PARTIAL)
-		answer(c, parsed, &req);
+	serve_heads(c);
 }
 
 /* Whatever the client still sends after the response is thrown away, up to its end. */
@@ -207,12 +304,15 @@ on_conn_io(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop, (void)revents;
 	switch (c->state) {
 	case READING: on_read(c); break;
-	case WRITING: on_write(c); break;
+	case WRITING:
+		if (on_write(c) && c->state == READING)
+			serve_heads(c); /* requests that came while the response went out */
+		break;
 	case DRAINING: on_drain(c); break;
 	}
 }
 
-/* A deadline passed: a slow client (or one that never reads) is cut off. */
+/* A deadline passed: a slow client (or one that never reads, or an idle one) is cut off. */
 static void
 on_conn_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -220,6 +320,10 @@ on_conn_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	conn_close(w->data);
 }
 
+/*
+ * A new connection, read at once: its request has often come with it, and then it is
+ * answered (and, closing, closed) before the loop would have watched its socket at all.
+ */
 static void
 add_conn(struct trc_httpd *d, int fd)
 {
@@ -233,7 +337,19 @@ add_conn(struct trc_httpd *d, int fd)
 	ev_timer_init(&c->timer_w, on_conn_timeout, TRC_HTTPD_READ_SECS, 0);
 	c->timer_w.data = c;
 	d->conns[d->nconns++] = c;
-	conn_enter(c, READING, EV_READ, TRC_HTTPD_READ_SECS);
+	conn_enter(c, READING, EV_READ);
+	conn_deadline(c, TRC_HTTPD_READ_SECS);
+	on_read(c);
+}
+
+/* A kept-alive connection waiting for its next request, which a new one may replace. */
+static struct conn *
+idle_conn(struct trc_httpd *d)
+{
+	for (size_t i = 0; i < d->nconns; i++)
+		if (d->conns[i]->served && d->conns[i]->state == READING && d->conns[i]->n == 0)
+			return d->conns[i];
+	return NULL;
 }
 
 static void
@@ -246,18 +362,23 @@ on_pause_end(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /*
- * Every pending connection taken; those beyond the cap closed at once, unread. When accept
- * fails for want of descriptors (EMFILE, ENFILE, ENOBUFS), the connection stays pending and the
- * socket readable: accepting pauses a moment rather than spin the loop on it.
+ * Every pending connection taken. Beyond the cap, an idle kept-alive connection is closed to
+ * make room (its client reconnects, as HTTP lets a server close an idle connection); with none,
+ * the new one is closed at once, unread. When accept fails for want of descriptors (EMFILE,
+ * ENFILE, ENOBUFS), the connection stays pending and the socket readable: accepting pauses a
+ * moment rather than spin the loop on it.
  */
 static void
 on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct trc_httpd *d = w->data;
+	struct conn *idle;
 	int fd;
 
 	(void)revents;
 	while ((fd = accept4(d->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (d->nconns == TRC_HTTPD_MAX_CONNS && (idle = idle_conn(d)) != NULL)
+			conn_close(idle);
 		if (d->nconns == TRC_HTTPD_MAX_CONNS)
 			close(fd);
 		else

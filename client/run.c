@@ -141,6 +141,7 @@ struct run {
 	struct trc_live *live;          /* none with --format pprof: the table is written at the end */
 	ev_tstamp top_start;            /* --top --format pprof: when the sessions started */
 	struct trc_httpd *httpd;        /* --metrics: the table served instead of shown */
+	struct trc_metrics_cache metrics_cache[2];      /* its exposition, by trc_metrics_format */
 	struct trc_export *export;      /* --format other than text */
 	/* --exec: the program, which the run waits for; --wait; the end of its connections */
 	bool execing;
@@ -794,8 +795,11 @@ free_run(struct run *r)
 		trc_export_free(r->export);
 	trc_outfile_release(&r->file);
 	trc_output_release(&r->out);
-	if (r->httpd != NULL)
+	if (r->httpd != NULL) {
 		trc_httpd_free(r->httpd);
+		trc_metrics_cache_release(&r->metrics_cache[TRC_METRICS_TEXT]);
+		trc_metrics_cache_release(&r->metrics_cache[TRC_METRICS_OPENMETRICS]);
+	}
 	if (r->top != NULL)
 		trc_top_free(r->top);
 }
@@ -839,15 +843,18 @@ attached(const struct run *r)
 	return n;
 }
 
-/* GET /metrics: the whole table, never reset, as the scraper asked (Accept). */
+/*
+ * GET /metrics: the whole table, never reset, as the scraper asked (Accept). Made again only
+ * when the agents reported counts since (or a target came or went): one cache per format.
+ */
 static const char *
-serve_metrics(const struct trc_http_request *req, struct trc_buf *body, void *ctx)
+serve_metrics(const struct trc_http_request *req, const struct trc_buf **body, void *ctx)
 {
 	struct run *r = ctx;
 	enum trc_metrics_format f = trc_metrics_negotiate(req->accept);
 	struct trc_metrics_view v = { .rows = r->o->rows, .gc = r->o->gc, .targets = attached(r) };
 
-	trc_metrics_format(r->top, &v, f, body);
+	*body = trc_metrics_cached(&r->metrics_cache[f], r->top, &v, f);
 	return trc_metrics_content_type(f);
 }
 
@@ -871,6 +878,8 @@ start_metrics(struct run *r, const struct trc_run_opts *o)
 	if (fd < 0)
 		return setup_failed(TRC_EXIT_ERROR, "cannot serve metrics on %s: %s", o->metrics,
 				    strerror(errno));
+	trc_metrics_cache_init(&r->metrics_cache[TRC_METRICS_TEXT]);
+	trc_metrics_cache_init(&r->metrics_cache[TRC_METRICS_OPENMETRICS]);
 	r->httpd = trc_httpd_new(r->loop, fd, "/metrics", serve_metrics, r);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "*** serving metrics on http://%s%s/metrics\n",

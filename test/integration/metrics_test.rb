@@ -65,6 +65,24 @@ class MetricsTest < Minitest::Test
 
   def scrape(port) = get(port)[2]
 
+  # One response read off a connection kept open: [head, body] (no body for a HEAD).
+  def response(sock, head_only: false)
+    head = +''
+    head << sock.readpartial(1) until head.end_with?("\r\n\r\n") # no byte of the next one
+    len = head_only ? 0 : Integer(head[/^Content-Length: (\d+)\r$/, 1])
+    [head, len.zero? ? '' : sock.read(len)]
+  end
+
+  # Whether the server closed sock (its end read), without waiting.
+  def closed?(sock)
+    sock.read_nonblock(1)
+    false
+  rescue EOFError, Errno::ECONNRESET
+    true
+  rescue IO::WaitReadable
+    false
+  end
+
   # The value of the first sample whose line starts with prefix in a scrape, or nil.
   def value(body, prefix)
     line = body.lines.find { |l| l.start_with?(prefix) } or return nil
@@ -195,7 +213,7 @@ class MetricsTest < Minitest::Test
     assert_match(%r{\AHTTP/1\.1 405 Method Not Allowed\r\n}, post)
     assert_includes post, "\r\nAllow: GET, HEAD\r\n"
     assert_match(%r{\AHTTP/1\.1 400 }, raw(port, "hello\r\n\r\n"))
-    head = raw(port, "HEAD /metrics HTTP/1.1\r\n\r\n")
+    head = raw(port, "HEAD /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")
     assert_match(%r{\AHTTP/1\.1 200 OK\r\n}, head)
     assert head.end_with?("\r\n\r\n"), 'HEAD: no body'
     assert_match(/^Content-Length: [1-9]\d*\r$/, head)
@@ -203,6 +221,51 @@ class MetricsTest < Minitest::Test
     huge = "GET /metrics HTTP/1.1\r\nX-Big: #{'a' * 20_000}\r\n\r\n"
     assert_match(%r{\AHTTP/1\.1 431 Request Header Fields Too Large\r\n}, raw(port, huge))
     assert_equal 200, get(port)[0], 'still serving'
+    stop(c)
+  end
+
+  # HTTP/1.1: a connection serves request after request (pipelined ones in order) until its
+  # client says close; HTTP/1.0 closes. An idle kept-alive connection gives way to a new one
+  # when all 16 are taken.
+  def test_keep_alive
+    t = app('calls')
+    c, port = serve(t)
+    TCPSocket.open('127.0.0.1', port) do |s|
+      3.times do
+        s.write("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, body = response(s)
+        assert_match(%r{\AHTTP/1\.1 200 OK\r\n}, head)
+        refute_match(/^Connection:/i, head)
+        assert_includes body, "tracer_targets 1\n"
+      end
+      s.write("GET /metrics HTTP/1.1\r\n\r\nHEAD /metrics HTTP/1.1\r\n\r\n" \
+              "GET /metrics?again HTTP/1.1\r\nConnection: close\r\n\r\n")
+      first, body = response(s)
+      head, = response(s, head_only: true)
+      last, again = response(s)
+      assert_includes body, "tracer_targets 1\n"
+      assert_equal first.sub(/^Content-Length: \d+/, ''), head.sub(/^Content-Length: \d+/, ''), 'the HEAD'
+      assert_match(/^Connection: close\r$/, last)
+      assert_includes again, "tracer_targets 1\n"
+      assert_equal '', s.read, 'closed after the response its client asked it to close'
+    end
+    assert_match(/^Connection: close\r$/, raw(port, "GET /metrics HTTP/1.0\r\n\r\n"), 'HTTP/1.0 closes')
+
+    idle = Array.new(16) do
+      s = TCPSocket.open('127.0.0.1', port)
+      s.write("GET /metrics HTTP/1.1\r\n\r\n")
+      response(s)
+      s
+    end
+    assert_equal 200, get(port)[0], 'a 17th connection served: an idle one made room'
+    wait_until(message: 'an idle connection closed') { idle.any? { |s| closed?(s) } }
+    open = idle.reject { |s| closed?(s) }
+    assert_equal 15, open.size, 'one made room, no more'
+    open.each do |s|
+      s.write("GET /metrics HTTP/1.1\r\n\r\n")
+      assert_match(%r{\AHTTP/1\.1 200 }, response(s)[0], 'the others still served')
+    end
+    idle.each(&:close)
     stop(c)
   end
 

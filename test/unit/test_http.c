@@ -30,6 +30,27 @@ test_requests(void)
 	test_str("method", req.method, "HEAD");
 	test_str("no accept", req.accept, "");
 
+	test_note("keep-alive: what may follow the response, where the next request starts");
+	test_cond("1.1", parse("GET /metrics HTTP/1.1\r\nHost: h\r\n\r\nGET /", &req) ==
+		  TRC_HTTP_PARSED);
+	test_cond("1.1 stays open, no body", !req.close && !req.body);
+	test_cond("head length: up to the next request", req.head_len == 34);
+	test_cond("1.0", parse("GET /metrics HTTP/1.0\r\n\r\n", &req) == TRC_HTTP_PARSED);
+	test_cond("1.0 closes", req.close && req.head_len == 25);
+	test_cond("Connection: close", parse("GET / HTTP/1.1\r\nconnection: Keep-Alive, Close\r\n\r\n",
+					     &req) == TRC_HTTP_PARSED && req.close);
+	test_cond("Connection: keep-alive", parse("GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n",
+						  &req) == TRC_HTTP_PARSED && !req.close);
+	test_cond("Content-Length: 0 is no body",
+		  parse("POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n", &req) == TRC_HTTP_PARSED &&
+		  !req.body);
+	test_cond("Content-Length: 5 is a body",
+		  parse("POST / HTTP/1.1\r\nContent-Length:  5 \r\n\r\nhello", &req) == TRC_HTTP_PARSED &&
+		  req.body && !req.close);
+	test_cond("Transfer-Encoding is a body",
+		  parse("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &req) ==
+		  TRC_HTTP_PARSED && req.body);
+
 	test_note("a head not yet whole");
 	test_cond("empty", parse("", &req) == TRC_HTTP_PARTIAL);
 	test_cond("request line only", parse("GET /metrics HTTP/1.1\r\n", &req) == TRC_HTTP_PARTIAL);
@@ -119,16 +140,22 @@ test_responses(void)
 
 	test_note("a response's head");
 	trc_buf_init(&b);
-	trc_http_response_head(&b, 405, "text/plain", 3);
+	trc_http_response_head(&b, 405, "text/plain", 3, false);
 	trc_buf_addc(&b, '\0');
 	test_str("405", b.data, "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\n"
 		 "Content-Length: 3\r\nAllow: GET, HEAD\r\nConnection: close\r\n\r\n");
 	trc_buf_release(&b);
 	trc_buf_init(&b);
-	trc_http_response_head(&b, 200, "text/plain; version=0.0.4", 12345);
+	trc_http_response_head(&b, 200, "text/plain; version=0.0.4", 12345, false);
 	trc_buf_addc(&b, '\0');
 	test_str("200", b.data, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
 		 "Content-Length: 12345\r\nConnection: close\r\n\r\n");
+	trc_buf_release(&b);
+	trc_buf_init(&b);
+	trc_http_response_head(&b, 200, "text/plain", 7, true);
+	trc_buf_addc(&b, '\0');
+	test_str("200, kept alive: no Connection header (HTTP/1.1's default)", b.data,
+		 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 7\r\n\r\n");
 	trc_buf_release(&b);
 }
 
