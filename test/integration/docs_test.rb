@@ -183,6 +183,18 @@ class DocsTest < Minitest::Test
     end
   end
 
+  # systemd-analyze verify on an instance of the installed unit: its settings parse, its
+  # ExecStart is an executable, its Documentation= man page is found (on MANPATH). It needs no
+  # running systemd; the unit is never started here.
+  def verify_unit(dir, manpath)
+    skip 'systemd-analyze is not installed (apt-get install systemd)' unless system('command -v systemd-analyze >/dev/null')
+    man = system('command -v man >/dev/null') ? [] : ['--man=no'] # no man-db: nothing to look it up with
+    out, status = Open3.capture2e({ 'MANPATH' => manpath }, 'systemd-analyze', 'verify', *man,
+                                  './tracer-metrics@deploy.service', chdir: dir)
+    assert status.success?, out
+    assert_equal '', out, 'systemd-analyze verify: nothing to say'
+  end
+
   def test_make_install
     Dir.mktmpdir do |prefix|
       out, status = Open3.capture2e('make', '-s', '-C', File.join(ROOT, 'client'), 'install', "PREFIX=#{prefix}")
@@ -206,6 +218,7 @@ class DocsTest < Minitest::Test
       unit = File.read(File.join(prefix, 'lib', 'systemd', 'system', 'tracer-metrics@.service'))
       assert_match(/^ExecStart=#{Regexp.escape(bin)} --ps \$\{TRACER_PS\} --top \$\{TRACER_TOP\} --metrics /, unit)
       refute_includes unit, '@BINDIR@'
+      verify_unit(File.join(prefix, 'lib', 'systemd', 'system'), File.join(prefix, 'share', 'man'))
     end
   end
 end
