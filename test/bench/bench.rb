@@ -22,13 +22,15 @@
 #
 # Knobs (environment): BENCH_ROUND_SECONDS (0.08), BENCH_ROUNDS (rounds kept per phase, 5),
 # BENCH_BUDGET (seconds; rows that would start later are skipped, 150), BENCH_ONLY=keyloop,calls
-# (only these workloads), BENCH_SERIAL=1, TRACER_COMMIT (the commit to name in the header,
+# (only these workloads), BENCH_ROWS=REGEX (only the settings whose names match, besides the
+# not loaded / loaded rows), BENCH_SERIAL=1, TRACER_COMMIT (the commit to name in the header,
 # where there is no .git).
 require 'etc'
 require 'fileutils'
 require 'json'
 require 'open3'
 require 'rbconfig'
+require 'socket'
 require 'timeout'
 require 'tmpdir'
 
@@ -287,6 +289,9 @@ module Bench
   def yjit? = @yjit
   def elapsed = now - T0
 
+  # A port nothing listens on now (the kernel's pick; free again once closed).
+  def free_port = TCPServer.open('127.0.0.1', 0) { |s| s.addr[1] }
+
   # Copies the agent and the client to a private directory: other people rebuild them while
   # the bench runs, and copying a new .so over a loaded one crashes its processes (SIGBUS).
   def snapshot
@@ -400,7 +405,50 @@ module Bench
                    :error, :noisy, :noisy1, :noisy10, :early_at, :late_at, :yjit_before, :yjit_after,
                    keyword_init: true)
 
-  Setting = Struct.new(:name, :kind, :args, keyword_init: true)
+  # every: --metrics rows, the seconds between two scrapes.
+  Setting = Struct.new(:name, :kind, :args, :every, keyword_init: true)
+
+  # GET /metrics every `every` seconds from a thread, as Prometheus does; the first at once.
+  class Scraper
+    attr_reader :body
+
+    def initialize(port, every)
+      @port = port
+      @every = every
+      @lock = Mutex.new
+      @times = []
+      @body = nil
+    end
+
+    # One scrape: the body, or nil if the server did not answer.
+    def scrape
+      TCPSocket.open('127.0.0.1', @port) do |s|
+        s.write("GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        res = s.read
+        body = res.split("\r\n\r\n", 2)[1] if res.start_with?('HTTP/1.1 200 ')
+        @lock.synchronize { (@times << Bench.now) && (@body = body) } if body
+        body
+      end
+    rescue SystemCallError, IOError
+      nil
+    end
+
+    def start
+      @thread = Thread.new do
+        loop do
+          t = Bench.now
+          scrape
+          sleep([@every - (Bench.now - t), 0].max)
+        end
+      end
+    end
+
+    def stop = @thread&.kill&.join
+    def count_between(t0, t1) = @lock.synchronize { @times.count { |t| t >= t0 && t <= t1 } }
+
+    # The value of a sample without labels in the last scrape.
+    def value(name) = @lock.synchronize { @body&.[](/^#{name} (\d+)$/, 1)&.to_i }
+  end
 
   # "not loaded" and "loaded, not attached": two processes, run in turns (SIGSTOP/SIGCONT),
   # measured in one go. Its "not loaded" process's chunk is every row's of the workload.
@@ -515,6 +563,9 @@ module Bench
       case @setting.kind
       when :ours then [Bench.tracer, '-p', pid, *@setting.args, '-o', @out]
       when :top then [Bench.tracer, '-p', pid, '--top', *@setting.args, '--json', '--interval', TOP_INTERVAL.to_s]
+      when :metrics
+        [Bench.tracer, '-p', pid, '--top', *@setting.args, '--interval', TOP_INTERVAL.to_s,
+         '--metrics', "127.0.0.1:#{@port ||= Bench.free_port}"]
       when :rbtrace then ['rbtrace', '-p', pid, *@setting.args, '-o', @out, '--timeout', RBTRACE_TIMEOUT.to_s]
       end
     end
@@ -527,7 +578,9 @@ module Bench
       @before = Bench.phase(t)
       @row.yjit_before = t.yjit_at_start if Bench.yjit?
       c = attach unless @setting.kind == :control
+      t0 = Bench.now
       @during = Bench.phase(t)
+      @scrapes = @scraper.count_between(t0, Bench.now) if @scraper
       if @setting.kind == :rbtrace && File.size?(@out).to_i.zero?
         raise "rbtrace said it attached but wrote no trace in #{@during.size} rounds"
       end
@@ -544,10 +597,13 @@ module Bench
       @client = c = Client.new(argv)
       limit = @setting.kind == :rbtrace ? RBTRACE_TIMEOUT + 5 : ATTACH_TIMEOUT
       t0 = Bench.now
+      @scraper = Scraper.new(@port, @setting.every) if @setting.kind == :metrics
       ok = Bench.wait_until(limit) do
-        c.err.include?('attached to process') || (@setting.kind == :top && !c.out_lines.empty?) || !c.alive?
+        c.err.include?('attached to process') || (@setting.kind == :top && !c.out_lines.empty?) || !c.alive? ||
+          (@scraper&.scrape && @scraper.value('tracer_targets') == 1)
       end
       @attach_s = Bench.now - t0
+      @scraper&.start # its first scrape at once: one falls in the rounds while attached
       return c if ok && c.alive?
 
       who = @setting.kind == :rbtrace ? 'rbtrace' : 'client'
@@ -558,6 +614,8 @@ module Bench
 
     # SIGINT, as a user's ^C; the trace is counted in the background meanwhile.
     def detach(c)
+      @scraper&.stop
+      @scraper&.scrape # after the rounds: the counts for the events column
       t0 = Bench.now
       c.signal('INT')
       limit = @setting.kind == :rbtrace ? RBTRACE_DETACH_TIMEOUT : DETACH_TIMEOUT
@@ -578,6 +636,9 @@ module Bench
       when :top
         @row.events, @row.lost, why = Bench.top_totals(c.out_lines)
         @row.error ||= why
+      when :metrics # the last scrape's counters
+        @row.events = @scraper.value('tracer_events_total')
+        @row.lost = @scraper.value('tracer_events_lost_total')
       when :ours
         @row.lost = Bench.lost_from_stderr(c.err)
         @counting = Thread.new { Bench.count_calls(@out) }
@@ -622,10 +683,11 @@ module Bench
       end
       File.delete(@out) if @out && File.exist?(@out)
       Bench.log format('  %s %s: before %s, during %s, after %s (at %ss), %s (at %ss); attach %s, detach %s; ' \
-                       '%s events, %s lost', @workload, @setting.name, Bench.spread_s(@before),
+                       '%s events, %s lost%s', @workload, @setting.name, Bench.spread_s(@before),
                        Bench.spread_s(@during), Bench.spread_s(@after1), @row.early_at&.round(1),
                        Bench.spread_s(@after10), @row.late_at&.round(1), @attach_s&.round(2),
-                       @detach_s&.round(2), @row.events.inspect, @row.lost.inspect)
+                       @detach_s&.round(2), @row.events.inspect, @row.lost.inspect,
+                       @scrapes ? format('; %d scrapes during the %d rounds while attached', @scrapes, @during.size) : '')
       @stage = :done
     end
   end
@@ -717,6 +779,14 @@ module Bench
       s << top.('--top calls', 'calls')
       s << top.('--top calls --all', 'calls', '--all', '--yes')
     end
+    if workload == 'calls'
+      # --top calls serving /metrics: scraped every 15 s (Prometheus' usual interval; in rounds of
+      # about half a second, the one scrape at attach), and every 10 ms, the bound: a hundred
+      # scrapes a second cost the app no more than the first row does.
+      metrics = ->(name, every) { Setting.new(name: name, kind: :metrics, args: ['calls'], every: every) }
+      s << metrics.('--top calls --metrics, scraped every 15 s', 15.0)
+      s << metrics.('--top calls --metrics, scraped every 10 ms', 0.01)
+    end
     if workload == 'alloc'
       s << top.('--top objects', 'objects')
       s << top.("--top objects --sample #{SAMPLE}", 'objects', '--sample', SAMPLE.to_s)
@@ -730,10 +800,10 @@ module Bench
   end
 
   # Baselines and trials in table order; rbtrace rows that cannot run are rows saying why.
-  def plan(workloads, rbtrace)
+  def plan(workloads, rbtrace, rows = nil)
     workloads.flat_map do |w|
       base = Baseline.new(w)
-      [base] + settings_for(w).map do |s|
+      [base] + settings_for(w).select { |s| rows.nil? || s.name.match?(rows) }.map do |s|
         trial = Trial.new(w, s, base)
         trial.skip(rbtrace) if s.kind == :rbtrace && rbtrace
         trial
@@ -905,7 +975,8 @@ module Bench
       'no client (control): the same rounds in a loaded process that no client attaches to: the harness',
       "  alone, and what the agent does later by itself (the first GC comes several seconds in).",
       "?: the rounds behind the ratio varied by more than #{((NOISY - 1) * 100).round}% (busy machine): a rough figure.",
-      'events: calls completed in the trace file (-m, -f, -s, rbtrace); for --top, the "events" of its --json lines;',
+      'events: calls completed in the trace file (-m, -f, -s, rbtrace); for --top, the "events" of its --json lines',
+      '  (--metrics: tracer_events_total of the last scrape);',
       '  lost: "*** N events lost" from our client; rbtrace reports none (n/r).',
       *(if yjit?
           ['YJIT inval: RubyVM::YJIT.runtime_stats[:invalidation_count] from when the target was ready (before its',
@@ -1037,7 +1108,8 @@ module Bench
     workloads = WORKLOAD_NAMES.select { |w| only.nil? || only.include?(w) }
     log "#{RUBY}, YJIT #{yjit? ? 'on' : 'off'}; agent and client copied to #{tmp}; " \
         "rows #{pipelined? ? 'pipelined' : 'one after the other'}; rbtrace: #{rbtrace || 'yes'}"
-    items = plan(workloads, rbtrace)
+    rows = ENV['BENCH_ROWS'] && Regexp.new(ENV['BENCH_ROWS'])
+    items = plan(workloads, rbtrace, rows)
     run(items)
     log 'attach round trip'
     rt, rt_ms = round_trip
