@@ -116,9 +116,8 @@ header_line(const char *line, size_t n, struct trc_http_request *req)
 		vlen--;
 	if (is_header(line, name, "connection") && has_word(v, vlen, "close"))
 		req->close = true;
-	else if (is_header(line, name, "content-length") && !(vlen == 1 && v[0] == '0'))
-		req->body = true;
-	else if (is_header(line, name, "transfer-encoding"))
+	else if ((is_header(line, name, "content-length") && !(vlen == 1 && v[0] == '0')) ||
+		 is_header(line, name, "transfer-encoding"))
 		req->body = true;
 	if (!is_header(line, name, "accept"))
 		return true;
