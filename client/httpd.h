@@ -19,7 +19,8 @@
  * scrape interval, so that its scrapes reuse it. Idle, it also gives way to a new connection
  * when all are taken: it cannot hold the server. */
 #define TRC_HTTPD_IDLE_SECS 30.0
-/* Connections served at once; those beyond are closed as they come. */
+/* Connections served at once; one beyond takes an idle kept-alive connection's place, or is
+ * closed as it comes. */
 #define TRC_HTTPD_MAX_CONNS 16
 
 /*
