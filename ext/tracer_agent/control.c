@@ -336,6 +336,16 @@ call_service(VALUE unused)
 }
 
 /*
+ * What rb_set_errinfo takes without raising. The VM may keep something else there for a moment
+ * (the state of a break or throw on its way): that is not put back.
+ */
+static int
+is_exception_or_nil(VALUE v)
+{
+	return NIL_P(v) || (!RB_SPECIAL_CONST_P(v) && RB_BUILTIN_TYPE(v) == T_OBJECT && rb_obj_is_kind_of(v, rb_eException));
+}
+
+/*
  * At a safe point, GVL held. Exceptions raised here would be swallowed by the VM: raise none.
  *
  * A job runs on whichever thread checks its interrupts next, most often the app's, and there
@@ -359,7 +369,8 @@ control_job(void *arg)
 	rb_protect(call_service, Qnil, &state);
 	if (!served)
 		service();
-	rb_set_errinfo(errinfo);
+	if (is_exception_or_nil(errinfo))
+		rb_set_errinfo(errinfo);
 }
 
 /* ---- tracer --exec: the agent connects as it loads ---- */
@@ -463,6 +474,7 @@ void
 trc_control_init(VALUE mod)
 {
 	agent_module = mod;
+	rb_gc_register_address(&agent_module);
 	id_service = rb_intern("__service");
 	rb_define_private_method(rb_singleton_class(mod), "__service", service_method, 0);
 	self_pid = getpid();
