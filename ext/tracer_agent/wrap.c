@@ -610,8 +610,9 @@ gc_back(VALUE was_disabled)
  * with rb_class_new_instance: that one hands initialize the block of the frame it is called
  * from, and Module#initialize runs a block it is given. The install often runs as a postponed
  * job on the app's own thread (control.c), where that frame is the app's: on Redmine, the block
- * of ActiveModel's `values.fetch(name) { value_present = false }` ran so, and an attribute the
- * database had returned read as missing (issue 23).
+ * ActiveRecord's #[] gives LazyAttributeSet#fetch_value ran so (issue 23). A block that sets a
+ * local its method then reads (Delegator's `__getobj__ { r = false }`) changes what the app
+ * does next; one that raises left the owner unwrapped.
  */
 static VALUE
 wrappers_new(VALUE owner)

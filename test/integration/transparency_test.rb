@@ -76,11 +76,12 @@ class TransparencyTest < Minitest::Test
   # at whatever point that thread was: there the block of the method the app is in is the
   # app's, and no C call of the agent's may pass it on. Making a Wrappers module did
   # (rb_class_new_instance hands the current frame's block to initialize, and Module#initialize
-  # runs it): on Redmine, the block of ActiveModel's `values.fetch(name) { value_present =
-  # false }` ran once, and a loaded attribute read as missing (MissingAttributeError), or
-  # Delegator's `__getobj__ { r = false }` did, and a reflection had no #type. Here the app
-  # spends its time in a method whose block it never calls, in a loop whose backward branch is
-  # where the job runs, while forty classes of its own get their Wrappers module.
+  # runs it): on Redmine, the block ActiveRecord's #[] gives LazyAttributeSet#fetch_value ran
+  # so, and one request in a few installs failed (MissingAttributeError for a column the query
+  # had returned; a ReflectionProxy without #type, as when Delegator's `__getobj__ { r = false }`
+  # runs). Here the app spends its time in a method whose block it never calls, in a loop whose
+  # backward branch is where the job runs, while forty classes of its own get their Wrappers
+  # module: before the fix, the block ran once for each of the 41.
   def test_the_install_never_calls_the_block_of_the_method_the_app_is_in
     Dir.mktmpdir('tracer-transparency') do |dir|
       File.write(File.join(dir, 'spin.rb'), <<~'RUBY')
