@@ -180,5 +180,5 @@ Init_tracer_agent(void)
 	trc_eval_init();
 	trc_clock_init();
 	trc_gc_init();
-	trc_control_init();
+	trc_control_init(mod);
 }

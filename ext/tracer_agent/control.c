@@ -316,14 +316,61 @@ listener_start(void)
 		rb_set_errinfo(Qnil);
 }
 
-/* At a safe point, GVL held. Exceptions raised here would be swallowed by the VM: raise none. */
+static VALUE agent_module;
+static ID id_service;
+static int served;
+
+/* TracerAgent.__service (private): the service, in the frame of a method of its own. */
+static VALUE
+service_method(VALUE self)
+{
+	served = 1;
+	service();
+	return Qnil;
+}
+
+static VALUE
+call_service(VALUE unused)
+{
+	return rb_funcall(agent_module, id_service, 0);
+}
+
+/*
+ * What rb_set_errinfo takes without raising. The VM may keep something else there for a moment
+ * (the state of a break or throw on its way): that is not put back.
+ */
+static int
+is_exception_or_nil(VALUE v)
+{
+	return NIL_P(v) || (!RB_SPECIAL_CONST_P(v) && RB_BUILTIN_TYPE(v) == T_OBJECT && rb_obj_is_kind_of(v, rb_eException));
+}
+
+/*
+ * At a safe point, GVL held. Exceptions raised here would be swallowed by the VM: raise none.
+ *
+ * A job runs on whichever thread checks its interrupts next, most often the app's, and there
+ * the current frame is the app's, wherever it was: what Ruby's C API takes from "the current
+ * frame" would be the app's block (rb_block_given_p, rb_class_new_instance handing it to
+ * initialize: issue 23, wrap.c), or its keywords. So the service runs inside a C method called
+ * as any method is, whose frame has neither; only if that call fails does it run here. The
+ * app's $! is as it was after: the service clears what it rescues.
+ */
 static void
 control_job(void *arg)
 {
+	VALUE errinfo;
+	int state = 0;
+
 	/* A job can land on a thread of another Ractor: the listener serves the main one. */
 	if (!trc_vm_main_ractor())
 		return;
-	service();
+	errinfo = rb_errinfo();
+	served = 0;
+	rb_protect(call_service, Qnil, &state);
+	if (!served)
+		service();
+	if (is_exception_or_nil(errinfo))
+		rb_set_errinfo(errinfo);
 }
 
 /* ---- tracer --exec: the agent connects as it loads ---- */
@@ -424,8 +471,12 @@ at_vm_exit(VALUE unused)
 }
 
 void
-trc_control_init(void)
+trc_control_init(VALUE mod)
 {
+	agent_module = mod;
+	rb_gc_register_address(&agent_module);
+	id_service = rb_intern("__service");
+	rb_define_private_method(rb_singleton_class(mod), "__service", service_method, 0);
 	self_pid = getpid();
 	trc_vm_init(control_job);
 	install_handler();

@@ -2,8 +2,13 @@
 #ifndef TRC_CONTROL_H
 #define TRC_CONTROL_H
 
-/* From Init_, GVL held: installs the SIGURG handler, the fork and exit handlers. */
-void trc_control_init(void);
+#include <ruby.h>
+
+/*
+ * From Init_, GVL held: installs the SIGURG handler, the fork and exit handlers, and mod's
+ * private __service, where the postponed job serves (control.c says why).
+ */
+void trc_control_init(VALUE mod);
 /* GVL held: puts our SIGURG handler back in front after the app trapped URG itself. */
 void trc_control_rearm(void);
 /*

@@ -606,6 +606,21 @@ gc_back(VALUE was_disabled)
 }
 
 /*
+ * The Wrappers module for owner, made with Class#new called as any method is (rb_funcall), never
+ * with rb_class_new_instance: that one hands initialize the block of the frame it is called
+ * from, and Module#initialize runs a block it is given. The install often runs as a postponed
+ * job on the app's own thread (control.c), where that frame is the app's: on Redmine, the block
+ * ActiveRecord's #[] gives LazyAttributeSet#fetch_value ran so (issue 23). A block that sets a
+ * local its method then reads (Delegator's `__getobj__ { r = false }`) changes what the app
+ * does next; one that raises left the owner unwrapped.
+ */
+static VALUE
+wrappers_new(VALUE owner)
+{
+	return rb_funcall(wraps.wrappers_class, id_new, 1, owner);
+}
+
+/*
  * Prepending to a module that was included somewhere walks the classes it was included in.
  * Ruby 3.1 (fixed in 3.3) crashes there when all of them have been collected (it takes the
  * list's empty head for one: seen on Redmine, whose helper modules go into view classes that
@@ -620,7 +635,7 @@ prepend(VALUE arg)
 	struct prepend_args *a = (struct prepend_args *)arg;
 	VALUE was_disabled;
 
-	a->w = rb_class_new_instance(1, &a->owner, wraps.wrappers_class);
+	a->w = wrappers_new(a->owner);
 	if (!RB_TYPE_P(a->owner, T_MODULE)) {
 		rb_prepend_module(a->owner, a->w);
 		return Qnil;

@@ -152,14 +152,6 @@ class RailsTest < Minitest::Test
       next unless fig[ph]
 
       bad = fig[ph][:not200] + fig[ph][:errors]
-      # Issue 23, open: about one install in six on fresh workers fails one request while the
-      # wrappers go in (ActiveModel::MissingAttributeError, or a NoMethodError in Rails' own
-      # code), not found yet. That one is said, not counted; a second is a failure, as is any
-      # failed request while attached or after.
-      if ph == :during && bad == 1
-        warn "rails_test: KNOWN DEFECT (issue 23): 1 request failed during the install (#{fig[ph][:text][/^not 200: .*/]})"
-        next
-      end
       problems << "#{ph}: #{bad} requests not answered 200 (#{fig[ph][:text][/^not 200: .*/]})" if bad.positive?
     end
     served = @server.kind == 'puma' ? "Puma (#{@server.log[/Passenger could not start here \((.*)\)/, 1]})" : 'Apache and Passenger'

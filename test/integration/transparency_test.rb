@@ -72,6 +72,44 @@ class TransparencyTest < Minitest::Test
     end
   end
 
+  # Issue 23. The install runs in slices, each often on the app's own thread (a postponed job),
+  # at whatever point that thread was: there the block of the method the app is in is the
+  # app's, and no C call of the agent's may pass it on. Making a Wrappers module did
+  # (rb_class_new_instance hands the current frame's block to initialize, and Module#initialize
+  # runs it): on Redmine, the block ActiveRecord's #[] gives LazyAttributeSet#fetch_value ran
+  # so, and one request in a few installs failed (MissingAttributeError for a column the query
+  # had returned; a ReflectionProxy without #type, as when Delegator's `__getobj__ { r = false }`
+  # runs). Here the app spends its time in a method whose block it never calls, in a loop whose
+  # backward branch is where the job runs, while forty classes of its own get their Wrappers
+  # module: before the fix, the block ran once for each of the 41.
+  def test_the_install_never_calls_the_block_of_the_method_the_app_is_in
+    Dir.mktmpdir('tracer-transparency') do |dir|
+      File.write(File.join(dir, 'spin.rb'), <<~'RUBY')
+        $stdout.sync = true
+        $foreign = 0
+        40.times { |i| Object.const_set(:"Owner#{i}", Class.new { def work = 1 }) }
+        class Worker
+          def spin
+            n = 0
+            n += 1 while n < 100_000
+            n
+          end
+        end
+        worker = Worker.new
+        puts "ready #{$$}"
+        loop { worker.spin { $foreign += 1 } }
+      RUBY
+      t = target('', script: 'spin.rb', chdir: dir)
+      c = client('-p', t.pid, '-f')
+      c.wait_for(/^Worker#spin <[\d.]+>$/)
+      c.signal('INT')
+      assert c.finish.success?, c.err
+      out, err, status = tracer('-p', t.pid, '-e', '$foreign')
+      assert status.success?, err
+      assert_equal "=> 0\n", out, 'times the agent called the block Worker#spin was given'
+    end
+  end
+
   # Twenty sessions of every mode that wraps methods leave each class as the first one did:
   # the same methods, the same ancestors (a Wrappers module in front of each class traced once),
   # no hook; attach takes as long, and the process stays as lean: its RSS grows no more than
