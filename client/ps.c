@@ -104,6 +104,7 @@ age(pid_t pid)
 	char path[64], buf[1024], *p;
 	unsigned long long start = 0;
 	double up = 0;
+	char *end;
 	FILE *f;
 	size_t n;
 
@@ -118,13 +119,20 @@ age(pid_t pid)
 		return 1e9;
 	for (int field = 2; field < 22 && p != NULL; field++)
 		p = strchr(p + 1, ' ');
-	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+	if (p == NULL)
+		return 1e9;
+	errno = 0;
+	start = strtoull(p + 1, &end, 10);
+	if (end == p + 1 || errno != 0)
 		return 1e9;
 	if ((f = fopen("/proc/uptime", "re")) == NULL)
 		return 1e9;
-	if (fscanf(f, "%lf", &up) != 1)
-		up = 1e9;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
+	buf[n] = '\0';
+	up = strtod(buf, &end);
+	if (end == buf)
+		return 1e9;
 	return up - (double)start / (double)sysconf(_SC_CLK_TCK);
 }
 
