@@ -3,6 +3,7 @@ RUBY ?= ruby
 PREFIX ?= /usr/local
 EXT = ext/tracer_agent
 AGENT = lib/tracer_agent/tracer_agent.so
+LOADER = lib/tracer_agent/tracer_inject.so
 AGENT_SRC = $(wildcard $(EXT)/*.c $(EXT)/*.h) $(EXT)/extconf.rb include/tracer_protocol.h
 
 .PHONY: all deps test-deps agent client test test-unit test-integration test-rubies demo bench bench-ruby bench-floor \
@@ -18,7 +19,12 @@ deps:
 test-deps:
 	@script/deps test
 
-agent: $(AGENT)
+agent: $(AGENT) $(LOADER)
+
+# What tracer -p loads first into a process without the agent (ext/tracer_inject/tracer_inject.c):
+# no Ruby headers, every symbol bound at load.
+$(LOADER): ext/tracer_inject/tracer_inject.c
+	$(CC) -std=gnu11 -O2 -fPIC -shared -Wall -Wextra -Werror -Wl,-z,now -o $@.tmp $< && mv -f $@.tmp $@
 
 $(AGENT): $(AGENT_SRC) | deps
 	cd $(EXT) && TRACER_WERROR=1 $(RUBY) extconf.rb >/dev/null && $(MAKE) -s
@@ -102,7 +108,7 @@ install: client
 
 clean:
 	-cd $(EXT) && [ -f Makefile ] && $(MAKE) -s clean
-	rm -f $(EXT)/Makefile $(EXT)/extconf.h $(EXT)/mkmf.log $(AGENT) lib/tracer_agent/built_for
+	rm -f $(EXT)/Makefile $(EXT)/extconf.h $(EXT)/mkmf.log $(AGENT) $(LOADER) lib/tracer_agent/built_for
 	$(MAKE) -s -C client clean
 
 # ---- Robustness: fuzzers, static analysis, the agent under AddressSanitizer ----

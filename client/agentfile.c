@@ -179,11 +179,13 @@ trc_agentfile_check(struct trc_agentfile *a, const char *lib, const struct trc_r
 			   "beside its binary, or $TRACER_AGENT_LIB), " TRC_PERMIT_INSTEAD, (int)r->pid);
 	snprintf(a->rb, sizeof(a->rb), "%s/tracer_agent.rb", dir);
 	snprintf(a->so, sizeof(a->so), "%s/tracer_agent/tracer_agent.so", dir);
+	snprintf(a->loader, sizeof(a->loader), "%s/tracer_agent/tracer_inject.so", dir);
 	snprintf(sub, sizeof(sub), "%s/tracer_agent", dir);
 	if (safe_path(a->rb, owner, r->pid, why, n) < 0 || safe_path(a->so, owner, r->pid, why, n) < 0 ||
-	    safe_dir_files(sub, owner, r->pid, why, n) < 0)
+	    safe_path(a->loader, owner, r->pid, why, n) < 0 || safe_dir_files(sub, owner, r->pid, why, n) < 0)
 		return -1;
-	if (same_in_target(a->rb, r->pid, why, n) < 0 || same_in_target(a->so, r->pid, why, n) < 0)
+	if (same_in_target(a->rb, r->pid, why, n) < 0 || same_in_target(a->so, r->pid, why, n) < 0 ||
+	    same_in_target(a->loader, r->pid, why, n) < 0)
 		return -1;
 	return built_for_ruby(dir, a->so, r, why, n);
 }

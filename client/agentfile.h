@@ -13,6 +13,7 @@
 
 struct trc_agentfile {
 	char rb[PATH_MAX + 32];         /* lib/tracer_agent.rb, canonical: what the process requires */
+	char loader[PATH_MAX + 32];     /* lib/tracer_agent/tracer_inject.so: what the job loads */
 	char so[PATH_MAX + 32];         /* lib/tracer_agent/tracer_agent.so */
 };
 

@@ -2,7 +2,6 @@
 #define _GNU_SOURCE     /* tgkill */
 #include "inject.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -31,19 +30,10 @@
 #define MAX_BUFFER_SCAN 1024
 
 /*
- * What the job evaluates, with rb_eval_string, on whatever thread the VM runs it: a thread of
- * its own that requires the agent. Not the require itself: a job runs with trap interrupts
- * masked, where Mutex#lock (which require takes) raises. Every name is written from the top
- * (::): rb_eval_string evaluates in the scope of the frame the VM interrupted, whose constants
- * and self are the app's. The block is made in TOPLEVEL_BINDING, not in that frame: a block
- * there would capture the frame's locals (a `rescue => e` would even assign the app's `e`).
- * Nothing escapes: report_on_exception off, and every exception rescued (an app that set
- * Thread.abort_on_exception would otherwise see it raised in its main thread).
+ * The job is libruby's own dln_load, given the path of lib/tracer_agent/tracer_inject.so: Ruby
+ * loads it and calls its Init_tracer_inject, which starts a thread of its own that requires the
+ * agent (ext/tracer_inject/tracer_inject.c says why no more is done in the job itself).
  */
-static const char code_fmt[] =
-	"::Thread.new(&::TOPLEVEL_BINDING.eval('::Kernel.proc{::Thread.current.name=\"" LOADER_THREAD "\";"
-	"::Thread.current.report_on_exception=false;begin;::Kernel.require(\"%s\");"
-	"rescue ::Exception;end}'))";
 
 static bool enabled = true;
 
@@ -161,7 +151,7 @@ read_contexts(struct trc_inject *in, struct vmstate *st)
 static bool
 is_ours(const struct trc_inject *in, const uint64_t entry[2])
 {
-	return entry[0] == in->ruby.eval_fn && entry[1] == in->code_at;
+	return entry[0] == in->ruby.load_fn && entry[1] == in->code_at;
 }
 
 /* Which entry: 0 with in->slot for writing, 1 when ours is queued already, -1 failed. */
@@ -272,7 +262,7 @@ write_job(struct trc_inject *in, const struct vmstate *st, bool text_there)
 
 	if ((!text_there && wr(in, in->code_at, in->code, in->code_len) < 0) ||
 	    wr(in, entry + l->pj_data, &in->code_at, 8) < 0 ||
-	    wr(in, entry + l->pj_func, &in->ruby.eval_fn, 8) < 0 ||
+	    wr(in, entry + l->pj_func, &in->ruby.load_fn, 8) < 0 ||
 	    wr(in, trigger_at, &trigger, sizeof(trigger)) < 0 || flag(in, st->main_ec) < 0 ||
 	    (st->running_ec != 0 && flag(in, st->running_ec) < 0)) {
 		fail(in, false, "writing the job into process %d failed: %s", (int)in->ruby.pid, strerror(errno));
@@ -474,27 +464,12 @@ thread_state(pid_t pid, pid_t tid)
 }
 
 /* The characters a path may have to be put in the job's Ruby as is. */
-static bool
-plain_path(const char *p)
-{
-	for (; *p; p++)
-		if (!isalnum((unsigned char)*p) && strchr("/._-+@,:=~", *p) == NULL)
-			return false;
-	return true;
-}
-
 static int
 make_code(struct trc_inject *in)
 {
 	int n;
 
-	if (!plain_path(in->agent.rb)) {
-		fail(in, false, "the agent's path %s has characters tracer does not put into Ruby code: "
-		     "put tracer's lib in a plain path (or set TRACER_AGENT_LIB), " TRC_PERMIT_INSTEAD,
-		     in->agent.rb);
-		return -1;
-	}
-	n = snprintf(in->code, sizeof(in->code), code_fmt, in->agent.rb);
+	n = snprintf(in->code, sizeof(in->code), "%s", in->agent.loader);
 	in->code_len = (size_t)n + 1;
 	in->code_at = in->ruby.spare;
 	if (n < 0 || in->code_len > sizeof(in->code) || in->code_at + in->code_len > in->ruby.spare_end) {
@@ -764,8 +739,8 @@ trc_inject_poll(struct trc_inject *in)
 		maybe_wake(in, now);
 	}
 	/*
-	 * The job ran and nobody loads the agent: the VM dropped it (rb_eval_string raises when
-	 * the thread it runs on has no Ruby frame, a fiber's C-only stack; the VM swallows that).
+	 * The job ran and nobody loads the agent: the VM dropped it (dln_load raised, and the VM
+	 * swallows that), or the loader's thread has come and gone already.
 	 */
 	if (in->phase == TRC_INJECT_RAN && now - in->ran_ns > DROPPED_AFTER && !loader_running(in->ruby.pid) &&
 	    in->attempts < MAX_ATTEMPTS)

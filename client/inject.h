@@ -30,7 +30,7 @@ struct trc_inject {
 	char error[1024];
 	struct trc_rubyproc ruby;
 	struct trc_agentfile agent;
-	char code[PATH_MAX + 352];      /* the Ruby the job evaluates */
+	char code[PATH_MAX + 32];       /* the job's argument: the loader's path */
 	size_t code_len;                /* with its NUL */
 	uint64_t code_at;               /* where it is written: libruby's spare bytes */
 	int slot;                       /* the job's entry: queue slot, or buffer index */

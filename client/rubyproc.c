@@ -253,9 +253,9 @@ check_code(struct trc_rubyproc *r, char *why, size_t n)
 				    "rb_postponed_job_trigger nor rb_postponed_job_register_one", r->version,
 				    (int)r->pid);
 	}
-	if (symbol(r, "rb_eval_string", &r->eval_fn, &size) < 0)
+	if (symbol(r, "dln_load", &r->load_fn, &size) < 0)
 		return miss(TRC_RUBYPROC_UNSUPPORTED, why, n, "Ruby %s in process %d does not export "
-			    "rb_eval_string", r->version, (int)r->pid);
+			    "dln_load", r->version, (int)r->pid);
 	if (trc_vmcode_read(&r->mem, addr, size, POSTPONED_JOB_INTERRUPT, &r->code, reason, sizeof(reason)) < 0)
 		return miss(TRC_RUBYPROC_UNSUPPORTED, why, n, "Ruby %s in process %d: cannot read %s: %s",
 			    r->version, (int)r->pid, fn, reason);

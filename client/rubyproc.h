@@ -23,7 +23,7 @@ struct trc_rubyproc {
 	char soname[128];               /* libruby's DT_SONAME; "" for a static Ruby */
 	struct trc_elf elf;
 	char version[32];               /* ruby_version: "3.3.8" */
-	uint64_t eval_fn;               /* rb_eval_string */
+	uint64_t load_fn;               /* dln_load: the job's function */
 	uint64_t guard[TRC_RUBYPROC_GUARDS][2]; /* the postponed-job functions, [start, end) */
 	size_t nguard;
 	struct trc_vmcode code;         /* what rb_postponed_job_trigger or _register_one names */

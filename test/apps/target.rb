@@ -54,6 +54,14 @@ when 'pipe'
   r, _w = IO.pipe
   ready
   r.read
+when 'load'
+  # Inside Kernel#load, waiting for the file (a FIFO nobody writes): from Ruby 3.3 on, the frame
+  # there has no instruction sequence, which a job that evaluates Ruby there cannot survive.
+  require 'tmpdir'
+  fifo = File.join(Dir.mktmpdir('tracer-load'), 'later.rb')
+  File.mkfifo(fifo)
+  ready
+  load fifo
 when 'queue'
   Thread.new { sleep } # without another live thread, Ruby calls an empty pop a deadlock
   ready

@@ -37,8 +37,9 @@ class InjectTest < Minitest::Test
   # Each state, and each with Ruby 3.3's M:N scheduler (older Rubies ignore the variable).
   # A busy process lets the loading thread have Ruby's lock a time slice at a time, a long C
   # call (a sort of 3 M integers) a call at a time, and the load needs it once per file it
-  # reads: on a loaded machine that takes seconds, hence the timeouts.
-  %w[busy sleep queue pipe join cfunc select].each do |mode|
+  # reads: on a loaded machine that takes seconds, hence the timeouts. `load`: inside
+  # Kernel#load, where the job that evaluated Ruby made Ruby 3.3 and later crash.
+  %w[busy sleep queue pipe join cfunc select load].each do |mode|
     [['', {}], ['_mn_threads', { 'RUBY_MN_THREADS' => '1' }]].each do |suffix, env|
       define_method("test_loads_into_a_process_#{mode}#{suffix}") do
         t = bare(mode, env: env)
