@@ -149,13 +149,13 @@ lint: agent
 	$(CPPCHECK) --include=test/lint/cppcheck-ruby.h --suppress='*:$(RUBY_HDRDIR)/*' \
 		--suppress='*:$(RUBY_ARCHHDRDIR)/*' $(LINT_AGENT) $(EXT)/*.c || rc=1; \
 	echo "lint: cppcheck client"; \
-	$(CPPCHECK) $(LINT_CLIENT) $(LINT_PROTOBUF) client/*.c || rc=1; \
+	$(CPPCHECK) $(LINT_CLIENT) $(LINT_PROTOBUF) client/*.c ext/tracer_inject/*.c || rc=1; \
 	echo "lint: clang-tidy agent"; \
 	ls $(EXT)/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_AGENT) \
 		>build/lint/tidy.log 2>&1 || rc=1; \
 	grep -v '^[0-9]* warnings* generated\.$$' build/lint/tidy.log; \
-	echo "lint: clang-tidy client"; \
-	ls client/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_CLIENT) \
+	echo "lint: clang-tidy client, ext/tracer_inject"; \
+	ls client/*.c ext/tracer_inject/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_CLIENT) \
 		>build/lint/tidy.log 2>&1 || rc=1; \
 	grep -v '^[0-9]* warnings* generated\.$$' build/lint/tidy.log; \
 	if [ $$rc = 0 ]; then echo "lint: no findings"; else echo "lint: FAILED"; fi; \
