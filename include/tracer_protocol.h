@@ -11,7 +11,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 10
+#define TRC_PROTOCOL_VERSION 11
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -408,7 +408,11 @@ enum trc_err {
 	X(LOST, lost, 135, 2) \
 	X(GC, gc, 136, 6)
 
-#define TRC_MARKS(X)
+#define TRC_MARKS(X) \
+	X(THREAD_BEGIN, thread_begin, 137, "THREAD BEGIN", \
+	    "a thread starts (-f, -m); thread TRC_NO_THREAD, as it may not have its name yet; " \
+	    "text: its #inspect, with where it was made") \
+	X(THREAD_END, thread_end, 138, "THREAD END", "a thread ends (-f, -m); text: its #inspect")
 #define TRC_MARK_FIELDS 4
 #define TRC_NO_THREAD 0xffffffffu       /* a mark's thread when the trace names none */
 
