@@ -422,6 +422,15 @@ dec_lost(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	m->lost.count = rd_u64(r);
 }
 
+static void
+dec_mark(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	(void)d;
+	m->mark.thread = rd_u32(r);
+	m->mark.ts = rd_u64(r);
+	m->mark.text = rd_str(r);
+}
+
 /* A RETURN reads as a CALL does. */
 #define dec_return dec_call
 
@@ -442,9 +451,32 @@ static const struct msg_type {
 #undef TRC_X
 };
 
+/* Every mark reads alike; its own name is in mark_types. */
+static const struct msg_type mark_msg = { "MARK", TRC_MARK_FIELDS, dec_mark };
+
+static const struct trc_mark_type mark_types[] = {
+	{ NULL, NULL, NULL },   /* the list may be empty; TRC_EV_METHOD is no mark */
+#define TRC_X(NAME, name, type, title, help) [(type) - TRC_EV_METHOD] = { #NAME, #name, title },
+	TRC_MARKS(TRC_X)
+#undef TRC_X
+};
+
+const struct trc_mark_type *
+trc_mark_type(uint32_t type)
+{
+	uint32_t i = type - TRC_EV_METHOD;
+
+	if (type < TRC_EV_METHOD || i >= sizeof(mark_types) / sizeof(mark_types[0]) ||
+	    mark_types[i].name == NULL)
+		return NULL;
+	return &mark_types[i];
+}
+
 static const struct msg_type *
 msg_type(uint32_t type)
 {
+	if (trc_mark_type(type) != NULL)
+		return &mark_msg;
 	if (type >= sizeof(msg_types) / sizeof(msg_types[0]) || msg_types[type].decode == NULL)
 		return NULL;
 	return &msg_types[type];
@@ -453,9 +485,10 @@ msg_type(uint32_t type)
 const char *
 trc_msg_name(uint32_t type)
 {
+	const struct trc_mark_type *k = trc_mark_type(type);
 	const struct msg_type *t = msg_type(type);
 
-	return t ? t->name : NULL;
+	return k ? k->proto : t ? t->name : NULL;
 }
 
 void
@@ -474,15 +507,16 @@ trc_decoder_release(struct trc_decoder *d)
 	trc_decoder_init(d);
 }
 
+/* name: the message's (trc_msg_name), or NULL before its type is known. */
 static enum trc_decode_status
-finish(struct trc_decoder *d, struct rd *r, const struct msg_type *t, size_t *used)
+finish(struct trc_decoder *d, struct rd *r, const char *name, size_t *used)
 {
 	if (r->status == TRC_DECODE_OK)
 		*used = (size_t)(r->p - r->start);
 	else if (r->status == TRC_DECODE_MORE)
 		d->need = r->need;
-	else if (t != NULL)
-		snprintf(d->error, sizeof(d->error), "%s element %u: %s", t->name, r->field - 2, r->why);
+	else if (name != NULL)
+		snprintf(d->error, sizeof(d->error), "%s element %u: %s", name, r->field - 2, r->why);
 	else
 		snprintf(d->error, sizeof(d->error), "message type: %s", r->why);
 	return r->status;
@@ -591,10 +625,11 @@ trc_decode(struct trc_decoder *d, const void *buf, size_t len, struct trc_messag
 		return TRC_DECODE_ERROR;
 	}
 	if (n != t->nelems) {
-		snprintf(d->error, sizeof(d->error), "%s has %u elements, not %u", t->name, n, t->nelems);
+		snprintf(d->error, sizeof(d->error), "%s has %u elements, not %u", trc_msg_name(type), n,
+			 t->nelems);
 		return TRC_DECODE_ERROR;
 	}
 	m->type = type;
 	t->decode(&r, m, d);
-	return finish(d, &r, t, used);
+	return finish(d, &r, trc_msg_name(type), used);
 }

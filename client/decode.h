@@ -112,6 +112,11 @@ struct trc_message {
 			bool major;
 			struct trc_str reason;
 		} gc;
+		struct {
+			uint32_t thread;        /* TRC_NO_THREAD: not one traced */
+			uint64_t ts;
+			struct trc_str text;
+		} mark;  /* every type of TRC_MARKS */
 	};
 };
 
@@ -151,5 +156,15 @@ size_t trc_decode_skip_calls(const void *buf, size_t len, uint64_t *count);
 
 /* The protocol name of a message type ("CALL", "WELCOME"...), or NULL if unknown. */
 const char *trc_msg_name(uint32_t type);
+
+/* A mark (TRC_MARKS), as its line in the protocol names it. */
+struct trc_mark_type {
+	const char *proto;      /* its protocol name: "THREAD_BEGIN" */
+	const char *name;       /* its key: "thread_begin" */
+	const char *title;      /* what the printers show: "THREAD BEGIN" */
+};
+
+/* The mark of that type, or NULL when the type is no mark. Pure. */
+const struct trc_mark_type *trc_mark_type(uint32_t type);
 
 #endif

@@ -390,6 +390,19 @@ on_gc(void *user, void *thread, const struct trc_message *m)
 }
 
 static int
+on_mark(void *user, void *thread, const struct trc_message *m)
+{
+	struct trc_xp_source *s = user;
+
+	flush_pending(s);
+	saw(s, m->mark.ts);
+	start_source(s);
+	if (s->e->fmt->mark)
+		s->e->fmt->mark(s->e, s, thread, m);
+	return 0;
+}
+
+static int
 on_lost(void *user, const struct trc_message *m)
 {
 	struct trc_xp_source *s = user;
@@ -415,6 +428,7 @@ static const struct trc_replay_ops replay_ops = {
 	.slow = on_slow,
 	.lost = on_lost,
 	.gc = on_gc,
+	.mark = on_mark,
 };
 
 /* ---- the sink of one target ---- */

@@ -188,6 +188,37 @@ gc(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
 	trc_xp_emit(e);
 }
 
+/*
+ * "TITLE text" (TRC_MARKS) as an instant event: on its thread's track, or across the process
+ * when it names no traced thread.
+ */
+static void
+mark(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+     const struct trc_message *m)
+{
+	const struct trc_mark_type *k = trc_mark_type(m->type);
+	int64_t ts = trc_xp_rel(e, m->mark.ts);
+
+	event_start(e, "\"name\":\"");
+	trc_json_str_body(&e->line, k->title, strlen(k->title));
+	if (m->mark.text.len > 0) {
+		trc_buf_addc(&e->line, ' ');
+		trc_json_str_body(&e->line, m->mark.text.ptr, m->mark.text.len);
+	}
+	trc_buf_adds(&e->line, "\",\"cat\":\"ruby\",\"ph\":\"i\"");
+	if (th != NULL) {
+		trc_buf_adds(&e->line, ",\"s\":\"t\"");
+		put_ids(e, s, th);
+	} else {
+		trc_buf_adds(&e->line, ",\"s\":\"p\",\"pid\":");
+		trc_json_int(&e->line, s->pid);
+	}
+	trc_buf_adds(&e->line, ",\"ts\":");
+	trc_json_micros(&e->line, ts > 0 ? ts : 0);
+	trc_buf_addc(&e->line, '}');
+	trc_xp_emit(e);
+}
+
 static void
 end(struct trc_export *e)
 {
@@ -215,6 +246,7 @@ const struct trc_xp_format trc_xp_chrome = {
 	.raise = exception,
 	.slow = slow,
 	.gc = gc,
+	.mark = mark,
 	.end = end,
 	.free = free_chrome,
 };

@@ -91,6 +91,9 @@ struct trc_xp_format {
 	/* A garbage collection; th NULL when it ran on no traced thread. */
 	void (*gc)(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
 		   const struct trc_message *m);
+	/* A mark (TRC_MARKS, trc_mark_type() names it); th NULL when it names no traced thread. */
+	void (*mark)(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+		     const struct trc_message *m);
 	void (*end)(struct trc_export *e);                              /* after every target */
 	void (*free_thread)(void *fmt);
 	void (*free)(struct trc_export *e);                             /* frees e->fs */

@@ -120,10 +120,23 @@ gc(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
 	line_end(e);
 }
 
+/* {"event":"thread_begin",...,"text":"..."}: every mark (TRC_MARKS) by its name. */
+static void
+mark(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+     const struct trc_message *m)
+{
+	line_start(e, s, th, trc_mark_type(m->type)->name);
+	put_when(e, m->mark.ts, th != NULL ? th->base.depth : 0);
+	trc_buf_adds(&e->line, ",\"text\":");
+	trc_json_str(&e->line, m->mark.text.ptr, m->mark.text.len);
+	line_end(e);
+}
+
 const struct trc_xp_format trc_xp_jsonl = {
 	.call = call,
 	.ret = ret,
 	.raise = exception,
 	.slow = slow,
 	.gc = gc,
+	.mark = mark,
 };

@@ -180,6 +180,19 @@ on_gc(struct trc_replay *r, const struct trc_message *m)
 	return r->ops->gc(r->user, th, m);
 }
 
+/* Every mark alike: its type is the user's to tell apart. */
+static int
+on_mark(struct trc_replay *r, const struct trc_message *m)
+{
+	struct trc_replay_thread *th = NULL;
+
+	if (r->ops->mark == NULL)
+		return 0;
+	if (m->mark.thread != TRC_NO_THREAD && (th = thread_get(r, m->mark.thread)) == NULL)
+		return -1;
+	return r->ops->mark(r->user, th, m);
+}
+
 /* Handlers of the trace events, indexed by type - TRC_EV_METHOD. */
 static int (*const handlers[])(struct trc_replay *, const struct trc_message *) = {
 	[TRC_EV_METHOD - TRC_EV_METHOD] = on_method,
@@ -198,6 +211,8 @@ trc_replay_feed(struct trc_replay *r, const struct trc_message *m)
 {
 	uint32_t i = m->type - TRC_EV_METHOD;
 
+	if (trc_mark_type(m->type) != NULL)
+		return on_mark(r, m);
 	if (m->type < TRC_EV_METHOD || i >= sizeof(handlers) / sizeof(handlers[0]))
 		return 0;
 	return handlers[i](r, m);

@@ -70,6 +70,9 @@ struct trc_replay_ops {
 	int (*lost)(void *user, const struct trc_message *m);
 	/* A garbage collection; thread NULL when the agent traced none that ran it. May be NULL. */
 	int (*gc)(void *user, void *thread, const struct trc_message *m);
+	/* A mark (TRC_MARKS: trc_mark_type() says which); thread NULL when the agent named none.
+	 * May be NULL. */
+	int (*mark)(void *user, void *thread, const struct trc_message *m);
 };
 
 struct trc_replay {

@@ -652,7 +652,8 @@ names_fit(struct trc_session *s, const struct trc_message *m)
 static void
 on_event(struct trc_session *s, const struct trc_message *m)
 {
-	if ((m->type >= TRC_EV_CALL && m->type <= TRC_EV_SLOW) || m->type == TRC_EV_GC)
+	if ((m->type >= TRC_EV_CALL && m->type <= TRC_EV_SLOW) || m->type == TRC_EV_GC ||
+	    trc_mark_type(m->type) != NULL)
 		s->received++;
 	if (!names_fit(s, m))
 		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: method and thread names "
@@ -690,6 +691,9 @@ static const struct msg_handler {
 	{ TRC_EV_SLOW, TRACE_STATES, on_event },
 	{ TRC_EV_LOST, TRACE_STATES, on_event },
 	{ TRC_EV_GC, TRACE_STATES, on_event },
+#define TRC_X(NAME, name, type, title, help) { TRC_EV_##NAME, TRACE_STATES, on_event },
+	TRC_MARKS(TRC_X)
+#undef TRC_X
 };
 
 static int

@@ -494,22 +494,28 @@ on_slow(void *user, void *thread, const struct trc_message *m)
  * "GC major (nofree) <0.012345>" where it happened: at the depth of the thread that ran it, or
  * at the left when it was no traced thread. The duration is the time it stopped the app.
  */
-static int
-on_gc(void *user, void *thread, const struct trc_message *m)
+/* Starts the line of a moment at ts: at the depth of th, or at the left when th is NULL. */
+static void
+moment_start(struct trc_trace *t, const struct thread *th, uint64_t ts)
 {
-	struct trc_trace *t = user;
-	struct thread *th = thread;
-
 	end_open_line(t);
 	if (th != NULL) {
-		line_start(t, th, &m->gc.start_ts);
+		line_start(t, th, &ts);
 		put_indent(t, th->base.depth);
 	} else {
 		if (t->pid_label_len)
 			put(t, t->pid_label, t->pid_label_len);
 		if (t->opts.start_time)
-			put_clock(t, m->gc.start_ts);
+			put_clock(t, ts);
 	}
+}
+
+static int
+on_gc(void *user, void *thread, const struct trc_message *m)
+{
+	struct trc_trace *t = user;
+
+	moment_start(t, thread, m->gc.start_ts);
 	put(t, m->gc.major ? "GC major" : "GC minor", 8);
 	if (m->gc.reason.len > 0) {
 		put(t, " (", 2);
@@ -518,6 +524,23 @@ on_gc(void *user, void *thread, const struct trc_message *m)
 	}
 	if (!t->opts.no_duration)
 		put_duration(t, m->gc.pause_ns);
+	put(t, "\n", 1);
+	return 0;
+}
+
+/* "TITLE text" (TRC_MARKS) where it happened, as a collection is shown. */
+static int
+on_mark(void *user, void *thread, const struct trc_message *m)
+{
+	struct trc_trace *t = user;
+	const struct trc_mark_type *k = trc_mark_type(m->type);
+
+	moment_start(t, thread, m->mark.ts);
+	put(t, k->title, strlen(k->title));
+	if (m->mark.text.len > 0) {
+		put(t, " ", 1);
+		put_str(t, m->mark.text);
+	}
 	put(t, "\n", 1);
 	return 0;
 }
@@ -545,6 +568,7 @@ static const struct trc_replay_ops replay_ops = {
 	.slow = on_slow,
 	.lost = on_lost,
 	.gc = on_gc,
+	.mark = on_mark,
 };
 
 /* n bytes of the held block go out, the shared output's open line ended first. */

@@ -11,7 +11,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 10
+#define TRC_PROTOCOL_VERSION 11
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -390,6 +390,12 @@ enum trc_err {
  *           start to the end of its sweep, on the thread that triggered it (TRC_GC_NO_THREAD:
  *           one not traced); pause_ns: the time its steps stopped the app; reason: its
  *           major_by when major, else its gc_by ("nofree", "newobj", ...)
+ *
+ * Marks: events of one shape, [type, thread, ts, text], a moment on a thread (TRC_NO_THREAD:
+ * none the trace names) with a text, listed in TRC_MARKS. The client decodes, replays, prints
+ * and exports every mark from that list alone (the printer as "TITLE text" at the thread's
+ * depth): a new one is its line there and the agent's hook that records it.
+ * X(NAME, name, type, "TITLE", "what it is"): name is its key in --format jsonl.
  */
 #define TRC_EVENTS(X) \
 	X(METHOD, method, 128, 7) \
@@ -402,9 +408,20 @@ enum trc_err {
 	X(LOST, lost, 135, 2) \
 	X(GC, gc, 136, 6)
 
+#define TRC_MARKS(X) \
+	X(THREAD_BEGIN, thread_begin, 137, "THREAD BEGIN", \
+	    "a thread starts (-f, -m); thread TRC_NO_THREAD, as it may not have its name yet; " \
+	    "text: its #inspect, with where it was made") \
+	X(THREAD_END, thread_end, 138, "THREAD END", "a thread ends (-f, -m); text: its #inspect")
+#define TRC_MARK_FIELDS 4
+#define TRC_NO_THREAD 0xffffffffu       /* a mark's thread when the trace names none */
+
 enum trc_ev {
 #define TRC_X(NAME, name, type, fields) TRC_EV_##NAME = type, TRC_EV_##NAME##_FIELDS = fields,
 	TRC_EVENTS(TRC_X)
+#undef TRC_X
+#define TRC_X(NAME, name, type, title, help) TRC_EV_##NAME = type,
+	TRC_MARKS(TRC_X)
 #undef TRC_X
 };
 

@@ -417,6 +417,23 @@ encode_gc(msgpack_packer *pk, const struct trc_rec *r)
 	pack_cstr(pk, trc_gc_reason_name((int)(r->aux & 0xff)));
 }
 
+/* Every mark alike: the record carries its type (TRC_MARKS). */
+static void
+encode_mark(msgpack_packer *pk, const struct trc_rec *r)
+{
+	const char *s;
+	uint32_t len;
+
+	trc_rec_get_str((const unsigned char *)(r + 1), &s, &len);
+	if (r->thread != TRC_NO_THREAD)
+		define_thread(pk, r->thread);
+	msgpack_pack_array(pk, TRC_MARK_FIELDS);
+	msgpack_pack_uint8(pk, (uint8_t)r->aux);
+	msgpack_pack_uint32(pk, r->thread);
+	msgpack_pack_uint64(pk, trc_clock_ns(r->ts));
+	pack_str(pk, s, len);
+}
+
 static void
 encode_lost(msgpack_packer *pk, const struct trc_rec *r)
 {
@@ -424,6 +441,8 @@ encode_lost(msgpack_packer *pk, const struct trc_rec *r)
 	msgpack_pack_uint8(pk, TRC_EV_LOST);
 	msgpack_pack_uint64(pk, r->ts);
 }
+
+_Static_assert(TRC_GC_NO_THREAD == TRC_NO_THREAD, "GC and marks: one value for no thread");
 
 /* After a record went out whole: the definitions it carried need not be sent again. */
 static void
@@ -441,7 +460,8 @@ mark_sent(const struct trc_rec *r)
 			mark(&threads_sent, r->thread);
 		break;
 	case TRC_REC_GC:
-		if (r->thread != TRC_GC_NO_THREAD && !is_sent(&threads_sent, r->thread))
+	case TRC_REC_MARK:
+		if (r->thread != TRC_NO_THREAD && !is_sent(&threads_sent, r->thread))
 			mark(&threads_sent, r->thread);
 		break;
 	default:
@@ -486,6 +506,9 @@ trc_encode_records(msgpack_packer *pk, const unsigned char *p, size_t n)
 			break;
 		case TRC_REC_GC:
 			encode_gc(pk, r);
+			break;
+		case TRC_REC_MARK:
+			encode_mark(pk, r);
 			break;
 		default:        /* TRC_REC_PAD */
 			break;

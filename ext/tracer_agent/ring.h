@@ -20,6 +20,7 @@ enum trc_rec_type {
 	TRC_REC_SLOW,
 	TRC_REC_LOST,
 	TRC_REC_GC,     /* ts: start, dur: pause (ticks), aux: major << 8 | reason */
+	TRC_REC_MARK,   /* a mark of TRC_MARKS: aux its type, thread or TRC_NO_THREAD; strings: text */
 };
 
 struct trc_rec {
@@ -28,7 +29,7 @@ struct trc_rec {
 	uint16_t size;          /* whole record, 8-aligned */
 	uint32_t thread;
 	uint32_t method;        /* EXPR: spec */
-	uint32_t aux;           /* SLOW: depth; EXPR: expr index */
+	uint32_t aux;           /* SLOW: depth; EXPR: expr index; MARK: its event type */
 	uint64_t ts;            /* LOST: count */
 	uint64_t dur;           /* SLOW: duration; RAISE: line. CALL/RETURN records stop before it */
 };

@@ -1,4 +1,4 @@
-/* trace.c: the traced threads' side of the ring: wrapped calls, VM event hooks, exceptions. */
+/* trace.c: the traced threads' side of the ring: wrapped calls, VM event hooks, exceptions, threads. */
 #include "trace.h"
 
 #include <ruby/debug.h>
@@ -24,6 +24,7 @@ static struct {
 	uint64_t wake_at;       /* ring position at which to look whether to wake the consumer */
 	rb_event_flag_t global; /* events of the global hook, 0 when none */
 	int raise_hook;
+	int thread_hook;        /* threads beginning and ending */
 	uint64_t events, lost, lost_pending;
 	uint64_t slow_ticks;    /* cfg->slow_ns on the traced threads' clock */
 } trace;
@@ -446,6 +447,61 @@ raise_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	trc_vm_hook_out();
 }
 
+/* ---- threads beginning and ending (the VM's THREAD_BEGIN and THREAD_END: Ruby allowed) ---- */
+
+static void
+put_mark(uint8_t type, uint32_t thread, VALUE text)
+{
+	struct trc_rec head = { .type = TRC_REC_MARK, .thread = thread, .aux = type, .ts = trc_clock_now() };
+	const char *s = RSTRING_PTR(text);
+	long len = RSTRING_LEN(text);
+
+	put_strings(&head, 1, &s, &len);
+}
+
+/*
+ * The text is the thread's #inspect: its address (the same at both ends), name, and the file
+ * and line of the block it runs, where it was made. The beginning names no thread of the trace:
+ * a thread that names itself in its block has no name yet, and its entry would keep that
+ * (names.h), as its label on every line. At its end the name is final, and the thread's entry
+ * is made then if its calls did not make it.
+ */
+static void
+thread_event(rb_event_flag_t ev)
+{
+	VALUE th = rb_thread_current(), text;
+	uint64_t started = trace.started;
+	struct trc_thread *t = NULL;  /* the end's thread; the beginning names none */
+	int state = 0;
+
+	if (!trace.armed || trc_thread_is_agent(th))
+		return;
+	if (ev == RUBY_EVENT_THREAD_END && (t = trc_thread_current()) == NULL)
+		return;
+	trc_vm_yield_begin();
+	text = rb_protect(inspect_value, th, &state);
+	trc_vm_yield_end();
+	if (state || !RB_TYPE_P(text, T_STRING)) {
+		rb_set_errinfo(Qnil);
+		text = rb_str_new_cstr("(inspect raised)");
+	}
+	if (!still_tracing(started))
+		return;         /* #inspect ran Ruby: see still_tracing() */
+	if (t != NULL)
+		put_mark(TRC_EV_THREAD_END, t->idx, text);
+	else
+		put_mark(TRC_EV_THREAD_BEGIN, TRC_NO_THREAD, text);
+	RB_GC_GUARD(text);
+}
+
+static void
+thread_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
+{
+	trc_vm_hook_in();
+	thread_event(ev);
+	trc_vm_hook_out();
+}
+
 /* ---- garbage collections (from gc.c's hook, inside the GC: no allocation, no Ruby) ---- */
 
 static void
@@ -502,6 +558,11 @@ trc_trace_go(void)
 	}
 	if (cfg->flags & TRC_TRACE_GC)
 		trc_gc_watch(gc_ended);
+	/* Slow calls alone are what -s shows: threads only where calls are (-f, -m). */
+	if (!(cfg->flags & TRC_TRACE_SLOW)) {
+		rb_add_event_hook(thread_hook, RUBY_EVENT_THREAD_BEGIN | RUBY_EVENT_THREAD_END, Qnil);
+		trace.thread_hook = 1;
+	}
 }
 
 void
@@ -515,15 +576,18 @@ trc_trace_stop(void)
 		rb_remove_event_hook(global_hook);
 	if (trace.raise_hook)
 		rb_remove_event_hook(raise_hook);
+	if (trace.thread_hook)
+		rb_remove_event_hook(thread_hook);
 	trace.global = 0;
 	trace.raise_hook = 0;
+	trace.thread_hook = 0;
 	trace.cfg = NULL;
 }
 
 int
 trc_trace_hooks(void)
 {
-	return (trace.global != 0) + trace.raise_hook + (trace.armed && trc_gc_watching());
+	return (trace.global != 0) + trace.raise_hook + trace.thread_hook + (trace.armed && trc_gc_watching());
 }
 
 void

@@ -132,6 +132,17 @@ when 'threads'
     end
   end
   workers.each(&:join)
+when 'thread_jobs'
+  # A job thread at a time, every 5 ms: it names itself in its block (as Puma's and Sidekiq's
+  # do), calls Worker#work and ends.
+  ready
+  (0..).each do |i|
+    Thread.new do
+      Thread.current.name = "job-#{i}"
+      Worker.new(i).work(i)
+    end.join
+    sleep 0.005
+  end
 when 'exit_when_told'
   # Works until a line comes on its stdin, then exits: while a client traces it, however
   # long the attach took on a loaded machine.

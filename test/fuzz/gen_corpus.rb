@@ -120,3 +120,10 @@ write(c, 'slow', "\x12\x00".b + msgs(welcome, [67, 3, 1000], *methods,
                                      [134, 0, 0, 1_000_000_000, 300_000_000, 0]))
 write(c, 'unknown_ids', "\x0a\x00".b + msgs([130, 7, 99, 5], [133, 7, 9, 9, 'x'], [131, 7, 99, 6],
                                             [131, 8, 1, 0]))
+# Marks: a thread begins (no thread of the trace yet), calls, ends under its name; one more
+# ends whose beginning came before the trace.
+write(c, 'threads', "\x0a\x03".b + msgs(welcome, [67, 3, 1000], *methods, *threads,
+                                        [137, 0xffffffff, 1_000_000_000, '#<Thread:0x7f00 /app/w.rb:3 run>'],
+                                        [130, 1, 0, 1_000_000_100], [131, 1, 0, 1_000_000_200],
+                                        [138, 1, 1_000_000_300, '#<Thread:0x7f00@worker-1 /app/w.rb:3 run>'],
+                                        [138, 0, 1_000_000_400, ''], [69, 4, 0, 0]))

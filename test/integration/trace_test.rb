@@ -435,6 +435,31 @@ class TraceTest < Minitest::Test
     end
   end
 
+  # Threads that begin and end while traced: THREAD BEGIN at the left with the thread's
+  # #inspect (where it was made; a thread that names itself in its block has no name yet), its
+  # calls under its name, then THREAD END under its name, the same thread (address). JSONL
+  # shows both as events of their own.
+  def test_threads_beginning_and_ending
+    t = target('thread_jobs')
+    out = trace(t, '-m', 'Worker#work', until_re: /(THREAD END .*\n.*){3}/m)
+    lines = out.lines(chomp: true)
+    jobs = lines.each_index.filter_map do |i|
+      addr = lines[i][/^THREAD BEGIN #<Thread:(0x\h+) /, 1] or next
+      j = (i + 1...lines.size).find { |k| lines[k].include?("THREAD END #<Thread:#{addr}@") } or next
+      [lines[i], lines[i + 1...j], lines[j]]
+    end
+    assert_operator jobs.size, :>=, 2, out
+    jobs.each do |first, between, last|
+      assert_match(/^THREAD BEGIN #<Thread:0x\h+ \S*target\.rb:\d+ run>$/, first)
+      name = last[/@(job-\d+) /, 1]
+      assert_match(/^(\[#{name}\] )?THREAD END #<Thread:0x\h+@#{name} \S*target\.rb:\d+ run>$/, last)
+      assert_equal 1, between.grep(/^(\[#{name}\] )?Worker#work <\d+\.\d{9}>$/).size, out
+    end
+    jsonl = trace(t, '-m', 'Worker#work', '--format', 'jsonl', until_re: /"event":"thread_begin".*"event":"thread_end".*\n/m)
+    assert_match(/^\{"pid":#{t.pid},"thread":null,"event":"thread_begin","ts":-?\d+,"depth":0,"text":"#<Thread:0x\h+ /, jsonl)
+    assert_match(/^\{"pid":#{t.pid},"thread":"job-\d+","event":"thread_end","ts":\d+,"depth":0,"text":"#<Thread:0x\h+@job-\d+ /, jsonl)
+  end
+
   def test_several_processes_prefix_lines_with_the_pid
     a = target('work')
     b = target('work')

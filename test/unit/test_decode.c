@@ -367,6 +367,23 @@ check_gc(const struct trc_message *m)
 	       m->gc.pause_ns == 1234567 && m->gc.major && streq(m->gc.reason, "nofree");
 }
 
+static void
+build_mark(struct trc_buf *b)
+{
+	trc_pack_array(b, 4);
+	trc_pack_uint(b, TRC_EV_THREAD_END);
+	trc_pack_uint(b, 3);
+	trc_pack_uint(b, 6000000000ull);
+	trc_pack_str(b, "#<Thread:0x1@job-1 a.rb:2 run>", 30);
+}
+
+static int
+check_mark(const struct trc_message *m)
+{
+	return m->mark.thread == 3 && m->mark.ts == 6000000000ull &&
+	       streq(m->mark.text, "#<Thread:0x1@job-1 a.rb:2 run>");
+}
+
 static const struct sample {
 	const char *name;
 	uint32_t type;
@@ -391,6 +408,7 @@ static const struct sample {
 	{ "SLOW", TRC_EV_SLOW, build_slow, check_slow },
 	{ "GC", TRC_EV_GC, build_gc, check_gc },
 	{ "LOST", TRC_EV_LOST, build_lost, check_lost },
+	{ "THREAD_END", TRC_EV_THREAD_END, build_mark, check_mark },
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
@@ -740,6 +758,9 @@ test_wrong_shapes(void)
 		{ "TOP row file is an int", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x96, 1, 0, 0xa0, 0, 0, 0 }, 16 },
 		{ "ext type", { 0x92, 0xcc, 135, 0xd4, 1, 1 }, 6 },
 		{ "reserved byte 0xc1", { 0x92, 0xcc, 135, 0xc1 }, 4 },
+		{ "THREAD_BEGIN of 3", { 0x93, 0xcc, 137, 1, 2 }, 5 },
+		{ "THREAD_END text is an int", { 0x94, 0xcc, 138, 1, 2, 3 }, 6 },
+		{ "a type past the marks", { 0x94, 0xcc, 139, 1, 2, 0xa0 }, 6 },
 	};
 	struct trc_decoder d;
 
@@ -752,6 +773,26 @@ test_wrong_shapes(void)
 			  decode_bytes(cases[i].bytes, cases[i].len, &m, &d) == TRC_DECODE_ERROR &&
 			  d.error[0] != '\0');
 	}
+	trc_decoder_release(&d);
+}
+
+/* Marks are named by their own line of TRC_MARKS, in errors too. */
+static void
+test_mark_names(void)
+{
+	static const uint8_t short_end[] = { 0x93, 0xcc, 138, 1, 2 };
+	const struct trc_mark_type *k = trc_mark_type(TRC_EV_THREAD_BEGIN);
+	struct trc_decoder d;
+	struct trc_message m;
+
+	test_cond("THREAD_BEGIN is a mark", k != NULL && strcmp(k->name, "thread_begin") == 0 &&
+		  strcmp(k->title, "THREAD BEGIN") == 0);
+	test_cond("GC is none", trc_mark_type(TRC_EV_GC) == NULL);
+	test_cond("nor a reply", trc_mark_type(TRC_MSG_TOP) == NULL);
+	test_str("its protocol name", trc_msg_name(TRC_EV_THREAD_END), "THREAD_END");
+	trc_decoder_init(&d);
+	decode_bytes(short_end, sizeof(short_end), &m, &d);
+	test_str("an error names it", d.error, "THREAD_END has 3 elements, not 4");
 	trc_decoder_release(&d);
 }
 
@@ -878,6 +919,7 @@ test_decode(void)
 	test_skip_calls();
 	test_string_widths();
 	test_wrong_shapes();
+	test_mark_names();
 	test_huge_lengths();
 	test_garbage();
 }

@@ -666,6 +666,68 @@ test_gc(void)
 }
 
 static void
+mark_ev(struct trc_sink *k, uint32_t type, uint32_t th, uint64_t ts, const char *text)
+{
+	struct trc_message m = { .type = type };
+
+	m.mark.thread = th;
+	m.mark.ts = BASE + ts;
+	m.mark.text = S(text);
+	feed(k, m);
+}
+
+/* A thread's beginning (on no thread of the trace), a call, its end. */
+static void
+play_marks(struct trc_export *e)
+{
+	struct trc_sink k = trc_export_sink(e, PID);
+
+	method(&k, 0, "work", 7);
+	thread(&k, 0, "job");
+	mark_ev(&k, TRC_EV_THREAD_BEGIN, TRC_NO_THREAD, 0, "#<Thread:0x1 a.rb:2 run>");
+	call(&k, 0, 1000);
+	ret(&k, 0, 3000);
+	mark_ev(&k, TRC_EV_THREAD_END, 0, 4000, "#<Thread:0x1@job a.rb:2 run>");
+	trc_sink_close(&k);
+}
+
+static void
+test_marks(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_CHROME, false);
+
+	play_marks(e);
+	test_str("chrome: marks are instant events", finish(e),
+		 "{\"traceEvents\":[\n"
+		 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":42,\"args\":{\"name\":\"ruby 42\"}},\n"
+		 "{\"name\":\"THREAD BEGIN #<Thread:0x1 a.rb:2 run>\",\"cat\":\"ruby\",\"ph\":\"i\",\"s\":\"p\","
+		 "\"pid\":42,\"ts\":0.000},\n"
+		 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":42,\"tid\":1,\"args\":{\"name\":\"job\"}},\n"
+		 "{\"name\":\"Worker#work\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,\"tid\":1,"
+		 "\"ts\":1.000,\"dur\":2.000},\n"
+		 "{\"name\":\"THREAD END #<Thread:0x1@job a.rb:2 run>\",\"cat\":\"ruby\",\"ph\":\"i\",\"s\":\"t\","
+		 "\"pid\":42,\"tid\":1,\"ts\":4.000}\n"
+		 "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":\"tracer test\"}}\n");
+	trc_export_free(e);
+	e = start(TRC_FORMAT_JSONL, false);
+	play_marks(e);
+	test_str("jsonl: a line each, named by the mark", finish(e),
+		 "{\"pid\":42,\"thread\":null,\"event\":\"thread_begin\",\"ts\":0,\"depth\":0,"
+		 "\"text\":\"#<Thread:0x1 a.rb:2 run>\"}\n"
+		 "{\"pid\":42,\"thread\":\"job\",\"event\":\"call\",\"method\":\"Worker#work\","
+		 "\"ts\":1000,\"depth\":0}\n"
+		 "{\"pid\":42,\"thread\":\"job\",\"event\":\"return\",\"method\":\"Worker#work\","
+		 "\"ts\":3000,\"depth\":0,\"duration_ns\":2000}\n"
+		 "{\"pid\":42,\"thread\":\"job\",\"event\":\"thread_end\",\"ts\":4000,\"depth\":0,"
+		 "\"text\":\"#<Thread:0x1@job a.rb:2 run>\"}\n");
+	trc_export_free(e);
+	e = start(TRC_FORMAT_COLLAPSED, false);
+	play_marks(e);
+	test_str("collapsed: no marks", finish(e), "job;Worker#work 2000\n");
+	trc_export_free(e);
+}
+
+static void
 test_format_names(void)
 {
 	enum trc_format f;
@@ -704,6 +766,7 @@ test_export(void)
 	test_json_numbers();
 	test_intern();
 	test_gc();
+	test_marks();
 	test_format_names();
 	trc_spec_release(&spec);
 	trc_output_release(&out);

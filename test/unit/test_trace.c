@@ -404,6 +404,43 @@ test_gc(void)
 }
 
 static void
+mark_ev(struct trc_trace *t, uint32_t type, uint32_t th, uint64_t ts, const char *text)
+{
+	struct trc_message m = { .type = type };
+
+	m.mark.thread = th;
+	m.mark.ts = ts;
+	m.mark.text = S(text);
+	feed(t, m);
+}
+
+/* A thread begins (no thread of the trace names it yet), calls, ends under its name. */
+static void
+test_marks(void)
+{
+	struct trc_trace *t = start(2, false, false);
+
+	thread(t, 0, "main");
+	thread(t, 1, "job");
+	method(t, 0, "Foo", "#", "a");
+	call(t, 0, 0, 0);
+	mark_ev(t, TRC_EV_THREAD_BEGIN, TRC_NO_THREAD, 1 * MS, "#<Thread:0x1 a.rb:2 run>");
+	call(t, 1, 0, 2 * MS);
+	ret(t, 1, 0, 3 * MS);
+	mark_ev(t, TRC_EV_THREAD_END, 1, 4 * MS, "#<Thread:0x1@job a.rb:2 run>");
+	ret(t, 0, 0, 5 * MS);
+	mark_ev(t, TRC_EV_THREAD_END, 0, 6 * MS, "");
+	test_str("marks at the left, or at their thread's depth", text(),
+		 "Foo#a\n"
+		 "THREAD BEGIN #<Thread:0x1 a.rb:2 run>\n"
+		 "[job] Foo#a <0.001000000>\n"
+		 "[job] THREAD END #<Thread:0x1@job a.rb:2 run>\n"
+		 "[main] Foo#a <0.005000000>\n"
+		 "[main] THREAD END\n");
+	trc_trace_free(t);
+}
+
+static void
 test_slow(void)
 {
 	struct trc_trace *t = start(2, false, false);
@@ -679,6 +716,7 @@ test_trace(void)
 	test_multiline_raise();
 	test_slow();
 	test_gc();
+	test_marks();
 	test_lost();
 	test_unmatched_returns();
 	test_shared_output();
