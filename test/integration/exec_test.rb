@@ -64,9 +64,11 @@ class ExecTest < Minitest::Test
   # A SIGINT sent to tracer alone (kill -INT; Ctrl-C reaches the program by itself) is passed
   # on, as SIGTERM is: one ends the run.
   def test_sigint_to_tracer_alone_reaches_the_program
-    s = script('wait.rb', "puts :ready\n$stdout.flush\nsleep\n")
+    s = script('wait.rb', "puts :ready\n$stdout.flush\nloop { sleep 0.05 }\n")
     c = client('-m', 'Kernel#sleep', '-x', RUBY, s)
-    c.wait_for(/^ready$/)
+    # A sleep traced whole: the program is in its loop, nearly all of it inside a traced sleep,
+    # where the Interrupt must be raised (not between the puts and the first sleep).
+    c.wait_for(/^Kernel#sleep </)
     c.signal('INT')
     assert_equal 128 + Signal.list['INT'], c.finish.exitstatus, c.err
     assert_match(/EXCEPTION Interrupt/, c.out)
