@@ -53,7 +53,11 @@ class InstallTest < Minitest::Test
     t = target('lonely')
     [%w[-m Lonely#lonely], %w[-f]].each do |args|
       c = client('-p', t.pid, *args)
-      c.wait_for(/^Lonely#lonely <[\d.]+>$/)
+      begin
+        c.wait_for(/^Lonely#lonely <[\d.]+>$/)
+      rescue RuntimeError => e # once on 3.4+YJIT, the target had gone: say how, with its stderr
+        flunk "#{e.message}\n--- the target (#{t.alive? ? 'alive' : t.status}):\n#{t.err}"
+      end
       c.signal('INT')
       assert c.finish.success?, c.err
     end
