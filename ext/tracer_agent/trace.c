@@ -207,6 +207,29 @@ inspect_value(VALUE v)
 }
 
 /*
+ * A String the app's Ruby makes for a record (an exception's #message, a thread's #inspect):
+ * fn(arg), rescued, with the thread yielded meanwhile; fallback when it raised or gave no
+ * String. Qundef when tracing stopped meanwhile, as it may have (see still_tracing()): then the
+ * caller touches nothing of it.
+ */
+static VALUE
+text_of(VALUE (*fn)(VALUE), VALUE arg, const char *fallback)
+{
+	uint64_t started = trace.started;
+	int state = 0;
+	VALUE text;
+
+	trc_vm_yield_begin();
+	text = rb_protect(fn, arg, &state);
+	trc_vm_yield_end();
+	if (state || !RB_TYPE_P(text, T_STRING)) {
+		rb_set_errinfo(Qnil);
+		text = rb_str_new_cstr(fallback);
+	}
+	return still_tracing(started) ? text : Qundef;
+}
+
+/*
  * The -m expressions' values, as inspected Strings in values[] (the helper wrap.rb compiled
  * gives them, each rescued): how many, or -1 when tracing stopped meanwhile (still_tracing).
  * The thread is quiet while the helper and #inspect run: the calls they make are not the
@@ -407,8 +430,6 @@ raise_event(void)
 	struct trc_thread *t;
 	rb_trace_arg_t *ta;
 	VALUE exc, cname, msg, path;
-	int state = 0;
-	uint64_t started = trace.started;
 
 	if (!trace.armed || (t = trc_thread_current()) == NULL)
 		return;
@@ -418,15 +439,8 @@ raise_event(void)
 	ta = rb_tracearg_from_tracepoint(Qnil);
 	exc = rb_tracearg_raised_exception(ta);
 	cname = rb_class_name(rb_obj_class(exc));
-	trc_vm_yield_begin();
-	msg = rb_protect(exception_message, exc, &state);
-	trc_vm_yield_end();
-	if (state || !RB_TYPE_P(msg, T_STRING)) {
-		rb_set_errinfo(Qnil);
-		msg = rb_str_new_cstr("(message raised)");
-	}
-	if (!still_tracing(started))
-		return;         /* #message ran Ruby: see still_tracing() */
+	if ((msg = text_of(exception_message, exc, "(message raised)")) == Qundef)
+		return;
 	path = rb_tracearg_path(ta);
 	if (!RB_TYPE_P(path, T_STRING))
 		path = rb_str_new_cstr("?");
@@ -470,23 +484,14 @@ static void
 thread_event(rb_event_flag_t ev)
 {
 	VALUE th = rb_thread_current(), text;
-	uint64_t started = trace.started;
 	struct trc_thread *t = NULL;  /* the end's thread; the beginning names none */
-	int state = 0;
 
 	if (!trace.armed || trc_thread_is_agent(th))
 		return;
 	if (ev == RUBY_EVENT_THREAD_END && (t = trc_thread_current()) == NULL)
 		return;
-	trc_vm_yield_begin();
-	text = rb_protect(inspect_value, th, &state);
-	trc_vm_yield_end();
-	if (state || !RB_TYPE_P(text, T_STRING)) {
-		rb_set_errinfo(Qnil);
-		text = rb_str_new_cstr("(inspect raised)");
-	}
-	if (!still_tracing(started))
-		return;         /* #inspect ran Ruby: see still_tracing() */
+	if ((text = text_of(inspect_value, th, "(inspect raised)")) == Qundef)
+		return;
 	if (t != NULL)
 		put_mark(TRC_EV_THREAD_END, t->idx, text);
 	else
