@@ -310,7 +310,8 @@ sink_leave(struct trc_thread *t, uint32_t m)
 	time_return(t, &s);
 }
 
-static const struct trc_wrap_sink sink = { sink_enter, sink_leave };
+static const struct trc_wrap_sink timing = { sink_enter, sink_leave };
+static const struct trc_wrap_sink counting = { sink_enter, NULL };
 
 /* From gc.c's hook, inside the GC: no allocation, no Ruby. */
 static void
@@ -640,7 +641,7 @@ trc_top_go(void)
 	if (table.gc)
 		trc_gc_watch(gc_ended);
 	if (table.wrapped) {
-		trc_wrap_live(table.gen, &sink);
+		trc_wrap_live(table.gen, modes[table.mode] & TRC_TOPM_TIMED ? &timing : &counting);
 		return;
 	}
 	if (modes[table.mode] & TRC_TOPM_METHOD) {

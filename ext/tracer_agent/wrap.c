@@ -276,7 +276,7 @@ report_slow(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 	if ((t = trc_thread_current()) != NULL && !t->quiet && sink == wraps.sink) {
 		if (begins)
 			sink->enter(t, m, exprs);
-		else
+		else if (sink->leave != NULL)
 			sink->leave(t, m);
 	}
 	trc_vm_hook_out();
@@ -286,18 +286,18 @@ report_slow(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
  * Every wrapped call passes here twice, so the common case takes no lock and no call but the
  * sink's: on the thread seen last (which is then of the main Ractor, and has an entry), no
  * expression. Nothing in it can run Ruby, so the session's service cannot run in the middle
- * of it either: no hook guard is needed. The caller made sure a generation is live.
+ * of it either: no hook guard is needed. The caller made sure a generation is live, and
+ * gives the current thread (th), which it may have needed too: one lookup of it, not two.
  */
 static inline void
-report(uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
+report(VALUE th, uint32_t m, int begins, const struct trc_wrap_exprs *exprs)
 {
 	struct trc_thread *t;
 
-	if (rb_thread_current() == trc_names_last_thread && (t = trc_names_last_entry) != NULL &&
-	    !t->quiet && exprs == NULL) {
+	if (th == trc_names_last_thread && (t = trc_names_last_entry) != NULL && !t->quiet && exprs == NULL) {
 		if (begins)
 			wraps.sink->enter(t, m, NULL);
-		else
+		else if (wraps.sink->leave != NULL)
 			wraps.sink->leave(t, m);
 		return;
 	}
@@ -344,7 +344,7 @@ agent_enter(VALUE self, VALUE token)
 	uint32_t m;
 
 	if (token_method(token, &m))
-		report(m, 1, NULL);
+		report(rb_thread_current(), m, 1, NULL);
 	return Qnil;
 }
 
@@ -355,7 +355,7 @@ agent_leave(VALUE self, VALUE token)
 	uint32_t m;
 
 	if (token_method(token, &m))
-		report(m, 0, NULL);
+		report(rb_thread_current(), m, 0, NULL);
 	return Qnil;
 }
 
@@ -375,7 +375,7 @@ call_ended(VALUE arg)
 
 	/* Not if the session ended meanwhile: its tables may be gone. */
 	if (wraps.live == c->gen)
-		report(wraps.slots[c->slot].m, 0, NULL);
+		report(rb_thread_current(), wraps.slots[c->slot].m, 0, NULL);
 	return Qnil;
 }
 
@@ -384,14 +384,14 @@ call_ended(VALUE arg)
  * call on another Ractor is passed on with super, and counted as left out); NULL otherwise.
  */
 static inline struct slot *
-running_slot(void)
+running_slot(VALUE th)
 {
 	ID mid;
 	VALUE w;
 
 	if (!rb_frame_method_id_and_class(&mid, &w))
 		return NULL;
-	if (rb_thread_current() != trc_names_last_thread && !trc_vm_main_ractor()) {
+	if (th != trc_names_last_thread && !trc_vm_main_ractor()) {
 		if (wraps.live != 0)
 			trc_vm_other_ractor();
 		return NULL;
@@ -408,12 +408,13 @@ running_slot(void)
 static VALUE
 wrapped_call(int argc, const VALUE *argv, VALUE self)
 {
+	VALUE th = rb_thread_current();
 	struct slot *s;
 	struct call c;
 
 	if (ruby_stack_check())
 		rb_raise(rb_eSysStackError, "stack level too deep");
-	if ((s = running_slot()) == NULL)
+	if ((s = running_slot(th)) == NULL)
 		return rb_call_super_kw(argc, argv, RB_PASS_CALLED_KEYWORDS);
 	c.argc = argc;
 	c.argv = argv;
@@ -424,11 +425,15 @@ wrapped_call(int argc, const VALUE *argv, VALUE self)
 	c.slot = (uint32_t)(s - wraps.slots);
 	c.gen = s->gen;
 	if (NIL_P(s->exprs)) {
-		report(s->m, 1, NULL);
+		report(th, s->m, 1, NULL);
 	} else {
 		struct trc_wrap_exprs e = { s->exprs, self, argc, argv };
-		report(s->m, 1, &e);
+		report(th, s->m, 1, &e);
 	}
+	/* A sink that only counts has nothing to do at the return. (Expressions may have run Ruby,
+	 * and the session ended meanwhile: the sink is read again.) */
+	if (wraps.live == c.gen && wraps.sink->leave == NULL)
+		return pass_on(&c);
 	return rb_ensure(call_on, (VALUE)&c, call_ended, (VALUE)&c);
 }
 

@@ -57,6 +57,8 @@ VALUE trc_wrap_eval_exprs(const struct trc_wrap_exprs *e);
  */
 struct trc_wrap_sink {
 	void (*enter)(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs);
+	/* NULL for a sink that only counts calls: the wrapper then has nothing to do once the call
+	 * it passed on returns or raises, and sets up no rb_ensure for it. */
 	void (*leave)(struct trc_thread *t, uint32_t m);
 };
 
