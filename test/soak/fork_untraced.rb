@@ -7,7 +7,7 @@
 #
 # The inject soak (inject.rb) saw one child of its app hang inside fork on Ruby 3.4.5, in
 # Ruby's after-fork cleanup, on a lock another thread held when the parent forked
-# (ruby/ruby#13584). This script tells whether that happens without the agent.
+# (ruby/ruby#12981, #13584). This script tells whether that happens without the agent.
 FORKS = Integer(ARGV[0] || 20_000)
 LIMIT = Float(ARGV[1] || 10)
 abort 'fork_untraced: tracer_agent is loaded; run it with a bare ruby' if defined?(TracerAgent)
