@@ -79,7 +79,7 @@ bench:
 	commit=$$(git rev-parse --short HEAD)$$(git status --porcelain -- ext lib include client test/bench | \
 		grep -q . && echo ' (with uncommitted changes)'); \
 	for r in $(or $(RUBIES),$(BENCH_RUBIES)); do \
-		script/rubies --run $$r -- make -s bench-ruby TRACER_COMMIT="$$commit" || rc=1; echo; \
+		script/rubies --run $$r -- make -s bench-ruby TRACER_COMMIT="$$commit" BENCH_RAILS="$(BENCH_RAILS)" || rc=1; echo; \
 	done; \
 	$(MAKE) -s -C client bench | sed -n 's/^decode + format/client decode + format/p'; \
 	echo "bench: $(or $(RUBIES),$(BENCH_RUBIES)) in $$(($$(date +%s) - start)) s, with any wait for script/rubies' lock"; \
