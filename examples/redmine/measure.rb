@@ -82,7 +82,7 @@ module RedmineLoad
     # How many methods the app-wide modes would wrap in worker (the agent's own list of the
     # app's methods under /usr/share/redmine, asked with tracer -e), or nil.
     def app_methods(tracer, worker = @workers.first)
-      code = "TracerAgent::Wrap.app_methods(['#{APP_DIR}/'], '#{APP_DIR}/', []).size / 4"
+      code = "w = TracerAgent::Wrap; w.modules.sum { |m| w.app_methods_of(m, ['#{APP_DIR}/'], '#{APP_DIR}/', nil).size / 6 }"
       out, status = Open3.capture2e(tracer, '-p', worker.to_s, '-e', code, '--timeout', '30')
       status.success? ? Integer(out[/=> (\d+)/, 1]) : nil
     end
