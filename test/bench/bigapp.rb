@@ -212,7 +212,7 @@ module BigApp
     end
 
     def app_methods
-      code = "TracerAgent::Wrap.app_methods([Dir.pwd + '/'], Dir.pwd + '/', []).size / 4"
+      code = "w = TracerAgent::Wrap; d = Dir.pwd + '/'; w.modules.sum { |m| w.app_methods_of(m, [d], d, nil).size / 6 }"
       out, = Open3.capture2e(TRACER, '-p', @pid.to_s, '-e', code, '--timeout', '60')
       out[/=> (\d+)/, 1]&.to_i
     end
