@@ -182,6 +182,11 @@ struct call {
 	uint64_t gen;
 };
 
+/*
+ * With the wrapper in place, the owner's method is what comes after it (super_method). The app
+ * may also call a wrapper it took hold of (instance_method) before the session removed it: the
+ * owner's method is then the one its instance_method finds.
+ */
 static VALUE
 find_original(VALUE arg)
 {
@@ -189,6 +194,8 @@ find_original(VALUE arg)
 	VALUE um = rb_funcall(rb_const_get(wraps.wrap_module, rb_intern("INSTANCE_METHOD")), id_bind_call, 2, s->owner,
 	    ID2SYM(s->mid));
 
+	if (rb_funcall(um, rb_intern("owner"), 0) != s->w)
+		return um;
 	return rb_funcall(um, rb_intern("super_method"), 0);
 }
 

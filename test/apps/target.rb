@@ -477,6 +477,20 @@ when 'lonely'
     Lonely.instance_method(:lonely).bind_call(Object.new, 1)
     sleep 0.001
   end
+when 'held'
+  # A module's method taken with instance_method while it may be wrapped, and called later on an
+  # object whose class never included the module (bind_call), as the app says: a line on stdin
+  # takes it, the next calls it and prints what it returned.
+  module Held
+    def held(x) = x + 1
+  end
+  ready
+  while $stdin.gets
+    um = Held.instance_method(:held)
+    puts "took #{um.owner}"
+    $stdin.gets
+    puts "held returned #{um.bind_call(Object.new, 1).inspect}"
+  end
 when 'many'
   # MANY methods (default 20,000) of the app's own, in classes of 25, defined in files under
   # the working directory as far as Ruby knows (what -f and --top calls wrap); a loop calls some.

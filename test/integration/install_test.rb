@@ -65,6 +65,25 @@ class InstallTest < Minitest::Test
     refute_match(/BUG|Segmentation/, t.err)
   end
 
+  # A module's wrapper the app took hold of (instance_method) while traced, and calls after the
+  # session removed it, on an object that never included the module: the module's method runs.
+  # (It raised NoMethodError, super finding nothing, once in a while in the test above: the
+  # session could end between the app's instance_method and its bind_call.)
+  def test_a_wrapper_held_past_its_session_calls_the_method
+    t = target('held')
+    c = client('-p', t.pid, '-m', 'Held#held')
+    c.wait_for(/attached to process #{t.pid}/, stream: :err)
+    t.puts('take')
+    t.wait_for(/^took (.*)$/)
+    assert_match(/^took #<TracerAgent::Wrappers of Held>$/, t.out, 'the app did not get the wrapper')
+    c.signal('INT')
+    assert c.finish.success?, c.err
+    t.puts('call')
+    t.wait_for(/^held returned /)
+    assert_match(/^held returned 2$/, t.out, t.err)
+    assert t.alive?, t.err
+  end
+
   # --duration counts from when the wrappers are in place, one process or several (--ps): the
   # time it took to put them there is no tracing.
   def test_duration_counts_from_the_start_of_tracing
