@@ -34,12 +34,12 @@ def run_app(dir)
     Timeout.timeout(LIMIT) { out << stdout.read }
     [out, err.value.gsub(/#{Regexp.escape(dir)}/, 'DIR'), wait.value]
   rescue Timeout::Error
-    stacks = group(wait.pid).map { |pid| "process #{pid}#{pid == wait.pid ? ' (the app)' : ''}:\n#{stacks(pid)}" }
+    seen = group(wait.pid).map { |pid| "process #{pid}#{pid == wait.pid ? ' (the app)' : ''}:\n#{stacks(pid)}" }
     begin
       Process.kill('KILL', -wait.pid)
     rescue Errno::ESRCH # all gone meanwhile
     end
-    [out, "deadlock: still running #{LIMIT} s after its cue\n#{stacks.join}#{err.value}", wait.value]
+    [out, "deadlock: still running #{LIMIT} s after its cue\n#{seen.join}#{err.value}", wait.value]
   end
 end
 
