@@ -130,7 +130,7 @@ run_eval(const msgpack_object *a)
 static void
 run_top(const msgpack_object *a)
 {
-	need(a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[1].via.u64 <= TRC_TOP_EXCEPTIONS);
+	need(a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[1].via.u64 <= TRC_TOP_LAST);
 	need(a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[2].via.u64 > 0);
 	need(a[3].type == MSGPACK_OBJECT_POSITIVE_INTEGER);
 	read_scope(&a[4]);
