@@ -301,35 +301,52 @@ finish(struct trc_attach *a, int fd)
 	a->done(a, fd, a->ctx);
 }
 
-/* Only the target may connect: anyone else who found the socket is turned away. */
-static void
-on_accept(struct ev_loop *loop, ev_io *w, int revents)
+/*
+ * Only the target may connect: anyone else who found the socket is turned away. Returns 1 once
+ * the attach is over (the target connected, or accept failed), 0 while it goes on.
+ */
+static int
+take_connection(struct trc_attach *a)
 {
-	struct trc_attach *a = w->data;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	int fd;
 
-	(void)loop, (void)revents;
 	while ((fd = accept4(a->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid == a->pid) {
 			finish(a, fd);
-			return;
+			return 1;
 		}
 		close(fd);
 	}
 	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
 		fail(a, TRC_ATTACH_FAILED, "accept: %s", strerror(errno));
 		finish(a, -1);
+		return 1;
 	}
+	return 0;
 }
 
+static void
+on_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop, (void)revents;
+	take_connection(w->data);
+}
+
+/*
+ * A target that connected, said what it had to say (a refusal, say) and exited may still be
+ * waiting in the listener's backlog when this timer fires in the same loop iteration: take it
+ * before concluding from a failed doorbell that the process exited without answering.
+ */
 static void
 on_resignal(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct trc_attach *a = w->data;
 
 	(void)loop, (void)revents;
+	if (take_connection(a))
+		return;
 	if (in_target_ipc(a, refresh_hello) < 0 || ring(a) < 0)
 		finish(a, -1);
 }
