@@ -1,6 +1,6 @@
 /* session.c: the transport: a client's socket, the native I/O thread, and the work it hands the GVL side. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1   /* POLLRDHUP, pthread_timedjoin_np */
+#define _GNU_SOURCE 1   /* POLLRDHUP, pthread_timedjoin_np, pthread_setname_np */
 #endif
 #include "session.h"
 
@@ -580,6 +580,8 @@ io_main(void *arg)
 	struct trc_session *s = arg;
 	int gone = 0;
 
+	/* What top -H, ps -L and perf call it, apart from the app's threads (15 bytes at most). */
+	pthread_setname_np(pthread_self(), "tracer-io");
 	while (!load(&s->ending)) {
 		int more = fill(s, 0);
 

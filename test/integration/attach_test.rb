@@ -102,6 +102,20 @@ class AttachTest < Minitest::Test
     assert_empty leftovers_for(t.pid)
   end
 
+  # The agent's I/O thread is there while a client is attached, under a name an
+  # operator can tell apart (top -H, ps -L), and gone once the client detached.
+  def test_the_agents_thread_lives_as_long_as_the_session
+    t = target('work')
+    names = -> { Dir.glob("/proc/#{t.pid}/task/*/comm").map { |f| File.read(f).chomp rescue nil } } # rubocop:disable Style/RescueModifier
+    refute_includes names.(), 'tracer-io'
+    c = client('-p', t.pid, '-m', 'Worker#work')
+    c.wait_for(/Worker#work/)
+    assert_equal 1, names.().count('tracer-io'), names.().inspect
+    c.signal('INT')
+    assert c.finish.success?
+    wait_until(message: "the agent's thread to end after the detach") { !names.().include?('tracer-io') }
+  end
+
   private
 
   def skip_unless_root_with_nobody
