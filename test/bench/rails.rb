@@ -7,12 +7,16 @@
 # until every worker is attached, and a grace for the requests it held), while attached, and
 # after detach (^C), and the install time: from the command to every worker's STARTED
 # ("attached to process N") and, for the tables, to the first row of the app's methods.
+# One 8 s window of this load moves by some 20% with nothing attached (docs/performance.md), so
+# each mode runs ROUNDS sessions, each with its own before, attached and after, and a last row
+# gives the median of their ratios and times.
 #
 #   ruby -Ilib test/bench/rails.rb           (make bench-ruby runs it after bench.rb; as root
 #                                             the first time: examples/redmine/setup installs)
 #
 # Knobs: BENCH_RAILS_WINDOW (seconds of load per phase, 8), BENCH_RAILS_LIMIT (seconds an
-# install may take before the session is given up, 90), BENCH_RAILS_MODES (calls,time,firehose).
+# install may take before the session is given up, 90), BENCH_RAILS_MODES (calls,time,firehose),
+# BENCH_RAILS_ROUNDS (sessions per mode, 3).
 # Progress goes to stderr, the table to stdout.
 require 'rbconfig'
 require 'tmpdir'
@@ -24,6 +28,8 @@ module RailsBench
   RUBY = ENV['RUBY'] || RbConfig.ruby
   WINDOW = Float(ENV['BENCH_RAILS_WINDOW'] || 8)
   LIMIT = Float(ENV['BENCH_RAILS_LIMIT'] || 90)
+  ROUNDS = Integer(ENV['BENCH_RAILS_ROUNDS'] || 3)
+  ROW = '%-16s %9s %9s  %-20s %-20s %-20s %-20s %s'
   MODES = {
     'calls' => ['--top calls', :top, ->(_) { %w[--top calls --interval 0.5 --json --rows 20] }],
     'time' => ['--top time', :top, ->(_) { %w[--top time --interval 0.5 --json --rows 20] }],
@@ -40,6 +46,25 @@ module RailsBench
   end
 
   def self.secs(s) = s ? format('%.1f s', s) : 'never'
+
+  def self.median(xs)
+    xs = xs.compact.sort
+    return nil if xs.empty?
+
+    xs.size.odd? ? xs[xs.size / 2] : (xs[xs.size / 2 - 1] + xs[xs.size / 2]) / 2.0
+  end
+
+  # The last row of a mode: the median of its rounds' ratios to their own before, and p99s.
+  def self.median_row(label, kind, figs)
+    phase = lambda do |ph|
+      ratio = median(figs.map { |f| f[ph] && f[:before][:rps].positive? ? f[ph][:rps] / f[:before][:rps] : nil })
+      p99 = median(figs.map { |f| f[ph] && f[ph][:p99] })
+      ratio ? format('%6s %5s %6.0f', '', format('%.2fx', ratio), p99 || 0) : '-'
+    end
+    format(ROW, "  median of #{figs.size}", secs(median(figs.map { |f| f[:all_attached] })),
+           kind == :top ? secs(median(figs.map { |f| f[:rows] })) : '-', phase.(:before), phase.(:during),
+           phase.(:attached), phase.(:after), "#{label}: each ratio to its own round's before")
+  end
 
   def self.run
     env = { 'RUBY' => RUBY }
@@ -62,23 +87,26 @@ module RailsBench
     puts "rails: Debian's Redmine #{redmine}, #{served}, 4 workers of #{version}"
     puts "rails: #{methods || '?'} methods under #{RedmineLoad::APP_DIR} per worker; wrk 2 threads, 8 connections, " \
          "#{WINDOW.round} s per phase; columns: requests/s, ratio to before, p99 ms"
-    puts format('%-16s %9s %9s  %-20s %-20s %-20s %-20s %s', 'mode', 'attached', '1st row', 'before', 'during',
-                'attached', 'after', 'notes')
+    puts format(ROW, 'mode', 'attached', '1st row', 'before', 'during', 'attached', 'after', 'notes')
     (ENV['BENCH_RAILS_MODES'] || MODES.keys.join(',')).split(',').each do |name|
       label, kind, args = MODES.fetch(name)
-      Dir.mktmpdir('tracer-rails-bench') do |dir|
-        log "#{label}: one session"
-        cmd = ['--ps', server.regex, *args.(dir), '--timeout', LIMIT.to_s]
-        fig = RedmineLoad.session(server, TRACER, cmd, kind: kind, window: WINDOW, limit: LIMIT, duration: nil,
-                                                       log: ->(m) { log("  #{m}") })
-        base = fig[:before][:rps]
-        notes = fig[:notes].dup
-        notes << "client #{fig[:status].exitstatus}" unless fig[:status]&.success?
-        puts format('%-16s %9s %9s  %-20s %-20s %-20s %-20s %s', label, secs(fig[:all_attached]),
-                    kind == :top ? secs(fig[:rows]) : '-', fmt(fig[:before], base), fmt(fig[:during], base),
-                    fmt(fig[:attached], base), fmt(fig[:after], base), notes.join('; '))
-        $stdout.flush
+      figs = (1..ROUNDS).map do |round|
+        Dir.mktmpdir('tracer-rails-bench') do |dir|
+          log "#{label}: session #{round} of #{ROUNDS}"
+          cmd = ['--ps', server.regex, *args.(dir), '--timeout', LIMIT.to_s]
+          fig = RedmineLoad.session(server, TRACER, cmd, kind: kind, window: WINDOW, limit: LIMIT, duration: nil,
+                                                         log: ->(m) { log("  #{m}") })
+          base = fig[:before][:rps]
+          notes = fig[:notes].dup
+          notes << "client #{fig[:status].exitstatus}" unless fig[:status]&.success?
+          puts format(ROW, label, secs(fig[:all_attached]), kind == :top ? secs(fig[:rows]) : '-', fmt(fig[:before], base),
+                      fmt(fig[:during], base), fmt(fig[:attached], base), fmt(fig[:after], base), notes.join('; '))
+          $stdout.flush
+          fig
+        end
       end
+      puts median_row(label, kind, figs) if figs.size > 1
+      $stdout.flush
     end
   ensure
     server&.stop
