@@ -223,11 +223,16 @@ class ProtocolTest < Minitest::Test
     _, err, status = tracer('-p', t.pid, '-e', '1')
     assert_equal 1, status.exitstatus
     assert_equal "tracer: eval is disabled in process #{t.pid} (TRACER_AGENT_EVAL=0 or TracerAgent.allow_eval = false)\n", err,
-                 "the fake agent (#{t.alive? ? "running" : t.status.inspect}): #{t.out}#{t.err}"
+                 how_it_ended(t)
     t = target('refuse_6', agent: false, script: FAKE_AGENT)
     _, err, status = tracer('-p', t.pid, '-e', '1')
     assert_equal 1, status.exitstatus
     refute_match(/disabled/, err)
-    assert_match(/^tracer: cannot tell whether evals are allowed: NoMethodError/, err, "the fake agent (#{t.alive? ? "running" : t.status.inspect}): #{t.out}#{t.err}")
+    assert_match(/^tracer: cannot tell whether evals are allowed: NoMethodError/, err, how_it_ended(t))
   end
+
+  private
+
+  # For a failure: whether the fake agent still runs (it never exits on its own), and what it printed.
+  def how_it_ended(t) = "the fake agent (#{t.alive? ? 'running' : t.status.inspect}): #{t.out}#{t.err}"
 end
