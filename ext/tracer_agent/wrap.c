@@ -39,6 +39,7 @@ struct slot {
 	uint64_t gen;           /* the generation it was bound for */
 	VALUE exprs;            /* the -m expressions' UnboundMethod (wrap.rb), or Qnil */
 	uint8_t defined;        /* the wrapper is in w now */
+	uint8_t module;         /* owner is a module (see reaches) */
 };
 
 static struct {
@@ -152,6 +153,7 @@ slot_get(VALUE w, VALUE owner, ID mid)
 	s->exprs = Qnil;
 	s->reaches = Qnil;
 	s->owner = owner;
+	s->module = RB_TYPE_P(owner, T_MODULE);
 	index_put(wraps.index, wraps.mask, slot_hash(w, mid), ++wraps.n);
 	return s;
 }
@@ -252,9 +254,10 @@ call_on(VALUE arg)
 static int
 reaches(struct slot *s, VALUE self)
 {
-	VALUE klass = rb_obj_class(self);
+	VALUE klass;
 
-	if (!RB_TYPE_P(s->owner, T_MODULE) || klass == s->reaches)
+	/* Most wrapped methods are a class's: then not even self's class is read. */
+	if (!s->module || (klass = rb_obj_class(self)) == s->reaches)
 		return 1;
 	if (!rb_obj_is_kind_of(self, s->w))
 		return 0;
