@@ -40,6 +40,7 @@ struct slot {
 	VALUE exprs;            /* the -m expressions' UnboundMethod (wrap.rb), or Qnil */
 	uint8_t defined;        /* the wrapper is in w now */
 	uint8_t module;         /* owner is a module (see reaches) */
+	ID ivar;                /* an attr_reader's instance variable (see read_ivar); 0 for any other method */
 };
 
 static struct {
@@ -410,6 +411,29 @@ running_slot(VALUE th)
 }
 
 /*
+ * An attr_reader's wrapper reads the variable itself, as the VM's reader does (nil when it is
+ * not set, no warning), rather than pass the call on: the reader is some 5 ns, and the call
+ * passed on 60 ns more (a C frame, super's method search, the VM entered again). They are
+ * the app's most frequent calls (in Redmine, 45% of the wrapped calls of an issue list). The
+ * read runs no Ruby and cannot raise, so the call needs no ensure.
+ */
+static VALUE
+read_ivar(VALUE th, const struct slot *s, VALUE self)
+{
+	uint64_t gen = s->gen;
+	uint32_t m = s->m;
+	VALUE v;
+
+	if (wraps.live == 0 || gen != wraps.live)
+		return rb_attr_get(self, s->ivar);
+	report(th, m, 1, NULL);
+	v = rb_attr_get(self, s->ivar);
+	if (wraps.live == gen && wraps.sink->leave != NULL)
+		report(th, m, 0, NULL);
+	return v;
+}
+
+/*
  * Every wrapper comes here. The VM does not check the machine stack before the call passes on
  * (rb_call_super_kw), and each wrapped frame adds one C recursion: near the end of the stack
  * it raises SystemStackError, as Ruby's own calls from C do, rather than let the guard page
@@ -430,6 +454,8 @@ wrapped_call(int argc, const VALUE *argv, VALUE self)
 	c.argv = argv;
 	c.self = self;
 	c.original = reaches(s, self) ? Qundef : original_of(s);
+	if (s->ivar != 0 && c.original == Qundef)
+		return read_ivar(th, s, self);
 	if (wraps.live == 0 || s->gen != wraps.live)
 		return pass_on(&c);
 	c.slot = (uint32_t)(s - wraps.slots);
@@ -733,6 +759,15 @@ raised(void)
 	return desc;
 }
 
+/* The instance variable attr_reader :name reads: @name. */
+static ID
+reader_ivar(ID mid)
+{
+	VALUE name = rb_id2str(mid);
+
+	return NIL_P(name) ? 0 : rb_intern_str(rb_str_concat(rb_str_new_cstr("@"), name));
+}
+
 int
 trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_t gen, VALUE exprs, VALUE *why)
 {
@@ -754,6 +789,10 @@ trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_
 	s->m = m;
 	s->gen = gen;
 	s->exprs = exprs;
+	/* Redefined since as something else, or with expressions to show: passed on, as a rule. */
+	s->ivar = arity == TRC_WRAP_READER && NIL_P(exprs) ? reader_ivar(mid) : 0;
+	if (arity == TRC_WRAP_READER)
+		arity = 0;
 	if (s->defined)
 		return 0;
 	if (remember_installed(s) < 0) {
@@ -920,6 +959,25 @@ agent_defined(VALUE self, VALUE mod, VALUE name)
 	return Qnil;
 }
 
+/*
+ * TracerAgent.__changed(mod, name), from Module#method_added, #method_removed and
+ * #method_undefined: a reader wrapped for mod's method name reads the variable no more, and
+ * passes the call on (to the new definition, or to NoMethodError), as any wrapper does. Until
+ * the next session, which looks at the method afresh.
+ */
+static VALUE
+agent_changed(VALUE self, VALUE mod, VALUE name)
+{
+	st_data_t w;
+	struct slot *s;
+
+	if (wraps.defining || !SYMBOL_P(name) || wraps.owners == NULL || !trc_vm_main_ractor())
+		return Qnil;
+	if (st_lookup(wraps.owners, (st_data_t)mod, &w) && (s = slot_find((VALUE)w, SYM2ID(name))) != NULL)
+		s->ivar = 0;
+	return Qnil;
+}
+
 void
 trc_wrap_definitions_to(void (*defined)(VALUE mod, ID mid), int (*watching)(void))
 {
@@ -965,5 +1023,6 @@ trc_wrap_init(VALUE mod)
 	rb_ext_ractor_safe(false);
 #endif
 	rb_define_singleton_method(mod, "__defined", agent_defined, 2);
+	rb_define_singleton_method(mod, "__changed", agent_changed, 2);
 }
 

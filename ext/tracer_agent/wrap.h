@@ -14,7 +14,7 @@ enum trc_visibility {
 
 struct trc_thread;
 
-/* From Init_: TracerAgent.__enter, __leave, __watching, __defined. */
+/* From Init_: TracerAgent.__enter, __leave, __watching, __defined, __changed. */
 void trc_wrap_init(VALUE mod);
 
 /*
@@ -25,11 +25,15 @@ const char *trc_wrap_refusal(VALUE owner, ID mid, int native);
 
 /*
  * GVL held. Puts a wrapper in front of owner's method mid (visibility: enum trc_visibility;
- * arity: the method's, which the wrapper keeps when it is 0 to 15), which reports its calls as
+ * arity: the method's, which the wrapper keeps when it is 0 to 15, or TRC_WRAP_READER for an
+ * attr_reader, whose wrapper reads the variable itself), which reports its calls as
  * method m once generation gen is live (trc_wrap_live), with the -m expressions' helper exprs
  * (trc_wrap_expressions; Qnil for none). A method wrapped already is bound to m and gen anew.
  * Returns 0, or -1 with *why set to the reason (a String).
  */
+/* An arity no method has: wrap.rb's Wrap::READER. */
+#define TRC_WRAP_READER (-(1 << 24))
+
 int trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_t gen, VALUE exprs,
     VALUE *why);
 

@@ -45,6 +45,8 @@ module TracerAgent
     # Where expression helpers are compiled before wrap.c keeps their UnboundMethod: a module in
     # no class's ancestry, emptied at once.
     HOLDER = Module.new
+    # What arity_of says of an attr_reader: no arity a method can have (TRC_WRAP_READER).
+    READER = -(1 << 24)
 
     # Module's and Kernel's own methods, called on the app's modules through bind_call: a call
     # made on each module in turn would leave a call cache behind in each one's class (some
@@ -135,7 +137,7 @@ module TracerAgent
         path, line = app_location(method, prefixes, cwd)
         return nil if path.nil? || ignore&.match?("#{label_of(owner)}#{SINGLETON_P.bind_call(owner) ? '.' : '#'}#{name}")
 
-        [visibility_of(owner, name), method.arity, path, line]
+        [visibility_of(owner, name), arity_of(method), path, line]
       rescue StandardError
         nil
       end
@@ -260,8 +262,19 @@ module TracerAgent
           next if path.nil?
           next if ignore&.match?("#{label ||= label_of(owner)}#{sep}#{name}")
 
-          found.push(owner, name, visibility, method.arity, path, line)
+          found.push(owner, name, visibility, arity_of(method), path, line)
         end
+      end
+
+      # The method's arity, or READER for an attr_reader under its own name: its wrapper then
+      # reads the instance variable itself instead of calling the method (wrap.c). Only
+      # attr_reader and attr_writer make a method with a source location and no bytecode, and
+      # only attr_reader's takes no argument.
+      def arity_of(method)
+        arity = method.arity
+        return arity unless arity.zero? && method.name == method.original_name && method.source_location
+
+        RubyVM::InstructionSequence.of(method) ? arity : READER
       end
 
       # [absolute path, line] of a method defined in a file under prefixes, else nil.
@@ -335,17 +348,40 @@ module TracerAgent
 
   # Prepended to Module the first time a session wraps methods: it tells the agent of every
   # method the app defines while a session wants to know (a class loaded after attach, a method
-  # defined again). It does nothing otherwise.
+  # defined again), and of every method it removes or undefines. It does nothing otherwise.
   module DefinitionWatch
     private
 
+    # (__changed: a reader's wrapper reads the variable itself until its method changes, wrap.c.)
     def method_added(name)
+      TracerAgent.__changed(self, name)
       TracerAgent.__defined(self, name) if TracerAgent.__watching
       super
     end
 
     def singleton_method_added(name)
+      TracerAgent.__changed(singleton_class, name)
       TracerAgent.__defined(singleton_class, name) if TracerAgent.__watching
+      super
+    end
+
+    def method_removed(name)
+      TracerAgent.__changed(self, name)
+      super
+    end
+
+    def method_undefined(name)
+      TracerAgent.__changed(self, name)
+      super
+    end
+
+    def singleton_method_removed(name)
+      TracerAgent.__changed(singleton_class, name)
+      super
+    end
+
+    def singleton_method_undefined(name)
+      TracerAgent.__changed(singleton_class, name)
       super
     end
   end

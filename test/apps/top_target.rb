@@ -112,11 +112,40 @@ def hostile
   3.times { b.public_send(HOSTILE) }
 end
 
+# attr_readers, whose wrappers read the variable themselves (ext/tracer_agent/wrap.c): a
+# thousand calls of each as they are, then a thousand once the app has redefined a, removed b
+# and undefined c, which must do what Ruby does then. Any other answer prints MISMATCH.
+class Reader
+  attr_reader :a, :b, :c, :unset # READER
+  alias_method :aa, :a
+
+  def initialize = (@a, @b, @c = 1, 2, 3)
+end
+
+def gone?(r, name)
+  r.public_send(name)
+  false
+rescue NoMethodError
+  true
+end
+
+def readers
+  r = Reader.new
+  1000.times { puts "MISMATCH #{[r.a, r.b, r.c, r.unset, r.aa].inspect}" unless [r.a, r.b, r.c, r.unset, r.aa] == [1, 2, 3, nil, 1] }
+  Reader.class_eval { def a = @a * 10 } # REDEFINED
+  Reader.send(:remove_method, :b)
+  Reader.send(:undef_method, :c)
+  1000.times do
+    got = [r.a, gone?(r, :b), gone?(r, :c), r.unset, r.aa]
+    puts "MISMATCH after #{got.inspect}" unless got == [10, true, true, nil, 1]
+  end
+end
+
 BURSTS = {
   'calls' => method(:calls), 'time' => method(:time), 'exceptions' => method(:exceptions),
   'objects' => method(:allocations), 'objects-total' => method(:allocations),
   'arrays' => method(:allocations), 'strings' => method(:allocations),
-  'threads' => method(:threads), 'hostile' => method(:hostile)
+  'threads' => method(:threads), 'hostile' => method(:hostile), 'readers' => method(:readers)
 }.freeze
 
 burst = BURSTS.fetch(ARGV.fetch(0).split('@').first) { abort "unknown mode #{ARGV[0]}" }

@@ -391,6 +391,21 @@ class TopTest < Minitest::Test
 
   # The default scope: the app's own methods, through wrappers; no C method, and no wrapper left
   # once the client has gone.
+  # An attr_reader's wrapper reads the variable itself: the same values, counted, and once the
+  # app redefines, removes or undefines the reader, what Ruby does then (the target checks).
+  def test_readers_answer_as_ruby_does_while_counted
+    %w[calls time].each do |mode|
+      @go = File.join(@dir, "go-#{mode}") # each target starts its burst once its table is on
+      t = app('readers')
+      c = top(t, mode)
+      snap = run_burst(t, c, 'the readers counted') { |s| count(s, 'Reader#unset') >= 2000 && count(s, 'Reader#a') >= 2000 }
+      assert_equal [2000, 2000, 2000], [count(snap, 'Reader#a'), count(snap, 'Reader#unset'), count(snap, 'Reader#aa')], mode
+      assert_equal line_of('READER'), row(snap, 'Reader#unset')['line']
+      stop(c, t)
+      refute_match(/MISMATCH/, t.out, mode)
+    end
+  end
+
   def test_calls_of_the_apps_methods_leave_nothing_behind
     t = app('calls')
     c = top(t, 'calls')
