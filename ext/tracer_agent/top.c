@@ -531,7 +531,7 @@ size_t
 trc_top_table_bytes(void)
 {
 	return (size_t)SLOTS * sizeof(struct row) + TRC_TOP_MAX_ROWS * sizeof(uint32_t) +
-	    2 * TRC_MAX_METHODS * sizeof(uint32_t);
+	    2 * (size_t)TRC_MAX_METHODS * sizeof(uint32_t);
 }
 
 /* The VM's own count of the objects it has made, every kind included. */

@@ -23,6 +23,9 @@ void trc_wrap_init(VALUE mod);
  */
 const char *trc_wrap_refusal(VALUE owner, ID mid, int native);
 
+/* An arity no method has: wrap.rb's Wrap::READER. */
+#define TRC_WRAP_READER (-(1 << 24))
+
 /*
  * GVL held. Puts a wrapper in front of owner's method mid (visibility: enum trc_visibility;
  * arity: the method's, which the wrapper keeps when it is 0 to 15, or TRC_WRAP_READER for an
@@ -31,9 +34,6 @@ const char *trc_wrap_refusal(VALUE owner, ID mid, int native);
  * (trc_wrap_expressions; Qnil for none). A method wrapped already is bound to m and gen anew.
  * Returns 0, or -1 with *why set to the reason (a String).
  */
-/* An arity no method has: wrap.rb's Wrap::READER. */
-#define TRC_WRAP_READER (-(1 << 24))
-
 int trc_wrap_put(VALUE owner, ID mid, int visibility, int arity, uint32_t m, uint64_t gen, VALUE exprs,
     VALUE *why);
 
