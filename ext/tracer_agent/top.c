@@ -45,6 +45,11 @@ struct row {
 	uint64_t count, total, self;
 };
 
+/* A wrapped method's calls and time this interval (--top time of the app), in clock ticks. */
+struct timed {
+	uint64_t count, total, self;
+};
+
 static struct {
 	int mode;
 	int flags;              /* enum trc_top_flag */
@@ -75,6 +80,7 @@ static struct {
 	 * Mapped, as rows are: only the pages of the methods called are touched.
 	 */
 	uint32_t *calls;
+	struct timed *timed;    /* --top time of the app: the same, with the times */
 	uint32_t *called;
 	uint32_t ncalled;
 	int threads;            /* the VM's thread events are watched */
@@ -225,32 +231,47 @@ time_call(struct trc_thread *t, const struct site *s)
 	t->depth++;
 }
 
-static void
-time_return(struct trc_thread *t, const struct site *s)
+/*
+ * Pops the frame of site s's call: its time in ticks, its self time, and whether no call of
+ * the same site is open below it (only the outermost of a recursion adds to the total). 0 when
+ * no frame is the site's.
+ */
+static int
+pop_frame(struct trc_thread *t, const struct site *s, uint64_t *total, uint64_t *self, int *outermost)
 {
 	struct trc_frame *f;
-	uint64_t total;
-	int outermost = 1;
-	struct row *r;
-
 	uint32_t d = t->depth;
 
 	/* Find the call; frames above it lost their return (none is expected, but never trust). */
 	while (d > 0 && !same_site(&t->frames[d - 1], s))
 		d--;
 	if (d == 0)
-		return;         /* its call came before we attached */
+		return 0;       /* its call came before we attached */
 	t->depth = d - 1;
 	f = &t->frames[t->depth];
-	total = trc_clock_now() - f->start;
+	*total = trc_clock_now() - f->start;
+	*self = *total > f->child ? *total - f->child : 0;
 	if (t->depth > 0)
-		t->frames[t->depth - 1].child += total;
-	for (uint32_t i = 0; i < t->depth && outermost; i++)
-		outermost = !same_site(&t->frames[i], s);
+		t->frames[t->depth - 1].child += *total;
+	*outermost = 1;
+	for (uint32_t i = 0; i < t->depth && *outermost; i++)
+		*outermost = !same_site(&t->frames[i], s);
+	return 1;
+}
+
+static void
+time_return(struct trc_thread *t, const struct site *s)
+{
+	uint64_t total, self;
+	int outermost;
+	struct row *r;
+
+	if (!pop_frame(t, s, &total, &self, &outermost))
+		return;
 	if ((r = row_get(s->method + 1, s->file, s->line, s->path)) == NULL)
 		return;
 	r->count++;
-	r->self += total > f->child ? total - f->child : 0;
+	r->self += self;
 	if (outermost)
 		r->total += total;
 }
@@ -291,17 +312,22 @@ site_of(uint32_t m, struct site *s)
 	s->path = me->path;
 }
 
+/*
+ * A wrapped method's frame is its index alone (no file, line 0): its site is looked up only
+ * when the interval's figures are folded into rows, and a wrapped call touches no row, and not
+ * even the method's entry in the names table. (A session wraps the app's methods or hooks
+ * calls, never both: a hook's frame of the same method is never compared with this one.)
+ */
 static void
 sink_enter(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 {
-	struct site s;
+	struct site s = { .method = m };
 	struct row *r;
 
 	if (!table.armed || !table.wrapped)
 		return;
 	table.events++;
-	if (modes[table.mode] & TRC_TOPM_TIMED) {
-		site_of(m, &s);
+	if (table.timed != NULL) {
 		time_call(t, &s);
 	} else if (table.calls != NULL && m < TRC_MAX_METHODS) {
 		if (table.calls[m]++ == 0)
@@ -313,7 +339,32 @@ sink_enter(struct trc_thread *t, uint32_t m, const struct trc_wrap_exprs *exprs)
 	}
 }
 
-/* The interval's calls of wrapped methods, into their rows: as sink_enter would have counted them. */
+/* A wrapped method's return: as time_return, into the method's figures rather than a row. */
+static void
+sink_leave(struct trc_thread *t, uint32_t m)
+{
+	const struct site s = { .method = m };
+	uint64_t total, self;
+	int outermost;
+	struct timed *x;
+
+	if (!table.armed || table.timed == NULL || m >= TRC_MAX_METHODS)
+		return;
+	table.events++;
+	if (!pop_frame(t, &s, &total, &self, &outermost))
+		return;
+	x = &table.timed[m];
+	if (x->count++ == 0)
+		table.called[table.ncalled++] = m;
+	x->self += self;
+	if (outermost)
+		x->total += total;
+}
+
+/*
+ * The interval's calls (and times) of wrapped methods, into their rows: as if each call had
+ * found its row. A full table loses each call, not only the first.
+ */
 static void
 fold_calls(void)
 {
@@ -321,29 +372,27 @@ fold_calls(void)
 	struct row *r;
 
 	for (uint32_t i = 0; i < table.ncalled; i++) {
-		uint32_t m = table.called[i], n = table.calls[m];
+		uint32_t m = table.called[i];
+		struct timed x = { 0 };
 		uint64_t lost = table.lost;
 
-		table.calls[m] = 0;
+		if (table.timed != NULL) {
+			x = table.timed[m];
+			table.timed[m] = (struct timed){ 0 };
+		} else {
+			x.count = table.calls[m];
+			table.calls[m] = 0;
+		}
 		site_of(m, &s);
-		if ((r = row_get(s.method + 1, s.file, s.line, s.path)) != NULL)
-			r->count += n;
-		else if (table.lost != lost)
-			table.lost += n - 1;    /* the table is full: each call is lost, not only the first */
+		if ((r = row_get(s.method + 1, s.file, s.line, s.path)) != NULL) {
+			r->count += x.count;
+			r->total += x.total;
+			r->self += x.self;
+		} else if (table.lost != lost) {
+			table.lost += x.count - 1;
+		}
 	}
 	table.ncalled = 0;
-}
-
-static void
-sink_leave(struct trc_thread *t, uint32_t m)
-{
-	struct site s;
-
-	if (!table.armed || !table.wrapped || !(modes[table.mode] & TRC_TOPM_TIMED))
-		return;
-	site_of(m, &s);
-	table.events++;
-	time_return(t, &s);
 }
 
 static const struct trc_wrap_sink timing = { sink_enter, sink_leave };
@@ -530,8 +579,9 @@ table_unmap(void *p, size_t n)
 size_t
 trc_top_table_bytes(void)
 {
+	/* A session maps calls or timed, not both: the larger counts. */
 	return (size_t)SLOTS * sizeof(struct row) + TRC_TOP_MAX_ROWS * sizeof(uint32_t) +
-	    2 * (size_t)TRC_MAX_METHODS * sizeof(uint32_t);
+	    (size_t)TRC_MAX_METHODS * (sizeof(uint32_t) + sizeof(struct timed));
 }
 
 /* The VM's own count of the objects it has made, every kind included. */
@@ -648,10 +698,13 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 	table.wrapped = (modes[mode] & TRC_TOPM_METHOD) && !scope->all;
 	table.gen = table.wrapped ? trc_wrap_generation() : 0;
 	table.ncalled = 0;
-	if (table.wrapped && !(modes[mode] & TRC_TOPM_TIMED)) {
-		table.calls = table_map(TRC_MAX_METHODS * sizeof(*table.calls));
+	if (table.wrapped) {
+		if (modes[mode] & TRC_TOPM_TIMED)
+			table.timed = table_map(TRC_MAX_METHODS * sizeof(*table.timed));
+		else
+			table.calls = table_map(TRC_MAX_METHODS * sizeof(*table.calls));
 		table.called = table_map(TRC_MAX_METHODS * sizeof(*table.called));
-		if (table.calls == NULL || table.called == NULL)
+		if ((table.calls == NULL && table.timed == NULL) || table.called == NULL)
 			goto fail;
 	}
 	if (modes[mode] & TRC_TOPM_THREAD) {
@@ -741,8 +794,10 @@ trc_top_stop(void)
 	table.rows = NULL;
 	table.used = NULL;
 	table_unmap(table.calls, TRC_MAX_METHODS * sizeof(*table.calls));
+	table_unmap(table.timed, TRC_MAX_METHODS * sizeof(*table.timed));
 	table_unmap(table.called, TRC_MAX_METHODS * sizeof(*table.called));
 	table.calls = NULL;
+	table.timed = NULL;
 	table.called = NULL;
 	table.ncalled = 0;
 	trc_scope_release(&table.scope);
