@@ -146,13 +146,13 @@ module RedmineLoad
   # nil), :all_attached (s to the last worker's "attached"), :exited (s from in place to the
   # client's exit), :answer (s until every worker answered `tracer -e` after), :status, :out,
   # :err (the client's), :notes (what went wrong, in words).
-  def self.session(server, tracer, args, kind:, window:, limit:, duration:, log: ->(_) {})
+  def self.session(server, tracer, args, kind:, window:, limit:, duration:, connections: 8, log: ->(_) {})
     fig = { notes: [] }
     cookie = login(server.port)
-    fig[:before] = load(server, window, cookie)
+    fig[:before] = load(server, window, cookie, connections)
     log.("before: #{line(fig[:before])}")
 
-    during = Wrk.new(server.port, seconds: limit + (duration || window) + 60, cookie: cookie)
+    during = Wrk.new(server.port, seconds: limit + (duration || window) + 60, cookie: cookie, connections: connections)
     cpu0 = server.cpu
     client = Client.new(tracer, args)
     t0 = client.started
@@ -197,7 +197,7 @@ module RedmineLoad
     log.("during (#{format('%.1f', now - t0)} s): #{line(fig[:during])}")
 
     if client.alive?
-      fig[:attached] = load(server, window, cookie)
+      fig[:attached] = load(server, window, cookie, connections)
       log.("attached: #{line(fig[:attached])}")
       fig[:notes] << 'the client ended before the attached window did (--duration counted the install?)' unless client.alive?
     else
@@ -215,7 +215,7 @@ module RedmineLoad
       fig[:notes] << "worker #{w} did not answer -e after detach" unless st.success?
     end
     fig[:answer] = now - t1
-    fig[:after] = load(server, window, cookie)
+    fig[:after] = load(server, window, cookie, connections)
     log.("after: #{line(fig[:after])}")
     fig
   ensure
@@ -223,9 +223,9 @@ module RedmineLoad
     client&.signal('KILL') if client&.alive?
   end
 
-  def self.load(server, seconds, cookie)
+  def self.load(server, seconds, cookie, connections = 8)
     cpu0 = server.cpu
-    r = Wrk.new(server.port, seconds: seconds, cookie: cookie).result(within: seconds + 120)
+    r = Wrk.new(server.port, seconds: seconds, cookie: cookie, connections: connections).result(within: seconds + 120)
     r[:cpu_ms] = cpu_ms(server.cpu - cpu0, r[:requests])
     r
   end

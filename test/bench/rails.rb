@@ -16,7 +16,11 @@
 #
 # Knobs: BENCH_RAILS_WINDOW (seconds of load per phase, 8), BENCH_RAILS_LIMIT (seconds an
 # install may take before the session is given up, 90), BENCH_RAILS_MODES (calls,time,firehose),
-# BENCH_RAILS_ROUNDS (sessions per mode, 3).
+# BENCH_RAILS_ROUNDS (sessions per mode, 3), BENCH_RAILS_CONNECTIONS (wrk's, 8: every worker busy
+# and requests queued; 2 leaves the machine some idle time, where an install's own cost shows
+# in the latency rather than in the queue's).
+# The notes give the workers' CPU per request attached and after, to before: what the session
+# costs the app's processes, without what the client and the machine's other tenants take.
 # Progress goes to stderr, the table to stdout.
 require 'rbconfig'
 require 'tmpdir'
@@ -29,6 +33,7 @@ module RailsBench
   WINDOW = Float(ENV['BENCH_RAILS_WINDOW'] || 8)
   LIMIT = Float(ENV['BENCH_RAILS_LIMIT'] || 90)
   ROUNDS = Integer(ENV['BENCH_RAILS_ROUNDS'] || 3)
+  CONNECTIONS = Integer(ENV['BENCH_RAILS_CONNECTIONS'] || 8)
   ROW = '%-16s %9s %9s  %-20s %-20s %-20s %-20s %s'
   MODES = {
     'calls' => ['--top calls', :top, ->(_) { %w[--top calls --interval 0.5 --json --rows 20] }],
@@ -54,6 +59,13 @@ module RailsBench
     xs.size.odd? ? xs[xs.size / 2] : (xs[xs.size / 2 - 1] + xs[xs.size / 2]) / 2.0
   end
 
+  # The workers' CPU per request in phase ph, to before's; nil without both.
+  def self.cpu_ratio(fig, ph)
+    a = fig[ph] && fig[ph][:cpu_ms]
+    b = fig[:before][:cpu_ms]
+    a && b&.positive? ? a / b : nil
+  end
+
   # The last row of a mode: the median of its rounds' ratios to their own before, and p99s.
   def self.median_row(label, kind, figs)
     phase = lambda do |ph|
@@ -63,7 +75,9 @@ module RailsBench
     end
     format(ROW, "  median of #{figs.size}", secs(median(figs.map { |f| f[:all_attached] })),
            kind == :top ? secs(median(figs.map { |f| f[:rows] })) : '-', phase.(:before), phase.(:during),
-           phase.(:attached), phase.(:after), "#{label}: each ratio to its own round's before")
+           phase.(:attached), phase.(:after),
+           format("#{label}: each ratio to its own round's before; CPU/request %s, %s after",
+                  *%i[attached after].map { |ph| (c = median(figs.map { |f| cpu_ratio(f, ph) })) ? format('%.2fx', c) : '-' }))
   end
 
   def self.run
@@ -85,7 +99,7 @@ module RailsBench
     redmine = `dpkg-query -W -f='${Version}' redmine 2>/dev/null`
     served = server.kind == 'puma' ? 'Puma cluster (Passenger could not start here)' : 'Apache + Passenger'
     puts "rails: Debian's Redmine #{redmine}, #{served}, 4 workers of #{version}"
-    puts "rails: #{methods || '?'} methods under #{RedmineLoad::APP_DIR} per worker; wrk 2 threads, 8 connections, " \
+    puts "rails: #{methods || '?'} methods under #{RedmineLoad::APP_DIR} per worker; wrk 2 threads, #{CONNECTIONS} connections, " \
          "#{WINDOW.round} s per phase; columns: requests/s, ratio to before, p99 ms"
     puts format(ROW, 'mode', 'attached', '1st row', 'before', 'during', 'attached', 'after', 'notes')
     (ENV['BENCH_RAILS_MODES'] || MODES.keys.join(',')).split(',').each do |name|
@@ -95,9 +109,11 @@ module RailsBench
           log "#{label}: session #{round} of #{ROUNDS}"
           cmd = ['--ps', server.regex, *args.(dir), '--timeout', LIMIT.to_s]
           fig = RedmineLoad.session(server, TRACER, cmd, kind: kind, window: WINDOW, limit: LIMIT, duration: nil,
-                                                         log: ->(m) { log("  #{m}") })
+                                                         connections: CONNECTIONS, log: ->(m) { log("  #{m}") })
           base = fig[:before][:rps]
           notes = fig[:notes].dup
+          cpu = %i[attached after].map { |ph| cpu_ratio(fig, ph) }
+          notes.unshift(format('CPU/request %s, %s after', *cpu.map { |c| c ? format('%.2fx', c) : '-' }))
           notes << "client #{fig[:status].exitstatus}" unless fig[:status]&.success?
           puts format(ROW, label, secs(fig[:all_attached]), kind == :top ? secs(fig[:rows]) : '-', fmt(fig[:before], base),
                       fmt(fig[:during], base), fmt(fig[:attached], base), fmt(fig[:after], base), notes.join('; '))
