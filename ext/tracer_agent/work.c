@@ -26,12 +26,13 @@
 /*
  * ... unless the app did not want the GVL: when its threads used less than a twentieth of a
  * CPU since the last step (the process's CPU time, less the steps' and the I/O thread's own),
- * the next step comes STEP_IDLE_US after this one is asked for. An idle worker's first install
- * (Redmine: a second of finding its 4,600 methods among 50,000) then takes what it costs, not
- * four times that; a request that comes meanwhile waits at most a step, and the next gap sees
+ * the next step is asked for STEP_IDLE_US after this one was: it leaves the GVL free for 1 ms
+ * after a full step, and a thread that wakes meanwhile waits at most a step. An idle worker's
+ * first install (Redmine: finding its 4,600 methods among 50,000) then takes not much more
+ * than its CPU time, not four times that; and once the app's threads run, the next gap sees
  * it (step_gap).
  */
-#define STEP_IDLE_US 1000
+#define STEP_IDLE_US 3000
 
 /* The session's timers (trc_session_timer). */
 enum {
