@@ -23,12 +23,21 @@ struct trc_clock {
 
 extern struct trc_clock trc_clock;
 
+/* Any thread: clock id's time in ns (0 if the kernel has no such clock for us). */
+static inline uint64_t
+trc_clock_read(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t
 trc_clock_mono_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return trc_clock_read(CLOCK_MONOTONIC);
 }
 
 /* Any thread, async-signal-safe: now, in ticks. */

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "encode.h"
 #include "eval.h"
 #include "scope.h"
@@ -22,14 +23,6 @@ str_value(const msgpack_object *o)
 	if (o->type != MSGPACK_OBJECT_STR)
 		return Qnil;
 	return rb_str_new(o->via.str.ptr, o->via.str.size);
-}
-
-static uint64_t
-clock_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- hello ---- */
@@ -77,7 +70,7 @@ cmd_hello(struct trc_session *s, const msgpack_object *argv)
 	ractors = query("__ractors", INT2FIX(1));
 	w = (struct trc_welcome){
 		.pid = getpid(), .ruby = RSTRING_PTR(ruby), .ruby_len = (size_t)RSTRING_LEN(ruby), .cwd = cwd,
-		.mono_ns = clock_ns(CLOCK_MONOTONIC), .real_ns = clock_ns(CLOCK_REALTIME), .yjit = RTEST(yjit),
+		.mono_ns = trc_clock_read(CLOCK_MONOTONIC), .real_ns = trc_clock_read(CLOCK_REALTIME), .yjit = RTEST(yjit),
 		.ractors = FIXNUM_P(ractors) ? (uint32_t)FIX2LONG(ractors) : 1,
 	};
 	pk = trc_reply_begin(s);

@@ -7,6 +7,7 @@
 
 #include "extconf.h"
 
+#include "clock.h"
 #include "mem.h"
 #include "names.h"
 #include "wrap.h"
@@ -72,10 +73,7 @@ static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_met
 uint64_t
 trc_plan_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return trc_clock_mono_ns();
 }
 
 static VALUE

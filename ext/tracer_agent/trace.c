@@ -286,11 +286,7 @@ put_exprs(const struct trc_thread *t, int spec, const VALUE *values, int n)
 static uint64_t
 thread_cpu_ns(void)
 {
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return trc_clock_read(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void

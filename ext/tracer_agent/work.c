@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "encode.h"
 #include "mem.h"
 #include "names.h"
@@ -77,22 +78,12 @@ static struct {
 	uint64_t end_wall, end_process, end_io;         /* GVL side: at the last step's end */
 } pace;
 
-static uint64_t
-cpu_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	if (clock_gettime(id, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* TIMER_STEP's gap, on the I/O thread. */
 static uint64_t
 step_gap(void *unused)
 {
 	(void)unused;
-	__atomic_store_n(&pace.io_ns, cpu_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
+	__atomic_store_n(&pace.io_ns, trc_clock_read(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
 	return __atomic_load_n(&pace.idle, __ATOMIC_RELAXED) ? STEP_IDLE_US : STEP_EVERY_US;
 }
 
@@ -109,12 +100,12 @@ pace_steps(struct trc_session *s)
 static int
 plan_step(uint64_t deadline)
 {
-	uint64_t cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t cpu = trc_clock_read(CLOCK_THREAD_CPUTIME_ID);
 	int done = trc_plan_step(deadline);
-	uint64_t wall = trc_plan_now(), process = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+	uint64_t wall = trc_plan_now(), process = trc_clock_read(CLOCK_PROCESS_CPUTIME_ID);
 	uint64_t io = __atomic_load_n(&pace.io_ns, __ATOMIC_RELAXED);
 
-	cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+	cpu = trc_clock_read(CLOCK_THREAD_CPUTIME_ID) - cpu;
 	if (pace.end_wall != 0) {
 		int64_t app = (int64_t)(process - pace.end_process - cpu - (io - pace.end_io));
 		__atomic_store_n(&pace.idle, app * 20 < (int64_t)(wall - pace.end_wall), __ATOMIC_RELAXED);
