@@ -59,7 +59,7 @@ module RedmineLoad
     def initialize(port, seconds:, cookie:, connections: 8, threads: 2, timeout: 60)
       @out = IO.pipe
       @started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      @pid = Process.spawn({ 'REDMINE_COOKIE' => cookie }, 'wrk', "-t#{threads}", "-c#{connections}", "-d#{seconds.ceil}s",
+      @pid = Process.spawn({ 'REDMINE_COOKIE' => cookie }, 'wrk', "-t#{[threads, connections].min}", "-c#{connections}", "-d#{seconds.ceil}s",
                            "--timeout", "#{timeout}s", '--latency', '-s', LUA, "http://127.0.0.1:#{port}/",
                            out: @out[1], err: @out[1], in: File::NULL)
       @out[1].close

@@ -52,6 +52,7 @@ module TracerAgent
     # made on each module in turn would leave a call cache behind in each one's class (some
     # 4,000 for a small app, for good), and a module may define these methods otherwise.
     INSTANCE_METHOD = Module.instance_method(:instance_method)
+    METHODS = Module.instance_method(:instance_methods)
     PUBLIC_METHODS = Module.instance_method(:public_instance_methods)
     PROTECTED_METHODS = Module.instance_method(:protected_instance_methods)
     PRIVATE_METHODS = Module.instance_method(:private_instance_methods)
@@ -89,14 +90,20 @@ module TracerAgent
       # [owner, name, visibility (0 public, 1 protected, 2 private), arity, path, line, ...].
       def app_methods_of(mod, prefixes, cwd, ignore)
         found = []
-        own = own_methods(mod)
+        open = METHODS.bind_call(mod, false)
+        closed = PRIVATE_METHODS.bind_call(mod, false)
         singles = SINGLETON_METHODS.bind_call(mod, false)
-        count = own.size + singles.size
+        count = open.size + closed.size + singles.size
         none = none_of_the_apps(prefixes, cwd, ignore)
         return found if none[mod] == count
 
-        collect(found, mod, own, '#', prefixes, cwd, ignore)
-        collect(found, SINGLETON_CLASS.bind_call(mod), own_methods(SINGLETON_CLASS.bind_call(mod)), '.', prefixes, cwd, ignore) unless singles.empty?
+        collect(found, mod, open, false, '#', prefixes, cwd, ignore)
+        collect(found, mod, closed, true, '#', prefixes, cwd, ignore)
+        unless singles.empty?
+          single = SINGLETON_CLASS.bind_call(mod)
+          collect(found, single, METHODS.bind_call(single, false), false, '.', prefixes, cwd, ignore)
+          collect(found, single, PRIVATE_METHODS.bind_call(single, false), true, '.', prefixes, cwd, ignore)
+        end
         none[mod] = count if found.empty?
         found
       rescue StandardError
@@ -108,7 +115,8 @@ module TracerAgent
         Module.prepend(DefinitionWatch) unless Module < DefinitionWatch
       end
 
-      # (The same objects all session long: looked up once a session, not once a module.)
+      # (The same objects all session long: looked up once a session, not once a module.) Also
+      # starts the session's map of source files to what app_file made of them.
       def none_of_the_apps(prefixes, cwd, ignore)
         last = @none_for
         return @none if last && last[0].equal?(prefixes) && last[1].equal?(cwd) && last[2].equal?(ignore)
@@ -116,6 +124,7 @@ module TracerAgent
         key = [prefixes, cwd, ignore&.source]
         NONE_OF_THE_APPS.clear if NONE_OF_THE_APPS.size >= 4 && !NONE_OF_THE_APPS.key?(key)
         @none_for = [prefixes, cwd, ignore]
+        @files = {}.compare_by_identity
         @none = NONE_OF_THE_APPS[key] ||= ObjectSpace::WeakMap.new
       end
 
@@ -252,19 +261,30 @@ module TracerAgent
         defined?(::Refinement) && ::Refinement === mod # (not mod.is_a?: the app's to define)
       end
 
-      def collect(found, owner, list, sep, prefixes, cwd, ignore)
+      # The methods of owner named in names (all private, or none) that are the app's. A file's
+      # verdict is worked out once a session (a method's source_location gives the same String
+      # for every method of a file), and nothing is made per method but its UnboundMethod and
+      # location: a worker's first session looks at some 40,000 methods, and every object made
+      # then is a minor GC sooner.
+      def collect(found, owner, names, closed, sep, prefixes, cwd, ignore)
         label = nil
-        list.each_slice(2) do |name, visibility|
+        files = @files
+        names.each do |name|
           method = INSTANCE_METHOD.bind_call(owner, name)
           next unless method.owner.equal?(owner)
 
-          path, line = app_location(method, prefixes, cwd)
+          file, line = method.source_location
+          next if file.nil?
+
+          path = files.fetch(file) { files[file] = app_file(file, prefixes, cwd) }
           next if path.nil?
           next if ignore&.match?("#{label ||= label_of(owner)}#{sep}#{name}")
 
-          found.push(owner, name, visibility, arity_of(method), path, line)
+          found.push(owner, name, closed ? 2 : open_visibility(owner, name), arity_of(method), path, line)
         end
       end
+
+      def open_visibility(owner, name) = PROTECTED_P.bind_call(owner, name, false) ? 1 : 0
 
       # The method's arity, or READER for an attr_reader under its own name: its wrapper then
       # reads the instance variable itself instead of calling the method (wrap.c). Only
@@ -280,10 +300,16 @@ module TracerAgent
       # [absolute path, line] of a method defined in a file under prefixes, else nil.
       def app_location(method, prefixes, cwd)
         file, line = method.source_location
-        path = file ? absolute(file, cwd) : nil
+        path = file && app_file(file, prefixes, cwd)
+        path && [path, line]
+      end
+
+      # The file's absolute path if it is under prefixes (and not the agent's), else nil.
+      def app_file(file, prefixes, cwd)
+        path = absolute(file, cwd)
         return nil if path.nil? || path.start_with?(OWN) || prefixes.none? { |p| path.start_with?(p) }
 
-        [File.expand_path(path), line]
+        File.expand_path(path)
       end
 
       # The file as the agent's scope sees it (scope.c): relative to cwd unless absolute; nil for
