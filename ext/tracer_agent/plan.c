@@ -68,7 +68,7 @@ static struct {
 
 static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_methods, id_visibility_of,
     id_detached, id_detached_app, id_trace_detached, id_ignore_regexp, id_source_location, id_owner, id_name,
-    id_instance_method, id_arity, id_bind_call, id_still_defined;
+    id_instance_method, id_arity, id_bind_call, id_still_defined, id_found_all;
 
 uint64_t
 trc_plan_now(void)
@@ -631,6 +631,7 @@ find(uint64_t deadline)
 	}
 	if (plan.next >= plan.nmodules) {
 		modules_forget();
+		wrap_call(id_found_all, 0, NULL);
 		plan.phase = PHASE_WRAP;
 		plan.known = rb_ary_dup(plan.found);
 		plan.known_scope = scope_key();
@@ -827,5 +828,6 @@ trc_plan_init(void)
 	id_arity = rb_intern("arity");
 	id_bind_call = rb_intern("bind_call");
 	id_still_defined = rb_intern("still_defined?");
+	id_found_all = rb_intern("found_all");
 	trc_wrap_definitions_to(app_defined, watching);
 }

@@ -128,6 +128,11 @@ module TracerAgent
         @none = NONE_OF_THE_APPS[key] ||= ObjectSpace::WeakMap.new
       end
 
+      # The find is over: the map of files goes (some 100 kB in a Rails app, kept for nothing).
+      def found_all
+        @files = nil
+      end
+
       # Whether owner still defines name itself: what a session found for an earlier one may
       # since have been removed (remove_method and undef_method define nothing).
       def still_defined?(owner, name) = own?(owner, name)
@@ -268,7 +273,7 @@ module TracerAgent
       # then is a minor GC sooner.
       def collect(found, owner, names, closed, sep, prefixes, cwd, ignore)
         label = nil
-        files = @files
+        files = (@files ||= {}.compare_by_identity)
         names.each do |name|
           method = INSTANCE_METHOD.bind_call(owner, name)
           next unless method.owner.equal?(owner)
