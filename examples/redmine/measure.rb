@@ -80,9 +80,11 @@ module RedmineLoad
     end
 
     # How many methods the app-wide modes would wrap in worker (the agent's own list of the
-    # app's methods under /usr/share/redmine, asked with tracer -e), or nil.
+    # app's methods under /usr/share/redmine, asked with tracer -e), or nil. What the count
+    # leaves in the agent (the modules found to have none of the app's methods) is forgotten,
+    # so that the worker's first session finds as it would have.
     def app_methods(tracer, worker = @workers.first)
-      code = "w = TracerAgent::Wrap; w.modules.sum { |m| w.app_methods_of(m, ['#{APP_DIR}/'], '#{APP_DIR}/', nil).size / 6 }"
+      code = "w = TracerAgent::Wrap; n = w.modules.sum { |m| w.app_methods_of(m, ['#{APP_DIR}/'], '#{APP_DIR}/', nil).size / 6 }; w.found_all; w::NONE_OF_THE_APPS.clear; n"
       out, status = Open3.capture2e(tracer, '-p', worker.to_s, '-e', code, '--timeout', '30')
       status.success? ? Integer(out[/=> (\d+)/, 1]) : nil
     end
