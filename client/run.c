@@ -340,6 +340,21 @@ on_session_done(struct trc_session *s, void *ctx)
 		trc_live_update(r->live);
 }
 
+/*
+ * A process's first counts: the screen shows them now rather than at its next interval, so
+ * that the rows come a moment after tracing is in place. (Tables printed as lines keep their
+ * cadence.)
+ */
+static void
+on_session_counted(struct trc_session *s, void *ctx)
+{
+	struct run *r = ctx;
+
+	(void)s;
+	if (r->live != NULL)
+		trc_live_update(r->live);
+}
+
 static void abort_all(struct run *r);
 
 /* Whether the latest SIGINT came from the terminal (to the whole foreground group). */
@@ -552,7 +567,7 @@ start_sessions(struct run *r)
 	const struct trc_run_opts *o = r->o;
 
 	r->cbs = (struct trc_session_cbs){ on_session_started, on_session_done, on_session_ready,
-					   on_session_answer };
+					   on_session_answer, on_session_counted };
 	for (size_t i = 0; i < o->npids; i++)
 		add_session(r, o->pids[i], i >= o->npids_given);
 	for (size_t i = 0; i < o->npids; i++)

@@ -80,6 +80,7 @@ struct trc_session {
 	bool cut_short;                 /* the spool said the trace is cut short */
 	char tag[24];		/* "[PID] " with several targets, else "" */
 	bool traced;                    /* STARTED came */
+	bool counted;                   /* a TOP came */
 	bool busy;                      /* the agent said another client traces it */
 	bool *matched;                  /* per job spec: its SPEC reply found methods */
 	uint32_t next_id;               /* -i: the id of the last question */
@@ -624,6 +625,11 @@ on_top(struct trc_session *s, const struct trc_message *m)
 		       (int)s->pid);
 	else
 		trc_top_feed(s->job->top.table, s->pid, m);
+	if (!s->counted && s->job->mode == TRC_MODE_TOP) {
+		s->counted = true;
+		if (s->cbs->counted != NULL)
+			s->cbs->counted(s, s->ctx);
+	}
 }
 
 /*

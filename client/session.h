@@ -93,6 +93,9 @@ struct trc_session_cbs {
 	/* -i: the agent's answer to trc_session_ask (ok false: text is "Class: message"); text
 	 * lasts until the callback returns. */
 	void (*answer)(struct trc_session *s, void *ctx, bool ok, const char *text, size_t len);
+	/* --top: the agent's first counts are in the table (a quarter of a second after its
+	 * hooks went on, then every interval). May be NULL. */
+	trc_session_fn *counted;
 };
 
 /* A session for pid; text is what its eval sends: the code, the dump's path, the number of

@@ -469,6 +469,25 @@ class TopTest < Minitest::Test
     assert_equal "=> true\n", out
   end
 
+  # The first counts come a quarter of a second after tracing is in place, not an interval
+  # after: with an interval far longer than the wait, the app's rows still show on the screen
+  # (header's elapsed: from when tracing was in place). The old agent showed them after it.
+  def test_full_screen_shows_rows_before_the_first_interval
+    flunk 'tmux is not installed: it is needed to test the full-screen view (apt-get install tmux)' unless system('tmux -V', out: File::NULL, err: File::NULL)
+    t = target('bursts')
+    interval = [WAIT * 4, 3600].min
+    @tmux = "tracer-top-#{Process.pid}-#{rand(1 << 30)}"
+    cmd = "#{[TRACER, '-p', t.pid, '--top', 'calls', '--interval', interval.to_i].shelljoin} 2>/dev/null; sleep 600"
+    assert system('tmux', '-L', @tmux, 'new-session', '-d', '-s', 'top', '-x', '200', '-y', '50', cmd), 'tmux new-session'
+    pane = -> { IO.popen(['tmux', '-L', @tmux, 'capture-pane', '-p', '-t', 'top'], &:read) }
+    wait_until(message: 'the attach in the pane') { pane.call.include?("*** attached to process #{t.pid}") }
+    attached = Time.now
+    wait_until(message: "Worker#work's row before the first #{interval.to_i} s interval ends") do
+      pane.call =~ /target\.rb +\d+  Worker#work +\d+$/
+    end
+    assert_operator Time.now - attached, :<, interval / 2
+  end
+
   def test_full_screen_quits_on_q
     full_screen('q')
   end
