@@ -469,9 +469,9 @@ class TopTest < Minitest::Test
     assert_equal "=> true\n", out
   end
 
-  # The first counts come a quarter of a second after tracing is in place, not an interval
-  # after: with an interval far longer than the wait, the app's rows still show on the screen
-  # (header's elapsed: from when tracing was in place). The old agent showed them after it.
+  # The first counts come a quarter of a second after tracing is in place, and the screen shows
+  # them as they come: with an interval far longer than the wait, the app's rows still show.
+  # Before 63df6fb they came only once the first interval was over.
   def test_full_screen_shows_rows_before_the_first_interval
     flunk 'tmux is not installed: it is needed to test the full-screen view (apt-get install tmux)' unless system('tmux -V', out: File::NULL, err: File::NULL)
     t = target('bursts')
