@@ -33,6 +33,7 @@
 
 #define DEFAULT_RESCAN 1.0      /* seconds between --ps's looks for new processes, but --top's */
 #define DEFAULT_RESET 300.0
+#define END_RECHECK 0.25       /* seconds: --duration, not yet begun, looks again (on_end) */
 
 static const char *
 tmpdir(void)
@@ -286,7 +287,8 @@ on_session_started(struct trc_session *s, void *ctx)
 	/*
 	 * --duration with --ps counts from when the first process is traced: putting the wrappers
 	 * of an app's every method in place takes a while, the same in each worker, and the time
-	 * before is no tracing. (Until then, it counts from the start: for none ever traced.)
+	 * before is no tracing. (Until then, it counts from the start, for none ever traced, but
+	 * does not end while one is on its way: on_end.)
 	 */
 	if (!r->worked && r->ps != NULL && ev_is_active(&r->end_w)) {
 		ev_timer_stop(r->loop, &r->end_w);
@@ -600,12 +602,33 @@ on_rescan(struct ev_loop *loop, ev_timer *w, int revents)
 	free(fresh);
 }
 
-/* --duration with --ps: one end for every process, those found later too. */
+/* Whether a session is still attaching, or putting its wrappers in place. */
+static bool
+any_installing(const struct run *r)
+{
+	for (size_t i = 0; i < r->nsessions; i++)
+		if (!trc_session_started(r->sessions[i]))
+			return true;
+	return false;
+}
+
+/*
+ * --duration with --ps: one end for every process, those found later too. While none is traced
+ * yet but some are on their way (a first install on a busy machine takes seconds), it has not
+ * begun: on_session_started sets it going.
+ */
 static void
 on_end(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	(void)loop, (void)revents;
-	stop_all(w->data, TRC_STOP_END);
+	struct run *r = w->data;
+
+	(void)revents;
+	if (!r->worked && !r->stopping && any_installing(r)) {
+		ev_timer_set(w, END_RECHECK, 0);
+		ev_timer_start(loop, w);
+		return;
+	}
+	stop_all(r, TRC_STOP_END);
 }
 
 static void

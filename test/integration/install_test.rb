@@ -96,4 +96,17 @@ class InstallTest < Minitest::Test
       assert_operator Time.now - attached, :>=, 0.95, "#{how.first}: traced for 1 s once in place"
     end
   end
+
+  # With --ps, a --duration shorter than the install (40,000 methods take longer than 0.2 s
+  # here, and seconds on a busy machine) does not run out while the wrappers go in place: the
+  # process is traced, then for that long.
+  def test_ps_duration_shorter_than_the_install
+    t = target('many', env: { 'MANY' => MANY.to_s })
+    c = client('--ps', "target\\.rb many$", '-f', '-o', '/dev/null', '--duration', '0.2')
+    c.wait_for(/attached to process #{t.pid}/)
+    attached = Time.now
+    assert c.finish.success?, c.err
+    assert_operator Time.now - attached, :>=, 0.15, 'traced for 0.2 s once in place'
+    assert_match(/detached from process #{t.pid}/, c.err)
+  end
 end
