@@ -1,7 +1,12 @@
 /* work.c: a session's work, from start to stop: the ring, the hooks, the tables, the wrappers. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1   /* sched_getaffinity, CPU_COUNT */
+#endif
 #include "work.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +15,7 @@
 #include "encode.h"
 #include "mem.h"
 #include "names.h"
+#include "pace.h"
 #include "plan.h"
 #include "top.h"
 #include "wrap.h"
@@ -17,23 +23,12 @@
 #define RING_SIZE (16u << 20)
 #define RING_MIN (1u << 20)
 /*
- * Putting wrappers in place (plan.c): a step of at most STEP_NS every STEP_EVERY_US, so that
- * the app keeps the GVL three quarters of the time and no request waits more than a step for
- * it. A program that waits for its tracer before its first line (tracer --exec) gets no pause.
+ * Putting wrappers in place (plan.c): steps of at most STEP_NS, as far apart as pace.h says, so
+ * that no request waits more than a step for the GVL. A program that waits for its tracer
+ * before its first line (tracer --exec) gets no pause.
  */
 #define STEP_NS (2ull * 1000 * 1000)
-#define STEP_EVERY_US 8000
 #define EAGER_STEP_NS (50ull * 1000 * 1000)
-/*
- * ... unless the app did not want the GVL: when its threads used less than a twentieth of a
- * CPU since the last step (the process's CPU time, less the steps' and the I/O thread's own),
- * the next step is asked for STEP_IDLE_US after this one was: it leaves the GVL free for 1 ms
- * after a full step, and a thread that wakes meanwhile waits at most a step. An idle worker's
- * first install (Redmine: finding its 4,600 methods among 50,000) then takes not much more
- * than its CPU time, not four times that; and once the app's threads run, the next gap sees
- * it (step_gap).
- */
-#define STEP_IDLE_US 3000
 /*
  * --top's first counts go FIRST_TOP_US after the wrappers are in place, the next ones every
  * interval after that: an operator sees the first rows a quarter of a second after tracing
@@ -72,17 +67,34 @@ static struct {
 static struct trc_work_record last;
 
 /*
- * Pacing the steps (STEP_IDLE_US). At the end of each step the GVL side works out whether
- * the app's threads used the CPU since the end of the step before: the process's CPU time,
- * less the step's own and the I/O thread's (which the I/O thread reads for itself at each
- * gap). Between two step ends lies exactly one step, so the step in progress never counts as
- * the app's.
+ * Pacing the steps (pace.h). At the end of each step the GVL side works out whether the app's
+ * threads used the CPU since the end of the step before: the process's CPU time, less the
+ * step's own and the I/O thread's (which the I/O thread reads for itself at each gap). Between
+ * two step ends lies exactly one step, so the step in progress never counts as the app's. The
+ * first version left a 1 ms gap to an idle app: the steps then ran back to back, the app's
+ * threads never got the GVL, looked idle, and stayed starved.
  */
 static struct {
 	int idle;               /* the app left the CPU alone between the last two steps */
+	int cpus;               /* the CPUs this process may run on */
 	uint64_t io_ns;         /* the I/O thread's CPU time, as it last read it */
 	uint64_t end_wall, end_process, end_io;         /* GVL side: at the last step's end */
 } pace;
+
+/* I/O thread: the threads the machine runs or has ready right now, this one among them. */
+static int
+runnable(void)
+{
+	char buf[128];
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n > 0 ? trc_pace_runnable(buf, (size_t)n) : -1;
+}
 
 /* TIMER_STEP's gap, on the I/O thread. */
 static uint64_t
@@ -90,14 +102,17 @@ step_gap(void *unused)
 {
 	(void)unused;
 	__atomic_store_n(&pace.io_ns, trc_clock_read(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
-	return __atomic_load_n(&pace.idle, __ATOMIC_RELAXED) ? STEP_IDLE_US : STEP_EVERY_US;
+	return trc_pace_gap_us(__atomic_load_n(&pace.idle, __ATOMIC_RELAXED), runnable(), pace.cpus);
 }
 
 /* The plan's steps from now on, paced by step_gap. */
 static void
 pace_steps(struct trc_session *s)
 {
+	cpu_set_t set;
+
 	pace.end_wall = 0;
+	pace.cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
 	__atomic_store_n(&pace.idle, 0, __ATOMIC_RELAXED);
 	trc_session_timer(s, TIMER_STEP, 0, step_gap, NULL);
 }

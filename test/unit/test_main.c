@@ -54,6 +54,7 @@ static const struct suite {
 	{ "metrics", test_metrics },
 	{ "opt", test_opt },
 	{ "output", test_output },
+	{ "pace", test_pace },
 	{ "pprof", test_pprof },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
