@@ -607,7 +607,7 @@ static const char usage_text_after_modes[] =
 	"and --top look again every second (--top: every --interval) and attach to the\n"
 	"new ones, as workers are spawned and recycled; trace lines start with [PID].\n"
 	"A process that exits, or that another client traces, is noted and the others\n"
-	"go on; --duration counts from the start for all of them.\n"
+	"go on; --duration counts from when the first of them is traced, for all.\n"
 	"\n"
 	"Exit codes:\n"
 	"  0  success (for --top: quit with q or a signal, or --duration ran out)\n"

@@ -48,6 +48,9 @@ static struct {
 	VALUE *modules;         /* FIND: every module (malloc'd, marked), looked at from next on */
 	size_t nmodules, modules_cap;
 	int walked;             /* modules holds them all */
+	int walk_begun;         /* the heap walk has begun (walk_modules) */
+	uintptr_t *pages;       /* the heap pages walked so far: an open-addressed set (0: free) */
+	size_t npages, pages_cap;
 	size_t next;
 	VALUE found;            /* WRAP: what to wrap, from next_found on */
 	long next_found;
@@ -486,6 +489,51 @@ scope_key(void)
 /* ---- every module, from the heap ---- */
 
 static void
+pages_forget(void)
+{
+	free(plan.pages);
+	plan.pages = NULL;
+	plan.npages = plan.pages_cap = 0;
+}
+
+static size_t
+page_slot(uintptr_t page, size_t cap)
+{
+	return (size_t)(((uint64_t)page >> 12) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+}
+
+/* Adds page to the set of those walked: 1, or 0 if it was there already or there is no room. */
+static int
+page_add(uintptr_t page)
+{
+	size_t i;
+
+	if ((plan.npages + 1) * 2 > plan.pages_cap) {
+		size_t cap = plan.pages_cap ? plan.pages_cap * 2 : 4096;
+		uintptr_t *v = calloc(cap, sizeof(*v));
+
+		if (v == NULL)
+			return 0;
+		for (size_t j = 0; j < plan.pages_cap; j++) {
+			if (plan.pages[j] == 0)
+				continue;
+			for (i = page_slot(plan.pages[j], cap); v[i] != 0; i = (i + 1) & (cap - 1))
+				;
+			v[i] = plan.pages[j];
+		}
+		free(plan.pages);
+		plan.pages = v;
+		plan.pages_cap = cap;
+	}
+	for (i = page_slot(page, plan.pages_cap); plan.pages[i] != 0; i = (i + 1) & (plan.pages_cap - 1))
+		if (plan.pages[i] == page)
+			return 0;
+	plan.pages[i] = page;
+	plan.npages++;
+	return 1;
+}
+
+static void
 modules_forget(void)
 {
 	free(plan.modules);
@@ -493,6 +541,8 @@ modules_forget(void)
 	plan.nmodules = plan.modules_cap = 0;
 	plan.next = 0;
 	plan.walked = 0;
+	plan.walk_begun = 0;
+	pages_forget();
 }
 
 static void
@@ -510,45 +560,77 @@ modules_add(VALUE mod)
 }
 
 #ifdef HAVE_RB_OBJSPACE_EACH_OBJECTS
+struct walk {
+	VALUE wrappers;         /* TracerAgent::Wrappers: the agent's own, left out */
+	uint64_t deadline;
+	int walked_one;         /* this slice walked a page: the next may stop it */
+	int stopped;            /* the deadline came: the rest waits for the next slice */
+};
+
 /*
- * A page of the heap: its classes and modules, singleton classes and the agent's own left out.
- * Called by the VM with the heap as it is: nothing here may allocate on Ruby's heap or run
- * Ruby, so the list is malloc'd (and marked by trc_plan_mark from then on).
+ * A page of the heap: its classes and modules, singleton classes and the agent's own left out;
+ * a page walked by an earlier slice is passed over. Called by the VM with the heap as it is:
+ * nothing here may allocate on Ruby's heap or run Ruby, so the lists are malloc'd (the modules
+ * marked by trc_plan_mark from then on). A non-zero return ends the walk of this page's heap
+ * (on Rubies with several, the others are still offered: each is passed over).
  */
 static int
-collect_modules(void *start, void *end, size_t stride, void *wrappers)
+collect_modules(void *start, void *end, size_t stride, void *data)
 {
+	struct walk *w = data;
+
+	if (w->stopped)
+		return 1;
+	if (w->walked_one && trc_plan_now() >= w->deadline) {
+		w->stopped = 1;
+		return 1;
+	}
+	if (!page_add((uintptr_t)start))
+		return 0;
+	w->walked_one = 1;
 	for (char *p = start; p != (char *)end; p += stride) {
 		VALUE v = (VALUE)p;
 		int t = (int)(RBASIC(v)->flags & RUBY_T_MASK);
 
 		if ((t == RUBY_T_CLASS || t == RUBY_T_MODULE) && RBASIC_CLASS(v) != 0 &&
-		    !FL_TEST_RAW(v, FL_SINGLETON) && RBASIC_CLASS(v) != (VALUE)wrappers)
+		    !FL_TEST_RAW(v, FL_SINGLETON) && RBASIC_CLASS(v) != w->wrappers)
 			modules_add(v);
 	}
 	return 0;
 }
 
 /*
- * Every class and module in the heap. Walked in C: ObjectSpace.each_object ran a Ruby block
- * for each of them and took 30 ms on a heap of 200,000 objects, during which the app ran not.
+ * Every class and module in the heap, walked in C (ObjectSpace.each_object ran a Ruby block
+ * for each, 30 ms on a heap of 200,000 objects) and in slices: the walk of Redmine's heap of
+ * some 760,000 slots took 15-73 ms in one go, during which no request ran. A slice walks pages
+ * until the deadline; the next asks the VM for the heap again and passes over the pages it
+ * walked (their order is the VM's, not their addresses'). A page that was emptied and filled
+ * again meanwhile holds only what was made after the plan began, which trc_wrap_watch sees.
+ * Returns whether the walk is over.
  */
-static void
-walk_modules(void)
+static int
+walk_modules(uint64_t deadline)
 {
-	VALUE wrappers = rb_const_get(rb_const_get(rb_cObject, rb_intern("TracerAgent")), rb_intern("Wrappers"));
+	struct walk w = { .deadline = deadline };
 
-	rb_objspace_each_objects(collect_modules, (void *)wrappers);
+	w.wrappers = rb_const_get(rb_const_get(rb_cObject, rb_intern("TracerAgent")), rb_intern("Wrappers"));
+	rb_objspace_each_objects(collect_modules, &w);
+	if (w.stopped)
+		return 0;
+	pages_forget();
+	return 1;
 }
 #else
-static void
-walk_modules(void)
+static int
+walk_modules(uint64_t deadline)
 {
 	VALUE list = wrap_call(id_modules, 0, NULL);
 
+	(void)deadline;
 	for (long i = 0; list != Qundef && i < RARRAY_LEN(list); i++)
 		modules_add(RARRAY_AREF(list, i));
 	RB_GC_GUARD(list);
+	return 1;
 }
 #endif
 
@@ -606,18 +688,20 @@ find(uint64_t deadline)
 {
 	VALUE argv[4];
 
-	if (!plan.walked) {
+	if (!plan.walk_begun) {
 		VALUE detached;
 
+		plan.walk_begun = 1;
 		plan.found_at = trc_wrap_definitions();
 		argv[0] = plan.scope->prefix_list;
 		argv[1] = plan.cwd;
 		argv[2] = plan.ignore;
 		if ((detached = wrap_call(id_detached_app, 3, argv)) != Qundef)
 			rb_ary_concat(plan.found, detached);
-		walk_modules();
-		plan.walked = 1;
-		return;         /* the heap walk is this slice */
+	}
+	if (!plan.walked) {
+		plan.walked = walk_modules(deadline);
+		return;         /* the heap walk's slices are slices of their own */
 	}
 	while (plan.next < plan.nmodules && trc_plan_now() < deadline) {
 		VALUE list;
