@@ -29,10 +29,10 @@ trc_pace_runnable(const char *buf, size_t n)
 }
 
 uint64_t
-trc_pace_gap_us(int idle, int runnable, int cpus)
+trc_pace_gap_us(int idle, int runnable, int cpus, uint64_t spent_us)
 {
 	/* The reader is one of the runnable: the others want every CPU there is. */
-	if (runnable > 0 && cpus > 0 && runnable - 1 >= cpus)
+	if (spent_us >= TRC_PACE_BURST_US && runnable > 0 && cpus > 0 && runnable - 1 >= cpus)
 		return TRC_PACE_SHARE_US;
 	return idle ? TRC_PACE_IDLE_US : TRC_PACE_BUSY_US;
 }

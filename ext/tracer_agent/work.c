@@ -77,6 +77,7 @@ static struct trc_work_record last;
 static struct {
 	int idle;               /* the app left the CPU alone between the last two steps */
 	int cpus;               /* the CPUs this process may run on */
+	uint64_t spent_ns;      /* the steps' CPU time, this install or removal */
 	uint64_t io_ns;         /* the I/O thread's CPU time, as it last read it */
 	uint64_t end_wall, end_process, end_io;         /* GVL side: at the last step's end */
 } pace;
@@ -102,7 +103,8 @@ step_gap(void *unused)
 {
 	(void)unused;
 	__atomic_store_n(&pace.io_ns, trc_clock_read(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
-	return trc_pace_gap_us(__atomic_load_n(&pace.idle, __ATOMIC_RELAXED), runnable(), pace.cpus);
+	return trc_pace_gap_us(__atomic_load_n(&pace.idle, __ATOMIC_RELAXED), runnable(), pace.cpus,
+	    __atomic_load_n(&pace.spent_ns, __ATOMIC_RELAXED) / 1000);
 }
 
 /* The plan's steps from now on, paced by step_gap. */
@@ -112,6 +114,7 @@ pace_steps(struct trc_session *s)
 	cpu_set_t set;
 
 	pace.end_wall = 0;
+	__atomic_store_n(&pace.spent_ns, 0, __ATOMIC_RELAXED);
 	pace.cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
 	__atomic_store_n(&pace.idle, 0, __ATOMIC_RELAXED);
 	trc_session_timer(s, TIMER_STEP, 0, step_gap, NULL);
@@ -127,6 +130,7 @@ plan_step(uint64_t deadline)
 	uint64_t io = __atomic_load_n(&pace.io_ns, __ATOMIC_RELAXED);
 
 	cpu = trc_clock_read(CLOCK_THREAD_CPUTIME_ID) - cpu;
+	__atomic_store_n(&pace.spent_ns, pace.spent_ns + cpu, __ATOMIC_RELAXED);
 	if (pace.end_wall != 0) {
 		int64_t app = (int64_t)(process - pace.end_process - cpu - (io - pace.end_io));
 		__atomic_store_n(&pace.idle, app * 20 < (int64_t)(wall - pace.end_wall), __ATOMIC_RELAXED);
