@@ -502,18 +502,26 @@ page_slot(uintptr_t page, size_t cap)
 	return (size_t)(((uint64_t)page >> 12) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
 }
 
-/* Adds page to the set of those walked: 1, or 0 if it was there already or there is no room. */
+/*
+ * Adds page to the set of those walked: 1, 0 if it was there already, -1 if it was not and
+ * there is no room for it.
+ */
 static int
 page_add(uintptr_t page)
 {
 	size_t i;
 
+	if (plan.pages_cap != 0) {
+		for (i = page_slot(page, plan.pages_cap); plan.pages[i] != 0; i = (i + 1) & (plan.pages_cap - 1))
+			if (plan.pages[i] == page)
+				return 0;
+	}
 	if ((plan.npages + 1) * 2 > plan.pages_cap) {
 		size_t cap = plan.pages_cap ? plan.pages_cap * 2 : 4096;
 		uintptr_t *v = calloc(cap, sizeof(*v));
 
 		if (v == NULL)
-			return 0;
+			return -1;
 		for (size_t j = 0; j < plan.pages_cap; j++) {
 			if (plan.pages[j] == 0)
 				continue;
@@ -526,8 +534,7 @@ page_add(uintptr_t page)
 		plan.pages_cap = cap;
 	}
 	for (i = page_slot(page, plan.pages_cap); plan.pages[i] != 0; i = (i + 1) & (plan.pages_cap - 1))
-		if (plan.pages[i] == page)
-			return 0;
+		;
 	plan.pages[i] = page;
 	plan.npages++;
 	return 1;
@@ -565,6 +572,7 @@ struct walk {
 	uint64_t deadline;
 	int walked_one;         /* this slice walked a page: the next may stop it */
 	int stopped;            /* the deadline came: the rest waits for the next slice */
+	int no_room;            /* the set of pages could not grow: this slice walks to the end */
 };
 
 /*
@@ -581,12 +589,17 @@ collect_modules(void *start, void *end, size_t stride, void *data)
 
 	if (w->stopped)
 		return 1;
-	if (w->walked_one && trc_plan_now() >= w->deadline) {
+	if (w->walked_one && !w->no_room && trc_plan_now() >= w->deadline) {
 		w->stopped = 1;
 		return 1;
 	}
-	if (!page_add((uintptr_t)start))
+	switch (page_add((uintptr_t)start)) {
+	case 0:
 		return 0;
+	case -1:
+		w->no_room = 1;   /* a page left out of the set must not be walked again later */
+		break;
+	}
 	w->walked_one = 1;
 	for (char *p = start; p != (char *)end; p += stride) {
 		VALUE v = (VALUE)p;
