@@ -20,7 +20,10 @@ class RailsTest < Minitest::Test
   # that noise. Issue 23's own goals (the first row within 2 s, 0.9x attached, 0.98x after
   # detach, p99 within 50 ms of before during the attach) are timing goals: make bench's
   # rails rows (test/bench/rails.rb) measure them, and this test prints the same figures.
-  IN_PLACE_WITHIN = 10.0 # s from the command to the first row of the app's methods (-f: every worker attached)
+  # s from the command to the first row of the app's methods (-f: every worker attached). The
+  # first test's session is each worker's first: under this load, every CPU busy, its install
+  # takes at most a tenth of a CPU per worker (ext/tracer_agent/pace.h), 5-9 s here.
+  IN_PLACE_WITHIN = 20.0
   ATTACHED_RATIO = 0.5   # requests/s while attached, at least this times before's
   AFTER_RATIO = 0.5      # requests/s after detach, at least this times before's (one window moves by 30%)
   DURING_P99 = ->(before_ms) { 2 * before_ms + 1000 } # the p99 during the attach, at most this
