@@ -169,15 +169,6 @@ show_screen(struct trc_live *l)
 	snap_release(&s);
 }
 
-static bool
-all_started(const struct trc_live *l)
-{
-	for (size_t i = 0; i < l->nsessions; i++)
-		if (!trc_session_started(l->sessions[i]))
-			return false;
-	return true;
-}
-
 /*
  * Without a screen, tables start once every first target counts: none misses the first
  * events. A target --ps finds later does not hold them up.
@@ -190,7 +181,7 @@ on_redraw(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop, (void)revents;
 	if (l->screen != NULL) {
 		show_screen(l);
-	} else if (!l->o.final_only && (l->shown || all_started(l))) {
+	} else if (!l->o.final_only && (l->shown || trc_sessions_all_started(l->sessions, l->nsessions))) {
 		show_lines(l, false);
 		l->shown = true;
 	}

@@ -602,16 +602,6 @@ on_rescan(struct ev_loop *loop, ev_timer *w, int revents)
 	free(fresh);
 }
 
-/* Whether a session is still attaching, or putting its wrappers in place. */
-static bool
-any_installing(const struct run *r)
-{
-	for (size_t i = 0; i < r->nsessions; i++)
-		if (!trc_session_started(r->sessions[i]))
-			return true;
-	return false;
-}
-
 /*
  * --duration with --ps: one end for every process, those found later too. While none is traced
  * yet but some are on their way (a first install on a busy machine takes seconds), it has not
@@ -623,7 +613,7 @@ on_end(struct ev_loop *loop, ev_timer *w, int revents)
 	struct run *r = w->data;
 
 	(void)revents;
-	if (!r->worked && !r->stopping && any_installing(r)) {
+	if (!r->worked && !r->stopping && !trc_sessions_all_started(r->sessions, r->nsessions)) {
 		ev_timer_set(w, END_RECHECK, 0);
 		ev_timer_start(loop, w);
 		return;

@@ -1208,6 +1208,15 @@ trc_session_started(const struct trc_session *s)
 }
 
 bool
+trc_sessions_all_started(struct trc_session *const *sessions, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!trc_session_started(sessions[i]))
+			return false;
+	return true;
+}
+
+bool
 trc_session_finished(const struct trc_session *s)
 {
 	return s->state == S_DONE;
