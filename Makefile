@@ -96,12 +96,14 @@ bench-floor:
 # ruby-rbtrace loads only in the release's default Ruby: elsewhere the table says so.
 # Build output goes to stderr, leaving the table alone on stdout. Then the real Rails app's
 # rows (test/bench/rails.rb: Redmine, four workers under wrk, about 3 minutes more per Ruby
-# once set up; BENCH_RAILS=0 leaves them out).
+# once set up; then test/bench/rails_twin.rb: one worker's CPU per request attached and after
+# detach against an untraced twin's, about 8 minutes; BENCH_RAILS=0 leaves both out).
 bench-ruby:
 	@$(MAKE) -s all >&2
 	@[ "$$(readlink -f "$$(command -v ruby)")" != "$$(readlink -f "$$(command -v $(RUBY))")" ] || script/deps bench >&2
 	@$(RUBY) -Ilib test/bench/bench.rb
 	@[ "$(BENCH_RAILS)" = 0 ] || $(RUBY) -Ilib test/bench/rails.rb
+	@[ "$(BENCH_RAILS)" = 0 ] || $(RUBY) -Ilib test/bench/rails_twin.rb
 
 install: client
 	$(MAKE) -s -C client install PREFIX=$(PREFIX)
