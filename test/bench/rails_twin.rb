@@ -190,7 +190,8 @@ module RailsTwin
       twin = Twin.new(server, dir)
       begin
         version = `#{RUBY} -e 'print RUBY_DESCRIPTION'`
-        puts "rails-twin: Redmine, 2 workers of #{version}: B traced, A its untraced twin, both running the same " \
+        served = server.kind == 'puma' ? 'Puma' : 'Apache + Passenger'
+        puts "rails-twin: Redmine, #{served}, 2 workers of #{version}: B traced, A its untraced twin, both running the same " \
              "#{PAGES.size * REPEAT} requests at once in a thread of each, each on a CPU of its own, swapped every round"
         puts "rails-twin: #{ROUNDS} rounds per phase; B/A: B's CPU per request to A's, median of each pair of rounds " \
              '(quartiles); to before: that over before\'s (1/x is the requests/s ratio)'
