@@ -97,17 +97,19 @@ module RailsTwin
       end
     end
 
-    def pin(pid, cpu)
-      system('taskset', '-a', '-p', '-c', cpu.to_s, pid.to_s, out: File::NULL) or raise "taskset #{pid}: failed"
+    def pin(pid, cpus)
+      system('taskset', '-a', '-p', '-c', cpus.to_s, pid.to_s, out: File::NULL) or raise "taskset #{pid} #{cpus}: failed"
     end
 
-    def unpin = [@a, @b].each { |w| pin(w, '0-1') }
+    # Back to every CPU this process may use.
+    def unpin = [@a, @b].each { |w| pin(w, RailsTwin.cpus.join(',')) }
 
     # One round: both workers run the pages at once, A on CPU swap, B on the other. Returns
     # [[ms, objects, faults] of A, the same of B].
     def round(swap)
-      pin(@a, swap)
-      pin(@b, 1 - swap)
+      two = RailsTwin.cpus.first(2)
+      pin(@a, two[swap])
+      pin(@b, two[1 - swap])
       [@a, @b].each { |w| File.write(File.join(@dir, "go-#{w}"), '') }
       deadline = RedmineLoad.now + 180
       [@a, @b].map do |w|
@@ -132,6 +134,14 @@ module RailsTwin
       ratios = rs.each_slice(2).map { |(a1, b1), (a2, b2)| Math.sqrt((b1[0] / a1[0]) * (b2[0] / a2[0])) }
       { ratios: ratios, ms: RailsTwin.median(rs.map { |_, b| b[0] }), objects: rs.map { |a, b| [b[1], a[1]] },
         faults: RailsTwin.median(rs.map { |_, b| b[2] }) }
+    end
+  end
+
+  # The CPUs this process may run on (/proc/self/status: Cpus_allowed_list, such as 0-1,4).
+  def self.cpus
+    @cpus ||= File.read('/proc/self/status')[/^Cpus_allowed_list:\s*(\S+)/, 1].split(',').flat_map do |r|
+      a, b = r.split('-').map { |x| Integer(x) }
+      (a..(b || a)).to_a
     end
   end
 
@@ -173,6 +183,10 @@ module RailsTwin
 
   def self.run
     env = { 'RUBY' => RUBY }
+    if cpus.size < 2
+      puts "rails-twin: no rows: the twins run at once on two CPUs, and this process may use #{cpus.size}"
+      return
+    end
     begin
       RedmineLoad::Server.setup(env)
     rescue RuntimeError => e
