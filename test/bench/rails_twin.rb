@@ -16,10 +16,11 @@
 #   ruby -Ilib test/bench/rails_twin.rb     (make bench-ruby runs it after rails.rb)
 #
 # Phases: before (no session yet), then for each of --top calls, --top time and -f (B alone):
-# attached, then after its detach; last, after 20 more sessions of those and -s. Also the
+# attached, then after its detach; last, after BENCH_TWIN_MORE more sessions of those and -s. Also the
 # objects allocated per request (B's and A's), which no session should change.
 # Knobs: BENCH_TWIN_ROUNDS (rounds per phase, 16), BENCH_TWIN_REPEAT (times each page is asked
-# for per round, 3). Progress goes to stderr, the table to stdout.
+# for per round, 3), BENCH_TWIN_MORE (the sessions before the last phase, 20; 97 makes it the
+# phase after 100). Progress goes to stderr, the table to stdout.
 require 'rbconfig'
 require 'tmpdir'
 require_relative '../../examples/redmine/measure'
@@ -30,6 +31,7 @@ module RailsTwin
   RUBY = ENV['RUBY'] || RbConfig.ruby
   ROUNDS = [Integer(ENV['BENCH_TWIN_ROUNDS'] || 16) / 2 * 2, 2].max
   REPEAT = Integer(ENV['BENCH_TWIN_REPEAT'] || 3)
+  MORE_SESSIONS = Integer(ENV['BENCH_TWIN_MORE'] || 20)
   PAGES = %w[/projects/tracer-p01/issues /issues/5 /projects/tracer-p02 /projects /issues/150
              /projects/tracer-p03/wiki /projects/tracer-p05/activity].freeze
   MODES = {
@@ -228,13 +230,13 @@ module RailsTwin
             $stdout.flush
           end
         end
-        log '20 more sessions'
-        20.times do |i|
+        log "#{MORE_SESSIONS} more sessions"
+        MORE_SESSIONS.times do |i|
           args = MORE[i % MORE.size].map { |a| a == :file ? File.join(dir, "more-#{i}.log") : a }
           _, err, st = Open3.capture3(TRACER, '-p', twin.b.to_s, *args, '--duration', '0.3', '--timeout', '60')
           raise "session #{i}: #{err}" unless st.success? || st.exitstatus == 1 && err.include?('no row')
         end
-        puts row('after 23 sessions', twin.phase, base)
+        puts row("after #{MODES.size + MORE_SESSIONS} sessions", twin.phase, base)
       ensure
         twin.unpin
       end
