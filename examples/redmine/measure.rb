@@ -234,6 +234,18 @@ module RedmineLoad
 
   def self.cpu_ms(cpu, requests) = requests.zero? ? nil : cpu * 1000.0 / requests
 
+  # Why no Redmine can run on this Ruby (native-gems' sentence, from setup's failure e), or nil
+  # when e failed for another reason.
+  def self.unable(e) = e.message[/native-gems: (Redmine cannot run on Ruby .*)/, 1]
+
+  # The median of xs, nils left out; nil for none.
+  def self.median(xs)
+    xs = xs.compact.sort
+    return nil if xs.empty?
+
+    xs.size.odd? ? xs[xs.size / 2] : (xs[xs.size / 2 - 1] + xs[xs.size / 2]) / 2.0
+  end
+
   # The figures as rows: phase, requests/s, its ratio to before, p50, p99, max, CPU per request.
   def self.table(fig)
     base = fig[:before][:rps]

@@ -52,12 +52,7 @@ module RailsBench
 
   def self.secs(s) = s ? format('%.1f s', s) : 'never'
 
-  def self.median(xs)
-    xs = xs.compact.sort
-    return nil if xs.empty?
-
-    xs.size.odd? ? xs[xs.size / 2] : (xs[xs.size / 2 - 1] + xs[xs.size / 2]) / 2.0
-  end
+  def self.median(xs) = RedmineLoad.median(xs)
 
   # The workers' CPU per request in phase ph, to before's; nil without both.
   def self.cpu_ratio(fig, ph)
@@ -86,7 +81,7 @@ module RailsBench
     begin
       log RedmineLoad::Server.setup(env).strip
     rescue RuntimeError => e
-      raise unless (why = e.message[/native-gems: (Redmine cannot run on Ruby .*)/, 1])
+      raise unless (why = RedmineLoad.unable(e))
 
       puts "rails: no rows: #{why}"
       return

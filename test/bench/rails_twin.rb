@@ -147,10 +147,7 @@ module RailsTwin
     end
   end
 
-  def self.median(xs)
-    xs = xs.sort
-    xs.size.odd? ? xs[xs.size / 2] : (xs[xs.size / 2 - 1] + xs[xs.size / 2]) / 2.0
-  end
+  def self.median(xs) = RedmineLoad.median(xs)
 
   def self.quartiles(xs)
     xs = xs.sort
@@ -192,7 +189,7 @@ module RailsTwin
     begin
       RedmineLoad::Server.setup(env)
     rescue RuntimeError => e
-      raise unless (why = e.message[/native-gems: (Redmine cannot run on Ruby .*)/, 1])
+      raise unless (why = RedmineLoad.unable(e))
 
       puts "rails-twin: no rows: #{why}"
       return
