@@ -95,7 +95,7 @@ module RailsTwin
       code = RailsTwin.thread_code(dir)
       [@a, @b].each do |w|
         out, st = Open3.capture2e(TRACER, '-p', w.to_s, '-e', code, '--timeout', '30')
-        raise "worker #{w}: the bench thread did not start: #{out}" unless st.success? && out.include?(':started')
+        raise "worker #{w}: the bench thread did not start: #{out.inspect}" unless st.success? && out.include?(':started')
       end
     end
 
@@ -123,7 +123,7 @@ module RailsTwin
         end
         line = File.read(res)
         File.delete(res)
-        raise "worker #{w}: #{line}" if line.start_with?('error')
+        raise "worker #{w}: #{line.inspect}" if line.start_with?('error')
 
         line.split.first(3).map { |x| Float(x) }
       end
