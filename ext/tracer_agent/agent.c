@@ -91,7 +91,9 @@ last_session(void)
  * ignored_messages:, sessions:, other_ractor_calls: (wrapped calls left out, made in another
  * Ractor), wrapped: (wrappers in place), longest_step_ms: (the longest the last session's
  * putting wrappers in place or taking them away held the GVL at once), failed_allocations:
- * (the agent's, since the process started: what needed them did without), last_session:
+ * (the agent's, since the process started: what needed them did without), found_by: (how
+ * the last find of the app's methods went: "entries" or "modules", plan.c), found: (how many
+ * it found), last_session:
  * {client_pid:, ended:, events:, lost:, hooks_left:}}.
  */
 static VALUE
@@ -99,6 +101,8 @@ stats(VALUE self)
 {
 	struct trc_session *s = trc_session_current();
 	VALUE h = rb_hash_new();
+	const char *by;
+	long found;
 
 	set(h, "attached", s != NULL ? Qtrue : Qfalse);
 	set(h, "client_pid", s != NULL ? INT2NUM(trc_session_client(s)) : Qnil);
@@ -109,6 +113,9 @@ stats(VALUE self)
 	set(h, "wrapped", INT2NUM(trc_wrapped()));
 	set(h, "longest_step_ms", DBL2NUM((double)trc_plan_longest_step() / 1e6));
 	set(h, "failed_allocations", ULL2NUM(trc_mem_failures()));
+	by = trc_plan_found_by(&found);
+	set(h, "found_by", by != NULL ? rb_str_new_cstr(by) : Qnil);
+	set(h, "found", by != NULL ? LONG2NUM(found) : Qnil);
 	set(h, "last_session", last_session());
 	return h;
 }

@@ -17,6 +17,9 @@ have_func('rb_class_attached_object', 'ruby.h')
 # Not in Ruby's public headers, but exported by every libruby, and what objspace walks the heap
 # with: finding the app's modules without ObjectSpace.each_object's Ruby call per object.
 have_func('rb_objspace_each_objects')
+# Exported for the coverage library, in no public header: a method entry's file, read without
+# making an object (plan.c finds the app's methods by the heap's method entries with it).
+have_func('rb_resolve_me_location')
 have_func('rb_ext_ractor_safe', 'ruby.h')
 # The VM's thread events, with the thread in each (Ruby 3.3+): --top threads.
 have_func('rb_internal_thread_add_event_hook', 'ruby/thread.h') &&

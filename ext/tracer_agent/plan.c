@@ -33,6 +33,12 @@ enum phase {
 #ifdef HAVE_RB_OBJSPACE_EACH_OBJECTS
 void rb_objspace_each_objects(int (*callback)(void *start, void *end, size_t stride, void *data), void *data);
 #endif
+#if defined(HAVE_RB_OBJSPACE_EACH_OBJECTS) && defined(HAVE_RB_RESOLVE_ME_LOCATION)
+#define FIND_BY_ENTRIES 1
+/* Exported by libruby for the coverage library, declared in no public header: the file and
+ * lines of a method entry's code, following aliases and refinements; NULL when it has none. */
+const void *rb_resolve_me_location(const void *me, VALUE location[5]);
+#endif
 
 /* found holds ENTRY values per method: owner (or an UnboundMethod no table holds), name,
  * visibility (-1 for such a method), arity, path, line. */
@@ -47,8 +53,18 @@ static struct {
 	VALUE cwd, ignore;      /* the scope's, as wrap.rb takes them */
 	VALUE *modules;         /* FIND: every module (malloc'd, marked), looked at from next on */
 	size_t nmodules, modules_cap;
-	int walked;             /* modules holds them all */
-	int walk_begun;         /* the heap walk has begun (walk_modules) */
+	int walked;             /* modules (and entries) hold them all */
+	VALUE *entries;         /* FIND: the heap's method entries (malloc'd, marked), from next_entry */
+	size_t nentries, entries_cap, next_entry;
+	int by_entries;         /* the find reads entries: the walk collects them and they are usable */
+	size_t probes[4];       /* where in entries the probes are, plus one (0: not found) */
+	VALUE files;            /* FIND by entries: wrap.rb's verdicts by file, and what it checked */
+	VALUE candidates, seen;
+	long next_candidate;
+	const char *found_by;   /* how the last find went about it: "entries", "modules", or NULL */
+	long found_count;       /* and how many methods it found */
+	int walk_begun;         /* the find has begun (detached methods looked for) */
+	int walk_begun_entries; /* the heap walk has begun (walk_modules) */
 	uintptr_t *pages;       /* the heap pages walked so far: an open-addressed set (0: free) */
 	size_t npages, pages_cap;
 	size_t next;
@@ -67,11 +83,12 @@ static struct {
 	uint64_t found_at;      /* definitions when this plan began to find */
 	int found_known;        /* found came from known: each entry is checked again */
 } plan = { .cwd = Qnil, .ignore = Qnil, .found = Qnil, .pending = Qnil, .tracepoints = Qnil, .known = Qnil,
-	.known_scope = Qnil };
+	.known_scope = Qnil, .files = Qnil, .candidates = Qnil, .seen = Qnil };
 
 static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_methods, id_visibility_of,
     id_detached, id_detached_app, id_trace_detached, id_ignore_regexp, id_source_location, id_owner, id_name,
-    id_instance_method, id_arity, id_bind_call, id_still_defined, id_found_all;
+    id_instance_method, id_arity, id_bind_call, id_still_defined, id_found_all, id_files, id_file_verdict,
+    id_app_methods_among;
 
 uint64_t
 trc_plan_now(void)
@@ -549,7 +566,15 @@ modules_forget(void)
 	plan.next = 0;
 	plan.walked = 0;
 	plan.walk_begun = 0;
+	plan.walk_begun_entries = 0;
 	pages_forget();
+	free(plan.entries);
+	plan.entries = NULL;
+	plan.nentries = plan.entries_cap = plan.next_entry = 0;
+	plan.by_entries = 0;
+	memset(plan.probes, 0, sizeof(plan.probes));
+	plan.files = plan.candidates = plan.seen = Qnil;
+	plan.next_candidate = 0;
 }
 
 static void
@@ -565,6 +590,235 @@ modules_add(VALUE mod)
 	}
 	plan.modules[plan.nmodules++] = mod;
 }
+
+#ifdef FIND_BY_ENTRIES
+/*
+ * Finding the app's methods by the heap's method entries. Ruby's reflection asks each method
+ * for its file through an UnboundMethod and a location Array: for a Rails worker's 50,000
+ * methods, 100,000 objects, a GC or two, and thousands of copy-on-write faults on the pages of
+ * a heap shared with the preloader; its first session's find cost more than all the rest of
+ * the install. The heap walk that lists the modules also sees every method entry (an imemo of
+ * Ruby's), whose owner, name and code Ruby's own rb_resolve_me_location reads without making
+ * anything. So only the methods in the app's files go to wrap.rb, which checks each as it
+ * always has (app_methods_among).
+ *
+ * An entry's head is the same from Ruby 2.3 to 3.4 (rb_method_entry_t in method.h), and so are
+ * the imemo type and the first bits of its definition (the method's type) read here. Nothing
+ * is read of any other entry before the walk has found wrap.rb's Probe's methods and Module's
+ * own and read each as it must (entries_usable); when it has not, the find asks wrap.rb module
+ * by module, as before.
+ */
+struct entry_view {
+	VALUE flags;
+	VALUE defined_class;
+	const void *def;        /* rb_method_definition_t: its first 4 bits, the method's type */
+	ID called_id;
+	VALUE owner;
+};
+
+enum {
+	IMEMO_MENT = 6,
+	TYPE_ISEQ = 0, TYPE_CFUNC = 1, TYPE_ATTRSET = 2, TYPE_IVAR = 3, TYPE_BMETHOD = 4,
+	TYPE_ALIAS = 6, TYPE_REFINED = 11,
+};
+
+/* Probe#probe_method, #probe_reader, #probe_writer= and Module#instance_method: their entries
+ * must read as these types. */
+static const int probe_types[4] = { TYPE_ISEQ, TYPE_IVAR, TYPE_ATTRSET, TYPE_CFUNC };
+static VALUE probe_owner[4], probe_file, wrappers_class, refinement_class, holder;
+static ID probe_id[4];
+
+static const struct entry_view *
+view(VALUE entry)
+{
+	return (const struct entry_view *)entry;
+}
+
+static int
+def_type(const struct entry_view *e)
+{
+	return (int)(*(const unsigned int *)e->def & 0xf);
+}
+
+/* An attr_reader's or attr_writer's [path, line] (rb_method_attr_t), or a non-Array. */
+static VALUE
+attr_location(const struct entry_view *e)
+{
+	return ((const VALUE *)e->def)[2];
+}
+
+static void
+entries_add(VALUE entry)
+{
+	const struct entry_view *e = view(entry);
+
+	if (plan.nentries == plan.entries_cap) {
+		size_t cap = plan.entries_cap ? plan.entries_cap * 2 : 16384;
+		VALUE *v = trc_realloc(plan.entries, cap * sizeof(*v));
+
+		if (v == NULL) {
+			plan.by_entries = 0;   /* the modules, then, as before */
+			return;
+		}
+		plan.entries = v;
+		plan.entries_cap = cap;
+	}
+	plan.entries[plan.nentries++] = entry;
+	for (int k = 0; k < 4; k++)
+		if (e->owner == probe_owner[k] && e->called_id == probe_id[k])
+			plan.probes[k] = plan.nentries;
+}
+
+static VALUE
+probe(int k)
+{
+	return plan.entries[plan.probes[k] - 1];
+}
+
+/* Whether the probes were found, and read as they must. */
+static int
+entries_usable(void)
+{
+	VALUE loc[5];
+
+	for (int k = 0; k < 4; k++) {
+		const struct entry_view *e;
+
+		if (plan.probes[k] == 0)
+			return 0;
+		e = view(probe(k));
+		if (e->def == NULL || def_type(e) != probe_types[k])
+			return 0;
+	}
+	for (int k = 1; k <= 2; k++) {
+		VALUE at = attr_location(view(probe(k)));
+
+		if (!RB_TYPE_P(at, T_ARRAY) || RARRAY_LEN(at) < 1 || rb_str_equal(RARRAY_AREF(at, 0), probe_file) != Qtrue)
+			return 0;
+	}
+	return rb_resolve_me_location(view(probe(0)), loc) != NULL && RB_TYPE_P(loc[0], T_STRING) &&
+	    rb_str_equal(loc[0], probe_file) == Qtrue;
+}
+
+/* Whether a method of owner may be the app's: not the agent's, nor a refinement's, nor of a
+ * singleton class other than a module's (wrap.rb's modules and app_methods_of, likewise). */
+static int
+app_owner(VALUE owner)
+{
+	VALUE mod = owner, k;
+
+	if (RB_SPECIAL_CONST_P(owner) || (BUILTIN_TYPE(owner) != T_CLASS && BUILTIN_TYPE(owner) != T_MODULE))
+		return 0;
+	if (FL_TEST_RAW(owner, FL_SINGLETON)) {
+		mod = trc_attached_object(owner);
+		if (RB_SPECIAL_CONST_P(mod) || (BUILTIN_TYPE(mod) != T_CLASS && BUILTIN_TYPE(mod) != T_MODULE) ||
+		    FL_TEST_RAW(mod, FL_SINGLETON))
+			return 0;
+	}
+	k = RBASIC_CLASS(mod);
+	return k != 0 && k != wrappers_class && (refinement_class == Qnil || k != refinement_class) && mod != holder;
+}
+
+/* What wrap.rb makes of a file: its absolute path if the app's, else nil; Qundef if it raised. */
+static VALUE
+file_verdict(VALUE file)
+{
+	VALUE v = rb_hash_lookup2(plan.files, file, Qundef), argv[3];
+
+	if (v != Qundef)
+		return v;
+	argv[0] = file;
+	argv[1] = plan.scope->prefix_list;
+	argv[2] = plan.cwd;
+	return wrap_call(id_file_verdict, 3, argv);
+}
+
+/* One method entry: a candidate if its code lies in one of the app's files. */
+static void
+consider(VALUE entry)
+{
+	const struct entry_view *e = view(entry);
+	VALUE loc[5], file, verdict;
+
+	if (e->def == NULL || !app_owner(e->owner))
+		return;
+	switch (def_type(e)) {
+	case TYPE_ISEQ:
+	case TYPE_BMETHOD:
+	case TYPE_ALIAS:
+	case TYPE_REFINED:
+		if (rb_resolve_me_location(e, loc) == NULL)
+			return;
+		file = loc[0];
+		break;
+	case TYPE_ATTRSET:
+	case TYPE_IVAR:
+		file = attr_location(e);
+		if (!RB_TYPE_P(file, T_ARRAY) || RARRAY_LEN(file) < 1)
+			return;
+		file = RARRAY_AREF(file, 0);
+		break;
+	default:
+		return;         /* a C function's, or no code */
+	}
+	if (!RB_TYPE_P(file, T_STRING) || (verdict = file_verdict(file)) == Qundef || NIL_P(verdict))
+		return;
+	rb_ary_push(plan.candidates, e->owner);
+	rb_ary_push(plan.candidates, ID2SYM(e->called_id));
+}
+
+/* Sets the walk up to collect the entries, if wrap.rb's Probe is there to check them by. */
+static void
+entries_begin(void)
+{
+	VALUE wrap = wrap_module(), agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	VALUE probe = rb_const_get(wrap, rb_intern("Probe"));
+
+	wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
+	holder = rb_const_get(wrap, rb_intern("HOLDER"));
+	probe_file = rb_const_get(wrap, rb_intern("PROBE_FILE"));
+	refinement_class = rb_const_defined(rb_cObject, rb_intern("Refinement")) ?
+	    rb_const_get(rb_cObject, rb_intern("Refinement")) : Qnil;
+	probe_owner[0] = probe_owner[1] = probe_owner[2] = probe;
+	probe_id[0] = rb_intern("probe_method");
+	probe_id[1] = rb_intern("probe_reader");
+	probe_id[2] = rb_intern("probe_writer=");
+	probe_owner[3] = rb_cModule;
+	probe_id[3] = rb_intern("instance_method");
+	plan.by_entries = 1;
+}
+
+/* After the walk: the entries' find begins, or the modules' if the entries cannot be read. */
+static void
+entries_walked(void)
+{
+	if (plan.by_entries && entries_usable()) {
+		plan.files = wrap_call(id_files, 0, NULL);
+		plan.candidates = rb_ary_new();
+		plan.seen = rb_funcall(rb_hash_new(), rb_intern("compare_by_identity"), 0);
+		if (plan.files == Qundef || !RB_TYPE_P(plan.files, T_HASH))
+			plan.by_entries = 0;
+	} else {
+		plan.by_entries = 0;
+	}
+	if (!plan.by_entries) {
+		free(plan.entries);
+		plan.entries = NULL;
+		plan.nentries = plan.entries_cap = 0;
+		plan.files = plan.candidates = plan.seen = Qnil;
+	}
+}
+#else
+static void
+entries_begin(void)
+{
+}
+
+static void
+entries_walked(void)
+{
+}
+#endif
 
 #ifdef HAVE_RB_OBJSPACE_EACH_OBJECTS
 struct walk {
@@ -608,6 +862,11 @@ collect_modules(void *start, void *end, size_t stride, void *data)
 		if ((t == RUBY_T_CLASS || t == RUBY_T_MODULE) && RBASIC_CLASS(v) != 0 &&
 		    !FL_TEST_RAW(v, FL_SINGLETON) && RBASIC_CLASS(v) != w->wrappers)
 			modules_add(v);
+#ifdef FIND_BY_ENTRIES
+		else if (t == RUBY_T_IMEMO && plan.by_entries &&
+		    ((RBASIC(v)->flags >> RUBY_FL_USHIFT) & 0xf) == IMEMO_MENT)
+			entries_add(v);
+#endif
 	}
 	return 0;
 }
@@ -695,6 +954,52 @@ trc_plan_begin(const struct trc_spec *specs, int nspecs, const struct trc_scope 
 		trc_wrap_watch();
 }
 
+/* The find is over: what it found is wrapped next, and kept for the next session. */
+static void
+found_all(void)
+{
+	modules_forget();
+	wrap_call(id_found_all, 0, NULL);
+	plan.found_count = RARRAY_LEN(plan.found) / ENTRY;
+	plan.phase = PHASE_WRAP;
+	plan.known = rb_ary_dup(plan.found);
+	plan.known_scope = scope_key();
+	plan.known_at = plan.found_at;
+}
+
+#ifdef FIND_BY_ENTRIES
+/* The next entries, then the candidates they gave, until the deadline. */
+static void
+find_by_entries(uint64_t deadline)
+{
+	enum { ENTRIES = 256, CANDIDATES = 64 };
+	VALUE argv[5];
+
+	while (plan.next_entry < plan.nentries && trc_plan_now() < deadline) {
+		size_t end = plan.nentries - plan.next_entry > ENTRIES ? plan.next_entry + ENTRIES : plan.nentries;
+
+		while (plan.next_entry < end)
+			consider(plan.entries[plan.next_entry++]);
+	}
+	if (plan.next_entry < plan.nentries)
+		return;
+	while (plan.next_candidate < RARRAY_LEN(plan.candidates) && trc_plan_now() < deadline) {
+		VALUE list;
+
+		argv[0] = rb_ary_subseq(plan.candidates, plan.next_candidate, 2 * CANDIDATES);
+		argv[1] = plan.seen;
+		argv[2] = plan.scope->prefix_list;
+		argv[3] = plan.cwd;
+		argv[4] = plan.ignore;
+		plan.next_candidate += 2 * CANDIDATES;
+		if ((list = wrap_call(id_app_methods_among, 5, argv)) != Qundef && RB_TYPE_P(list, T_ARRAY))
+			rb_ary_concat(plan.found, list);
+	}
+	if (plan.next_candidate >= RARRAY_LEN(plan.candidates))
+		found_all();
+}
+#endif
+
 /* Finds the app's methods in the next modules, until the deadline. */
 static void
 find(uint64_t deadline)
@@ -713,9 +1018,23 @@ find(uint64_t deadline)
 			rb_ary_concat(plan.found, detached);
 	}
 	if (!plan.walked) {
+		if (!plan.walk_begun_entries) {
+			plan.walk_begun_entries = 1;
+			entries_begin();
+		}
 		plan.walked = walk_modules(deadline);
+		if (plan.walked) {
+			entries_walked();
+			plan.found_by = plan.by_entries ? "entries" : "modules";
+		}
 		return;         /* the heap walk's slices are slices of their own */
 	}
+#ifdef FIND_BY_ENTRIES
+	if (plan.by_entries) {
+		find_by_entries(deadline);
+		return;
+	}
+#endif
 	while (plan.next < plan.nmodules && trc_plan_now() < deadline) {
 		VALUE list;
 
@@ -726,14 +1045,8 @@ find(uint64_t deadline)
 		if ((list = wrap_call(id_app_methods_of, 4, argv)) != Qundef && RB_TYPE_P(list, T_ARRAY))
 			rb_ary_concat(plan.found, list);
 	}
-	if (plan.next >= plan.nmodules) {
-		modules_forget();
-		wrap_call(id_found_all, 0, NULL);
-		plan.phase = PHASE_WRAP;
-		plan.known = rb_ary_dup(plan.found);
-		plan.known_scope = scope_key();
-		plan.known_at = plan.found_at;
-	}
+	if (plan.next >= plan.nmodules)
+		found_all();
 }
 
 static void
@@ -852,8 +1165,8 @@ trc_plan_progress(int *step, uint64_t *done, uint64_t *total)
 	switch (plan.phase) {
 	case PHASE_FIND:
 		*step = TRC_STEP_FIND;
-		*done = (uint64_t)plan.next;
-		*total = (uint64_t)plan.nmodules;
+		*done = (uint64_t)(plan.by_entries ? plan.next_entry : plan.next);
+		*total = (uint64_t)(plan.by_entries ? plan.nentries : plan.nmodules);
 		break;
 	case PHASE_REMOVE:
 		*step = TRC_STEP_REMOVE;
@@ -866,6 +1179,13 @@ trc_plan_progress(int *step, uint64_t *done, uint64_t *total)
 		*total = NIL_P(plan.found) ? 0 : (uint64_t)RARRAY_LEN(plan.found) / ENTRY;
 		break;
 	}
+}
+
+const char *
+trc_plan_found_by(long *count)
+{
+	*count = plan.found_count;
+	return plan.found_by;
 }
 
 uint32_t
@@ -898,6 +1218,11 @@ trc_plan_mark(void)
 	rb_gc_mark(plan.ignore);
 	for (size_t i = plan.next; i < plan.nmodules; i++)
 		rb_gc_mark(plan.modules[i]);
+	for (size_t i = plan.next_entry; i < plan.nentries; i++)
+		rb_gc_mark(plan.entries[i]);
+	rb_gc_mark(plan.files);
+	rb_gc_mark(plan.candidates);
+	rb_gc_mark(plan.seen);
 	rb_gc_mark(plan.found);
 	rb_gc_mark(plan.known);
 	rb_gc_mark(plan.known_scope);
@@ -926,5 +1251,8 @@ trc_plan_init(void)
 	id_bind_call = rb_intern("bind_call");
 	id_still_defined = rb_intern("still_defined?");
 	id_found_all = rb_intern("found_all");
+	id_files = rb_intern("files");
+	id_file_verdict = rb_intern("file_verdict");
+	id_app_methods_among = rb_intern("app_methods_among");
 	trc_wrap_definitions_to(app_defined, watching);
 }

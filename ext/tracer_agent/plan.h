@@ -48,6 +48,9 @@ void trc_plan_progress(int *step, uint64_t *done, uint64_t *total);
 /* The longest a step of this session's plan held the GVL, in ns (TracerAgent.stats). */
 uint64_t trc_plan_longest_step(void);
 /* How many methods the plan has wrapped. */
+/* How the last find of the app's methods went: "entries" (the heap's method entries),
+ * "modules" (wrap.rb, module by module), or NULL (none yet); *count, what it found. */
+const char *trc_plan_found_by(long *count);
 uint32_t trc_plan_wrapped(void);
 /* GVL held. Ends the plan: trc_plan_step takes every wrapper away from now on. */
 void trc_plan_end(void);

@@ -63,6 +63,16 @@ module TracerAgent
     PROTECTED_P = Module.instance_method(:protected_method_defined?)
     METHOD_P = Module.instance_method(:method_defined?)
 
+    # A method of each kind, whose entries plan.c finds in the heap and reads before it trusts
+    # what it reads of any other entry there (plan.c, entries_usable).
+    class Probe
+      attr_reader :probe_reader
+      attr_writer :probe_writer
+
+      def probe_method = nil
+    end
+    PROBE_FILE = Probe.instance_method(:probe_method).source_location.first
+
     # The modules found to have none of the app's methods, by how many methods they had then:
     # looked at again only once that number changes. Without it each session made an object or
     # two for every method of every module (some 100,000 for a Rails app), and Ruby's heap grew
@@ -108,6 +118,36 @@ module TracerAgent
         found
       rescue StandardError
         found # a module that will not list its methods
+      end
+
+      # The app's methods among candidates, [owner, name, ...]: the methods whose code plan.c
+      # found in the app's files among the heap's method entries, a name repeated for each
+      # entry (an entry of a module's method is copied for each class that calls it), some no
+      # longer their owner's. Each is checked once (seen: {owner => {name => true}}, kept
+      # across calls) as app_methods_of checks it. Returns what app_methods_of returns.
+      def app_methods_among(candidates, seen, prefixes, cwd, ignore)
+        found = []
+        i = 0
+        while i < candidates.size
+          owner = candidates[i]
+          name = candidates[i + 1]
+          i += 2
+          names = (seen[owner] ||= {})
+          next if names[name]
+
+          names[name] = true
+          visibility, arity, path, line = app_method(owner, name, prefixes, cwd, ignore)
+          found.push(owner, name, visibility, arity, path, line) if visibility
+        end
+        found
+      end
+
+      # The session's verdicts on files, by the String Ruby keeps for each (plan.c reads it).
+      def files = (@files ||= {}.compare_by_identity)
+
+      # What app_file makes of a file, kept for the session.
+      def file_verdict(file, prefixes, cwd)
+        files.fetch(file) { files[file] = app_file(file, prefixes, cwd) }
       end
 
       # Definitions reach the agent from now on: DefinitionWatch goes in front of Module once.

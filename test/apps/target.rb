@@ -509,6 +509,50 @@ when 'many'
     i += 1
     sleep 0.0005 if (i % 100).zero?
   end
+when 'shapes'
+  # A method of each shape, in a file under the working directory as far as Ruby knows: what
+  # -f and --top calls find, by the heap's method entries or module by module (install_test).
+  # Some are not the app's to find: a plain object's singleton method, an inherited method made
+  # public, a C function's.
+  source = <<~RUBY
+    module Shapes
+      def self.single = 1
+      class << self
+        private def hidden_single = 2
+      end
+      def mixed = 3
+    end
+    class ShapesA
+      include Shapes
+      attr_reader :r
+      attr_writer :w
+      attr_accessor :rw
+      def plain(a, k: 1) = a + k
+      define_method(:made) { |x| x }
+      alias_method :plain2, :plain
+      alias plain3 plain
+      protected def prot = 1
+      private def priv = 2
+      private :r
+    end
+    class ShapesB < ShapesA
+      def plain(a, k: 1) = super
+      public :priv
+    end
+    class ShapesC
+      include Shapes
+      define_method(:to_s, Object.instance_method(:to_s))
+    end
+    LONE = Object.new
+    def LONE.lone = 1
+  RUBY
+  eval(source, TOPLEVEL_BINDING, File.join(Dir.pwd, 'shapes.rb'), 1) # rubocop:disable Security/Eval
+  ready
+  loop do
+    [ShapesA.new, ShapesB.new, ShapesC.new].each(&:mixed)
+    ShapesB.new.plain(1)
+    sleep 0.01
+  end
 when 'cpu'
   # Cpu#spin burns 30 ms of its thread's CPU time, Cpu#nap sleeps as long and burns next to none.
   cpu = Class.new do

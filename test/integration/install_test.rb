@@ -2,6 +2,7 @@
 # what the operator sees meanwhile, and that the process answers the next client at once.
 require_relative 'helper'
 require 'pty'
+require 'tmpdir'
 
 class InstallTest < Minitest::Test
   include TracerTest
@@ -44,6 +45,33 @@ class InstallTest < Minitest::Test
       assert status.success?, "#{how}: #{err}"
       assert_equal "=> [0, 0]\n", out, how
       assert_operator took, :<, 1.5, "#{how}: the next client waited #{took.round(2)} s (tracer itself starts in a few ms)"
+    end
+  end
+
+  # The find reads the heap's method entries (plan.c) where the probes say it can, on every Ruby
+  # of the matrix, and finds exactly the methods that wrap.rb's module-by-module find finds:
+  # every shape of method, a plain object's singleton method and a C function's left out.
+  def test_the_find_by_method_entries_finds_what_the_modules_find
+    Dir.mktmpdir do |dir|
+      dir = File.realpath(dir)
+      t = target('shapes', chdir: dir)
+      out, err, status = tracer('-p', t.pid, '-f', '--filter', dir, '-o', '/dev/null', '--duration', '0.2')
+      assert status.success?, "#{out}#{err}"
+      check = <<~RUBY
+        w = TracerAgent::Wrap
+        old = w.modules.flat_map { |m| w.app_methods_of(m, ['#{dir}/'], '#{dir}/', nil).each_slice(6).map { |o, n| "\#{o.inspect}#\#{n}" } }
+        w.found_all
+        [TracerAgent.stats.values_at(:found_by, :found), old.sort]
+      RUBY
+      out, err, status = tracer('-p', t.pid, '-e', check)
+      assert status.success?, err
+      (by, found), old = eval(out.delete_prefix('=> ')) # rubocop:disable Security/Eval
+      assert_equal 'entries', by, 'the find read no method entry: did a Ruby change their layout? (plan.c)'
+      expected = %w[#<Class:Shapes>#hidden_single #<Class:Shapes>#single Shapes#mixed ShapesA#made ShapesA#plain
+                    ShapesA#plain2 ShapesA#plain3 ShapesA#priv ShapesA#prot ShapesA#r ShapesA#rw ShapesA#rw=
+                    ShapesA#w= ShapesB#plain]
+      assert_equal expected, old, 'the module-by-module find'
+      assert_equal old.size, found, 'the find by entries found otherwise'
     end
   end
 
