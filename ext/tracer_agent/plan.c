@@ -619,7 +619,7 @@ struct entry_view {
 enum {
 	IMEMO_MENT = 6,
 	TYPE_ISEQ = 0, TYPE_CFUNC = 1, TYPE_ATTRSET = 2, TYPE_IVAR = 3, TYPE_BMETHOD = 4,
-	TYPE_ALIAS = 6, TYPE_REFINED = 11,
+	TYPE_ZSUPER = 5, TYPE_ALIAS = 6, TYPE_REFINED = 11,
 };
 
 /* Probe#probe_method, #probe_reader, #probe_writer= and Module#instance_method: their entries
@@ -758,11 +758,16 @@ consider(VALUE entry)
 			return;
 		file = RARRAY_AREF(file, 0);
 		break;
+	case TYPE_ZSUPER:
+		/* An inherited method made public or private here: Ruby 3.2 and later take it for
+		 * the class's own, with the superclass's file. wrap.rb decides. */
+		goto candidate;
 	default:
 		return;         /* a C function's, or no code */
 	}
 	if (!RB_TYPE_P(file, T_STRING) || (verdict = file_verdict(file)) == Qundef || NIL_P(verdict))
 		return;
+candidate:
 	rb_ary_push(plan.candidates, e->owner);
 	rb_ary_push(plan.candidates, ID2SYM(e->called_id));
 }
