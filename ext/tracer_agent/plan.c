@@ -742,6 +742,9 @@ consider(VALUE entry)
 
 	if (e->def == NULL || !app_owner(e->owner))
 		return;
+	/* A module's method, copied for a class that calls it: its module's own is there too. */
+	if (BUILTIN_TYPE(e->owner) == T_MODULE && e->defined_class != 0)
+		return;
 	switch (def_type(e)) {
 	case TYPE_ISEQ:
 	case TYPE_BMETHOD:

@@ -121,12 +121,12 @@ module TracerAgent
       end
 
       # The app's methods among candidates, [owner, name, ...]: the methods whose code plan.c
-      # found in the app's files among the heap's method entries, a name repeated for each
-      # entry (an entry of a module's method is copied for each class that calls it), some no
-      # longer their owner's. Each is checked once (seen: {owner => {name => true}}, kept
-      # across calls) as app_methods_of checks it. Returns what app_methods_of returns.
+      # found in the app's files among the heap's method entries, some no longer their owner's,
+      # a few named twice. Each is checked once (seen: {owner => {name => true}}, kept across
+      # calls) as collect checks it. Returns what app_methods_of returns.
       def app_methods_among(candidates, seen, prefixes, cwd, ignore)
         found = []
+        files = self.files
         i = 0
         while i < candidates.size
           owner = candidates[i]
@@ -136,8 +136,21 @@ module TracerAgent
           next if names[name]
 
           names[name] = true
-          visibility, arity, path, line = app_method(owner, name, prefixes, cwd, ignore)
-          found.push(owner, name, visibility, arity, path, line) if visibility
+          begin
+            method = INSTANCE_METHOD.bind_call(owner, name)
+            next unless method.owner.equal?(owner)
+
+            file, line = method.source_location
+            next if file.nil?
+
+            path = files.fetch(file) { files[file] = app_file(file, prefixes, cwd) }
+            next if path.nil?
+            next if ignore&.match?("#{label_of(owner)}#{SINGLETON_P.bind_call(owner) ? '.' : '#'}#{name}")
+
+            found.push(owner, name, visibility_of(owner, name), arity_of(method), path, line)
+          rescue StandardError
+            next # a method that will not be looked at
+          end
         end
         found
       end
