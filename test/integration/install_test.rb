@@ -50,11 +50,20 @@ class InstallTest < Minitest::Test
 
   # The find reads the heap's method entries (plan.c) where the probes say it can, on every Ruby
   # of the matrix, and finds exactly the methods that wrap.rb's module-by-module find finds:
-  # every shape of method, a plain object's singleton method and a C function's left out.
+  # every shape of method, a plain object's singleton method and a C function's left out. The
+  # module-by-module find, which an app gets with TRACER_AGENT_FIND=modules, finds them too.
   def test_the_find_by_method_entries_finds_what_the_modules_find
+    find_shapes('entries', {})
+  end
+
+  def test_the_find_module_by_module_on_demand
+    find_shapes('modules', { 'TRACER_AGENT_FIND' => 'modules' })
+  end
+
+  def find_shapes(how, env)
     Dir.mktmpdir do |dir|
       dir = File.realpath(dir)
-      t = target('shapes', chdir: dir)
+      t = target('shapes', chdir: dir, env: env)
       out, err, status = tracer('-p', t.pid, '-f', '--filter', dir, '-o', '/dev/null', '--duration', '0.2')
       assert status.success?, "#{out}#{err}"
       check = <<~RUBY
@@ -66,13 +75,13 @@ class InstallTest < Minitest::Test
       out, err, status = tracer('-p', t.pid, '-e', check)
       assert status.success?, err
       (by, found), old = eval(out.delete_prefix('=> ')) # rubocop:disable Security/Eval
-      assert_equal 'entries', by, 'the find read no method entry: did a Ruby change their layout? (plan.c)'
+      assert_equal how, by, 'the find went another way: did a Ruby change its method entries? (plan.c)'
       expected = %w[#<Class:Shapes>#hidden_single #<Class:Shapes>#single Shapes#mixed ShapesA#made ShapesA#plain
                     ShapesA#plain2 ShapesA#plain3 ShapesA#priv ShapesA#prot ShapesA#r ShapesA#rw ShapesA#rw=
                     ShapesA#w= ShapesB#plain]
       # (ShapesB#priv, made public there, is ShapesB's own on Ruby 3.3 and later, not on 3.1.)
       assert_equal expected, old - ['ShapesB#priv'], 'the module-by-module find'
-      assert_equal old.size, found, 'the find by entries found otherwise'
+      assert_equal old.size, found, "the find by #{how} found otherwise"
     end
   end
 
