@@ -780,20 +780,12 @@ static void
 entries_begin(void)
 {
 	const char *how = getenv("TRACER_AGENT_FIND");
-	VALUE wrap, agent, probe;
+	VALUE probe;
 
 	/* The modules' find on demand: for a Ruby whose entries read right and mean otherwise. */
 	if (how != NULL && strcmp(how, "modules") == 0)
 		return;
-	wrap = wrap_module();
-	agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	probe = rb_const_get(wrap, rb_intern("Probe"));
-
-	wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
-	holder = rb_const_get(wrap, rb_intern("HOLDER"));
-	probe_file = rb_const_get(wrap, rb_intern("PROBE_FILE"));
-	refinement_class = rb_const_defined(rb_cObject, rb_intern("Refinement")) ?
-	    rb_const_get(rb_cObject, rb_intern("Refinement")) : Qnil;
+	probe = rb_const_get(wrap_module(), rb_intern("Probe"));
 	probe_owner[0] = probe_owner[1] = probe_owner[2] = probe;
 	probe_id[0] = rb_intern("probe_method");
 	probe_id[1] = rb_intern("probe_reader");
@@ -803,10 +795,26 @@ entries_begin(void)
 	plan.by_entries = 1;
 }
 
+/* What app_owner and entries_usable compare with (registered with the GC: GC.compact moves
+ * none of them while the find compares with them). */
+static void
+entries_constants(void)
+{
+	VALUE wrap = wrap_module(), agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+
+	wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
+	holder = rb_const_get(wrap, rb_intern("HOLDER"));
+	probe_file = rb_const_get(wrap, rb_intern("PROBE_FILE"));
+	refinement_class = rb_const_defined(rb_cObject, rb_intern("Refinement")) ?
+	    rb_const_get(rb_cObject, rb_intern("Refinement")) : Qnil;
+}
+
 /* After the walk: the entries' find begins, or the modules' if the entries cannot be read. */
 static void
 entries_walked(void)
 {
+	if (plan.by_entries)
+		entries_constants();
 	if (plan.by_entries && entries_usable()) {
 		plan.files = wrap_call(id_files, 0, NULL);
 		plan.candidates = rb_ary_new();
@@ -1270,4 +1278,12 @@ trc_plan_init(void)
 	id_file_verdict = rb_intern("file_verdict");
 	id_app_methods_among = rb_intern("app_methods_among");
 	trc_wrap_definitions_to(app_defined, watching);
+#ifdef FIND_BY_ENTRIES
+	for (int k = 0; k < 4; k++)
+		rb_gc_register_address(&probe_owner[k]);
+	rb_gc_register_address(&probe_file);
+	rb_gc_register_address(&wrappers_class);
+	rb_gc_register_address(&refinement_class);
+	rb_gc_register_address(&holder);
+#endif
 }
