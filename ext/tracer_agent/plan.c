@@ -995,7 +995,8 @@ found_all(void)
 static void
 find_by_entries(uint64_t deadline)
 {
-	enum { ENTRIES = 256, CANDIDATES = 64 };
+	enum { ENTRIES = 256 };
+	const long chunk = 2 * 64L;     /* 64 candidates, each an owner and a name */
 	VALUE argv[5];
 
 	while (plan.next_entry < plan.nentries && trc_plan_now() < deadline) {
@@ -1009,12 +1010,12 @@ find_by_entries(uint64_t deadline)
 	while (plan.next_candidate < RARRAY_LEN(plan.candidates) && trc_plan_now() < deadline) {
 		VALUE list;
 
-		argv[0] = rb_ary_subseq(plan.candidates, plan.next_candidate, 2 * CANDIDATES);
+		argv[0] = rb_ary_subseq(plan.candidates, plan.next_candidate, chunk);
 		argv[1] = plan.seen;
 		argv[2] = plan.scope->prefix_list;
 		argv[3] = plan.cwd;
 		argv[4] = plan.ignore;
-		plan.next_candidate += 2 * CANDIDATES;
+		plan.next_candidate += chunk;
 		if ((list = wrap_call(id_app_methods_among, 5, argv)) != Qundef && RB_TYPE_P(list, T_ARRAY))
 			rb_ary_concat(plan.found, list);
 	}
