@@ -137,14 +137,8 @@ module TracerAgent
 
           names[name] = true
           begin
-            method = INSTANCE_METHOD.bind_call(owner, name)
-            next unless method.owner.equal?(owner)
-
-            file, line = method.source_location
-            next if file.nil?
-
-            path = files.fetch(file) { files[file] = app_file(file, prefixes, cwd) }
-            next if path.nil?
+            method, path, line = own_app_method(owner, name, files, prefixes, cwd)
+            next if method.nil?
             next if ignore&.match?("#{label_of(owner)}#{SINGLETON_P.bind_call(owner) ? '.' : '#'}#{name}")
 
             found.push(owner, name, visibility_of(owner, name), arity_of(method), path, line)
@@ -322,24 +316,29 @@ module TracerAgent
       # The methods of owner named in names (all private, or none) that are the app's. A file's
       # verdict is worked out once a session (a method's source_location gives the same String
       # for every method of a file), and nothing is made per method but its UnboundMethod and
-      # location: a worker's first session looks at some 40,000 methods, and every object made
-      # then is a minor GC sooner.
+      # location (and, for the app's, the Array own_app_method returns): a worker's first
+      # session looks at some 40,000 methods, and every object made then is a minor GC sooner.
       def collect(found, owner, names, closed, sep, prefixes, cwd, ignore)
         label = nil
         files = (@files ||= {}.compare_by_identity)
         names.each do |name|
-          method = INSTANCE_METHOD.bind_call(owner, name)
-          next unless method.owner.equal?(owner)
-
-          file, line = method.source_location
-          next if file.nil?
-
-          path = files.fetch(file) { files[file] = app_file(file, prefixes, cwd) }
-          next if path.nil?
+          method, path, line = own_app_method(owner, name, files, prefixes, cwd)
+          next if method.nil?
           next if ignore&.match?("#{label ||= label_of(owner)}#{sep}#{name}")
 
           found.push(owner, name, closed ? 2 : open_visibility(owner, name), arity_of(method), path, line)
         end
+      end
+
+      # [UnboundMethod, absolute path, line] of owner's own method name if its file is under
+      # prefixes, else nil; files keeps each file's verdict for the session.
+      def own_app_method(owner, name, files, prefixes, cwd)
+        method = INSTANCE_METHOD.bind_call(owner, name)
+        return nil unless method.owner.equal?(owner)
+
+        file, line = method.source_location
+        path = file && files.fetch(file) { files[file] = app_file(file, prefixes, cwd) }
+        path && [method, path, line]
       end
 
       def open_visibility(owner, name) = PROTECTED_P.bind_call(owner, name, false) ? 1 : 0
