@@ -512,8 +512,8 @@ when 'many'
 when 'shapes'
   # A method of each shape, in a file under the working directory as far as Ruby knows: what
   # -f and --top calls find, by the heap's method entries or module by module (install_test).
-  # Some are not the app's to find: a plain object's singleton method, an inherited method made
-  # public, a C function's.
+  # Some are not the app's to find: a plain object's singleton method, a C function's. An
+  # inherited method made public in a subclass is the subclass's own on Ruby 3.2 and later.
   source = <<~RUBY
     module Shapes
       def self.single = 1
