@@ -63,7 +63,8 @@ static struct {
 	long next_candidate;
 	const char *found_by;   /* how the last find went about it: "entries", "modules", or NULL */
 	long found_count;       /* and how many methods it found */
-	int walk_begun;         /* the heap walk has begun (walk_modules) */
+	int walk_begun;         /* the find has begun (detached methods looked for) */
+	int walk_begun_entries; /* the heap walk has begun (walk_modules) */
 	uintptr_t *pages;       /* the heap pages walked so far: an open-addressed set (0: free) */
 	size_t npages, pages_cap;
 	size_t next;
@@ -565,6 +566,7 @@ modules_forget(void)
 	plan.next = 0;
 	plan.walked = 0;
 	plan.walk_begun = 0;
+	plan.walk_begun_entries = 0;
 	pages_forget();
 	free(plan.entries);
 	plan.entries = NULL;
@@ -1038,9 +1040,12 @@ find(uint64_t deadline)
 		argv[2] = plan.ignore;
 		if ((detached = wrap_call(id_detached_app, 3, argv)) != Qundef)
 			rb_ary_concat(plan.found, detached);
-		entries_begin();
 	}
 	if (!plan.walked) {
+		if (!plan.walk_begun_entries) {
+			plan.walk_begun_entries = 1;
+			entries_begin();
+		}
 		plan.walked = walk_modules(deadline);
 		if (plan.walked) {
 			entries_walked();
