@@ -212,9 +212,11 @@ module RedmineLoad
     fig[:err] = client.text(:err)
 
     t1 = now
+    fig[:stats] = {}
     server.workers.each do |w|
-      _, _, st = Open3.capture3(tracer, '-p', w.to_s, '-e', '1', '--timeout', '60')
+      out, _, st = Open3.capture3(tracer, '-p', w.to_s, '-e', STATS, '--timeout', '60')
       fig[:notes] << "worker #{w} did not answer -e after detach" unless st.success?
+      fig[:stats][w] = out.strip
     end
     fig[:answer] = now - t1
     fig[:after] = load(server, window, cookie, connections)
@@ -224,6 +226,9 @@ module RedmineLoad
     during&.kill
     client&.signal('KILL') if client&.alive?
   end
+
+  # What each worker says of the session it saw, after detach (fig[:stats], for a failure's report).
+  STATS = 'TracerAgent.stats.slice(:found_by, :found, :longest_step_ms)'
 
   def self.load(server, seconds, cookie, connections = 8)
     cpu0 = server.cpu

@@ -87,7 +87,8 @@ class RailsTest < Minitest::Test
     app_rows = last ? last['rows'].select { |r| r['file'].start_with?("#{APP_DIR}/") } : []
     problems = []
     problems << 'no row of the app\'s methods in the last table' if app_rows.empty?
-    problems << 'no app method counted in all four workers' unless app_rows.any? { |r| r['pids'] == 4 }
+    problems << "no app method counted in all four workers (#{app_rows.first(5).map { |r| "#{r['method']}: #{r['count']} in #{r['pids']}" }.join(', ')})" unless
+      app_rows.any? { |r| r['pids'] == 4 }
     problems << "a row of a method outside #{APP_DIR}" unless last.nil? || last['rows'].all? { |r| r['file'].start_with?("#{APP_DIR}/") }
     goals(fig, problems, 'tracer --ps ... --top calls')
   end
@@ -160,6 +161,7 @@ class RailsTest < Minitest::Test
     end
     served = @server.kind == 'puma' ? "Puma (#{@server.log[/Passenger could not start here \((.*)\)/, 1]})" : 'Apache and Passenger'
     report = "#{what} on Ruby #{RUBY_VERSION}, served by #{served}, workers #{@server.workers.join(' ')}:\n#{RedmineLoad.table(fig)}"
+    report += "\neach worker's TracerAgent.stats after:\n#{(fig[:stats] || {}).map { |w, s| "  #{w}: #{s}" }.join("\n")}"
     puts report if problems.empty? # (a failure says it all)
     assert problems.empty?, "#{problems.join("\n")}\n#{report}\n--- tracer's stderr (the end) ---\n#{fig[:err][-3000..] || fig[:err]}"
   end
