@@ -253,6 +253,22 @@ trc_live_update(struct trc_live *l)
 }
 
 void
+trc_live_counted(struct trc_live *l)
+{
+	if (l->screen != NULL) {
+		show_screen(l);
+		return;
+	}
+	if (l->o.final_only || l->shown || !trc_sessions_all_counted(l->sessions, l->nsessions))
+		return;
+	show_lines(l, false);
+	l->shown = true;
+	ev_timer_stop(l->loop, &l->redraw_w);
+	ev_timer_set(&l->redraw_w, l->o.interval, l->o.interval);
+	ev_timer_start(l->loop, &l->redraw_w);
+}
+
+void
 trc_live_set_sessions(struct trc_live *l, struct trc_session *const *sessions, size_t nsessions)
 {
 	l->sessions = sessions;

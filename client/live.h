@@ -48,6 +48,13 @@ struct trc_live *trc_live_start(struct ev_loop *loop, struct trc_output *out,
 /* Something changed (a session ended): redraws the screen, if any. */
 void trc_live_update(struct trc_live *l);
 
+/*
+ * A target's first counts came: redraws the screen; without one, prints the first table now
+ * if every target has counted (the next comes an interval later), so that the rows show a
+ * moment after tracing is in place rather than at the end of an interval.
+ */
+void trc_live_counted(struct trc_live *l);
+
 /* The sessions are now sessions[0..nsessions) (--ps found more): same rules as at the start. */
 void trc_live_set_sessions(struct trc_live *l, struct trc_session *const *sessions,
 			   size_t nsessions);

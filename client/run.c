@@ -342,11 +342,7 @@ on_session_done(struct trc_session *s, void *ctx)
 		trc_live_update(r->live);
 }
 
-/*
- * A process's first counts: the screen shows them now rather than at its next interval, so
- * that the rows come a moment after tracing is in place. (Tables printed as lines keep their
- * cadence.)
- */
+/* A process's first counts: shown now rather than at the next interval (trc_live_counted). */
 static void
 on_session_counted(struct trc_session *s, void *ctx)
 {
@@ -354,7 +350,7 @@ on_session_counted(struct trc_session *s, void *ctx)
 
 	(void)s;
 	if (r->live != NULL)
-		trc_live_update(r->live);
+		trc_live_counted(r->live);
 }
 
 static void abort_all(struct run *r);

@@ -1217,6 +1217,15 @@ trc_sessions_all_started(struct trc_session *const *sessions, size_t n)
 }
 
 bool
+trc_sessions_all_counted(struct trc_session *const *sessions, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!sessions[i]->counted && sessions[i]->state != S_DONE)
+			return false;
+	return true;
+}
+
+bool
 trc_session_finished(const struct trc_session *s)
 {
 	return s->state == S_DONE;

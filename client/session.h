@@ -134,6 +134,8 @@ enum trc_exit trc_session_status(const struct trc_session *s);
 bool trc_session_started(const struct trc_session *s);
 /* True when every one of sessions[0..n) is started (an empty list is). */
 bool trc_sessions_all_started(struct trc_session *const *sessions, size_t n);
+/* True when every one of sessions[0..n) sent its first --top counts, or is over. */
+bool trc_sessions_all_counted(struct trc_session *const *sessions, size_t n);
 /* True once done has been called. */
 bool trc_session_finished(const struct trc_session *s);
 /* True if the agent refused because another client traces the process (TRC_ERR_BUSY). */

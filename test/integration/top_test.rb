@@ -488,6 +488,23 @@ class TopTest < Minitest::Test
     assert_operator Time.now - attached, :<, interval / 2
   end
 
+  # Printed as lines, likewise: the first table as soon as every target has counted, then one
+  # an interval after that. Before, the first came at the end of the first interval.
+  def test_lines_show_the_first_table_once_every_target_counts
+    a = target('bursts')
+    b = target('bursts')
+    interval = [WAIT * 4, 3600].min
+    c = client('-p', a.pid, '-p', b.pid, '--top', 'calls', '--json', '--interval', interval.to_i)
+    wait_until(message: 'both attached') { [a, b].all? { |t| c.err.include?("*** attached to process #{t.pid}") } }
+    attached = Time.now
+    snap = wait_snapshot(c, 'the first table') { true }
+    assert_operator Time.now - attached, :<, interval / 2
+    assert_equal [a.pid, b.pid].sort, snap['pids'].sort
+    assert_equal 2, row(snap, 'Worker#work')&.fetch('pids'), "Worker#work counted in both: #{snap}"
+    assert_equal 1, snapshots(c).size, 'one table until the next interval'
+    stop(c, [a, b])
+  end
+
   def test_full_screen_quits_on_q
     full_screen('q')
   end
