@@ -137,11 +137,11 @@ module TracerAgent
 
           names[name] = true
           begin
-            method, path, line = own_app_method(owner, name, files, prefixes, cwd)
-            next if method.nil?
-            next if ignore&.match?("#{label_of(owner)}#{SINGLETON_P.bind_call(owner) ? '.' : '#'}#{name}")
+            own_app_method(owner, name, files, prefixes, cwd) do |method, path, line|
+              next if ignore&.match?("#{label_of(owner)}#{SINGLETON_P.bind_call(owner) ? '.' : '#'}#{name}")
 
-            found.push(owner, name, visibility_of(owner, name), arity_of(method), path, line)
+              found.push(owner, name, visibility_of(owner, name), arity_of(method, true), path, line)
+            end
           rescue StandardError
             next # a method that will not be looked at
           end
@@ -316,29 +316,31 @@ module TracerAgent
       # The methods of owner named in names (all private, or none) that are the app's. A file's
       # verdict is worked out once a session (a method's source_location gives the same String
       # for every method of a file), and nothing is made per method but its UnboundMethod and
-      # location (and, for the app's, the Array own_app_method returns): a worker's first
-      # session looks at some 40,000 methods, and every object made then is a minor GC sooner.
+      # location: a worker's first session looks at some 40,000 methods, and every object made
+      # then is a minor GC sooner.
       def collect(found, owner, names, closed, sep, prefixes, cwd, ignore)
         label = nil
         files = (@files ||= {}.compare_by_identity)
         names.each do |name|
-          method, path, line = own_app_method(owner, name, files, prefixes, cwd)
-          next if method.nil?
-          next if ignore&.match?("#{label ||= label_of(owner)}#{sep}#{name}")
+          own_app_method(owner, name, files, prefixes, cwd) do |method, path, line|
+            next if ignore&.match?("#{label ||= label_of(owner)}#{sep}#{name}")
 
-          found.push(owner, name, closed ? 2 : open_visibility(owner, name), arity_of(method), path, line)
+            found.push(owner, name, closed ? 2 : open_visibility(owner, name), arity_of(method, true), path, line)
+          end
         end
       end
 
-      # [UnboundMethod, absolute path, line] of owner's own method name if its file is under
-      # prefixes, else nil; files keeps each file's verdict for the session.
+      # Yields owner's own method name (an UnboundMethod), its absolute path and line if its
+      # file is under prefixes; files keeps each file's verdict for the session. (A yield, not
+      # a returned Array: this runs for each of the app's thousands of methods, in the app's
+      # heap, during its requests.)
       def own_app_method(owner, name, files, prefixes, cwd)
         method = INSTANCE_METHOD.bind_call(owner, name)
-        return nil unless method.owner.equal?(owner)
+        return unless method.owner.equal?(owner)
 
         file, line = method.source_location
         path = file && files.fetch(file) { files[file] = app_file(file, prefixes, cwd) }
-        path && [method, path, line]
+        yield method, path, line if path
       end
 
       def open_visibility(owner, name) = PROTECTED_P.bind_call(owner, name, false) ? 1 : 0
@@ -347,9 +349,10 @@ module TracerAgent
       # reads the instance variable itself instead of calling the method (wrap.c). Only
       # attr_reader and attr_writer make a method with a source location and no bytecode, and
       # only attr_reader's takes no argument.
-      def arity_of(method)
+      # located: the caller knows the method has a source location.
+      def arity_of(method, located = false)
         arity = method.arity
-        return arity unless arity.zero? && method.name == method.original_name && method.source_location
+        return arity unless arity.zero? && method.name == method.original_name && (located || method.source_location)
 
         RubyVM::InstructionSequence.of(method) ? arity : READER
       end
