@@ -19,6 +19,15 @@ PROTOCOL_VERSION = Integer(File.read(File.join(ROOT, 'include', 'tracer_protocol
 # Where targets load the agent from: `make check-memory` points it at an ASan build.
 AGENT_LIB = ENV['TRACER_AGENT_LIB'] || File.join(ROOT, 'lib')
 
+# A run started in the background by a shell without job control (`make test &`, nohup, a
+# script) ignores SIGINT and SIGQUIT (and nohup SIGHUP), and so would every process the tests
+# start: a SIGINT a test sends a client before its handler is in place, or one tracer -x passes
+# on to its program, would then be lost. The tests start them as a terminal would.
+{ 'INT' => 'DEFAULT', 'QUIT' => 'SYSTEM_DEFAULT', 'HUP' => 'SYSTEM_DEFAULT' }.each do |sig, handler|
+  was = trap(sig, handler)
+  trap(sig, was) unless was == 'IGNORE'
+end
+
 # What a process of user nobody runs (a target, the client), where nobody can read it: the
 # checkout itself, or, when nobody cannot (a clone under /root, which is 0700), a copy of the
 # agent, the test apps and the client in a directory of its own, made once per run.
