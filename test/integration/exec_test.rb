@@ -73,8 +73,9 @@ class ExecTest < Minitest::Test
     status = begin
       c.finish
     rescue RuntimeError => e
-      # (Once in many runs the program went on sleeping: whether it had the signal pending,
-      # blocked or ignored, or Ruby took it and no Interrupt came, is for the next failure.)
+      # A program that goes on sleeping: whether it had the signal pending, blocked or ignored
+      # (as in a run started with SIGINT ignored, before helper.rb put it back), or Ruby took it
+      # and no Interrupt came.
       pid = c.out[/^ready (\d+)$/, 1]
       sig = (File.read("/proc/#{pid}/status").lines.grep(/^(Sig|ShdPnd)/).join if pid) rescue 'gone' # rubocop:disable Style/RescueModifier
       raise "#{e.message[0, 1500]}\n... the program's signals, after:\n#{sig}"
