@@ -256,16 +256,14 @@ void
 trc_live_counted(struct trc_live *l)
 {
 	if (l->screen != NULL) {
-		show_screen(l);
+		trc_live_update(l);
 		return;
 	}
 	if (l->o.final_only || l->shown || !trc_sessions_all_counted(l->sessions, l->nsessions))
 		return;
 	show_lines(l, false);
 	l->shown = true;
-	ev_timer_stop(l->loop, &l->redraw_w);
-	ev_timer_set(&l->redraw_w, l->o.interval, l->o.interval);
-	ev_timer_start(l->loop, &l->redraw_w);
+	ev_timer_again(l->loop, &l->redraw_w);  /* the next table an interval from now */
 }
 
 void
