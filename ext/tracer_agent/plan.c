@@ -60,6 +60,7 @@ static struct {
 	size_t probes[4];       /* where in entries the probes are, plus one (0: not found) */
 	VALUE files;            /* FIND by entries: wrap.rb's verdicts by file, and what it checked */
 	VALUE candidates, seen;
+	VALUE plain;            /* FIND by entries: wrap.rb's plain? by owner (checked_in_c) */
 	long next_candidate;
 	const char *found_by;   /* how the last find went about it: "entries", "modules", or NULL */
 	long found_count;       /* and how many methods it found */
@@ -83,12 +84,13 @@ static struct {
 	uint64_t found_at;      /* definitions when this plan began to find */
 	int found_known;        /* found came from known: each entry is checked again */
 } plan = { .cwd = Qnil, .ignore = Qnil, .found = Qnil, .pending = Qnil, .tracepoints = Qnil, .known = Qnil,
-	.known_scope = Qnil, .files = Qnil, .candidates = Qnil, .seen = Qnil };
+	.known_scope = Qnil, .files = Qnil, .candidates = Qnil, .seen = Qnil,
+	.plain = Qnil };
 
 static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_methods, id_visibility_of,
     id_detached, id_detached_app, id_trace_detached, id_ignore_regexp, id_source_location, id_owner, id_name,
     id_instance_method, id_arity, id_bind_call, id_still_defined, id_found_all, id_files, id_file_verdict,
-    id_app_methods_among;
+    id_app_methods_among, id_plain;
 
 uint64_t
 trc_plan_now(void)
@@ -573,7 +575,7 @@ modules_forget(void)
 	plan.nentries = plan.entries_cap = plan.next_entry = 0;
 	plan.by_entries = 0;
 	memset(plan.probes, 0, sizeof(plan.probes));
-	plan.files = plan.candidates = plan.seen = Qnil;
+	plan.files = plan.candidates = plan.seen = plan.plain = Qnil;
 	plan.next_candidate = 0;
 }
 
@@ -626,6 +628,8 @@ enum {
  * must read as these types. */
 static const int probe_types[4] = { TYPE_ISEQ, TYPE_IVAR, TYPE_ATTRSET, TYPE_CFUNC };
 static VALUE probe_owner[4], probe_file, wrappers_class, refinement_class, holder;
+/* wrap.rb's METHOD_P, PROTECTED_P and PRIVATE_P: Module's own methods, bound to each owner. */
+static VALUE method_p, protected_p, private_p;
 static ID probe_id[4];
 
 static const struct entry_view *
@@ -733,19 +737,106 @@ file_verdict(VALUE file)
 	return wrap_call(id_file_verdict, 3, argv);
 }
 
+static VALUE
+arity_run(VALUE arg)
+{
+	const struct entry_view *e = (const struct entry_view *)arg;
+
+	return INT2FIX(rb_mod_method_arity(e->owner, e->called_id));
+}
+
+/* Whether name was checked already for owner, as wrap.rb's app_methods_among keeps it in seen;
+ * it is from now on. */
+static int
+seen_before(VALUE owner, VALUE name)
+{
+	VALUE names = rb_hash_lookup2(plan.seen, owner, Qnil);
+
+	if (NIL_P(names)) {
+		names = rb_hash_new();
+		rb_hash_aset(plan.seen, owner, names);
+	} else if (RTEST(rb_hash_lookup2(names, name, Qfalse))) {
+		return 1;
+	}
+	rb_hash_aset(names, name, Qtrue);
+	return 0;
+}
+
+/*
+ * The check wrap.rb's app_methods_among makes of a candidate, made here for a method with
+ * code (ISEQ, or a block's) at path and line, when no ignore applies and owner is plain? (no
+ * module prepended to it but the agent's): its owner still defines it (it may have been
+ * removed, or defined again, since this entry was made), with this visibility, and what
+ * instance_method finds under its name is owner's own, of this arity. The same answers, from
+ * the same methods of Module's (bound to owner, as wrap.rb calls them: no call cache is left
+ * in the owner's class) and rb_mod_method_arity, with no object made: in Ruby, a fresh
+ * Redmine worker's 5,000 candidates made 13,000 objects, and 1,500 copy-on-write faults
+ * (docs/performance.md). Where owner defines the method again elsewhere in the app, the path
+ * and line are this entry's. Returns 0 when wrap.rb must check it instead.
+ */
+static int
+checked_in_c(const struct entry_view *e, VALUE path, VALUE line)
+{
+	VALUE owner = e->owner, name = ID2SYM(e->called_id), plain, argv[3], v, arity;
+	int visibility;
+
+	if (!NIL_P(plan.ignore) || NIL_P(plan.plain))
+		return 0;
+	if ((plain = rb_hash_lookup2(plan.plain, owner, Qundef)) == Qundef) {
+		if ((plain = wrap_call(id_plain, 1, &owner)) == Qundef)
+			plain = Qfalse;
+		rb_hash_aset(plan.plain, owner, RTEST(plain) ? Qtrue : Qfalse);
+	}
+	if (!RTEST(plain))
+		return 0;
+	if (seen_before(owner, name))
+		return 1;
+	argv[0] = owner;
+	argv[1] = name;
+	argv[2] = Qfalse;
+	if ((v = call(method_p, id_bind_call, 3, argv)) == Qundef)
+		return 1;
+	if (RTEST(v)) {
+		if ((v = call(protected_p, id_bind_call, 3, argv)) == Qundef)
+			return 1;
+		visibility = RTEST(v) ? TRC_VISI_PROTECTED : TRC_VISI_PUBLIC;
+	} else {
+		if ((v = call(private_p, id_bind_call, 3, argv)) == Qundef || !RTEST(v))
+			return 1;
+		visibility = TRC_VISI_PRIVATE;
+	}
+	{
+		int state = 0;
+
+		arity = rb_protect(arity_run, (VALUE)e, &state);
+		if (state) {
+			rb_set_errinfo(Qnil);
+			return 1;
+		}
+	}
+	rb_ary_push(plan.found, owner);
+	rb_ary_push(plan.found, name);
+	rb_ary_push(plan.found, INT2FIX(visibility));
+	rb_ary_push(plan.found, arity);
+	rb_ary_push(plan.found, path);
+	rb_ary_push(plan.found, line);
+	return 1;
+}
+
 /* One method entry: a candidate if its code lies in one of the app's files. */
 static void
 consider(VALUE entry)
 {
 	const struct entry_view *e = view(entry);
 	VALUE loc[5], file, verdict;
+	int type;
 
 	if (e->def == NULL || !app_owner(e->owner))
 		return;
 	/* A module's method, copied for a class that calls it: its module's own is there too. */
 	if (BUILTIN_TYPE(e->owner) == T_MODULE && e->defined_class != 0)
 		return;
-	switch (def_type(e)) {
+	switch ((type = def_type(e))) {
 	case TYPE_ISEQ:
 	case TYPE_BMETHOD:
 	case TYPE_ALIAS:
@@ -770,9 +861,14 @@ consider(VALUE entry)
 	}
 	if (!RB_TYPE_P(file, T_STRING) || (verdict = file_verdict(file)) == Qundef || NIL_P(verdict))
 		return;
+	if ((type == TYPE_ISEQ || type == TYPE_BMETHOD) && checked_in_c(e, verdict, loc[1])) {
+		RB_GC_GUARD(entry);     /* (no longer marked with the entries: see trc_plan_mark) */
+		return;
+	}
 candidate:
 	rb_ary_push(plan.candidates, e->owner);
 	rb_ary_push(plan.candidates, ID2SYM(e->called_id));
+	RB_GC_GUARD(entry);
 }
 
 /* Sets the walk up to collect the entries, if wrap.rb's Probe is there to check them by. */
@@ -805,6 +901,9 @@ entries_constants(void)
 	wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
 	holder = rb_const_get(wrap, rb_intern("HOLDER"));
 	probe_file = rb_const_get(wrap, rb_intern("PROBE_FILE"));
+	method_p = rb_const_get(wrap, rb_intern("METHOD_P"));
+	protected_p = rb_const_get(wrap, rb_intern("PROTECTED_P"));
+	private_p = rb_const_get(wrap, rb_intern("PRIVATE_P"));
 	refinement_class = rb_const_defined(rb_cObject, rb_intern("Refinement")) ?
 	    rb_const_get(rb_cObject, rb_intern("Refinement")) : Qnil;
 }
@@ -819,6 +918,7 @@ entries_walked(void)
 		plan.files = wrap_call(id_files, 0, NULL);
 		plan.candidates = rb_ary_new();
 		plan.seen = rb_funcall(rb_hash_new(), rb_intern("compare_by_identity"), 0);
+		plan.plain = rb_funcall(rb_hash_new(), rb_intern("compare_by_identity"), 0);
 		if (plan.files == Qundef || !RB_TYPE_P(plan.files, T_HASH))
 			plan.by_entries = 0;
 	} else {
@@ -828,7 +928,7 @@ entries_walked(void)
 		free(plan.entries);
 		plan.entries = NULL;
 		plan.nentries = plan.entries_cap = 0;
-		plan.files = plan.candidates = plan.seen = Qnil;
+		plan.files = plan.candidates = plan.seen = plan.plain = Qnil;
 	}
 }
 #else
@@ -1247,6 +1347,7 @@ trc_plan_mark(void)
 	rb_gc_mark(plan.files);
 	rb_gc_mark(plan.candidates);
 	rb_gc_mark(plan.seen);
+	rb_gc_mark(plan.plain);
 	rb_gc_mark(plan.found);
 	rb_gc_mark(plan.known);
 	rb_gc_mark(plan.known_scope);
@@ -1278,11 +1379,15 @@ trc_plan_init(void)
 	id_files = rb_intern("files");
 	id_file_verdict = rb_intern("file_verdict");
 	id_app_methods_among = rb_intern("app_methods_among");
+	id_plain = rb_intern("plain?");
 	trc_wrap_definitions_to(app_defined, watching);
 #ifdef FIND_BY_ENTRIES
 	for (int k = 0; k < 4; k++)
 		rb_gc_register_address(&probe_owner[k]);
 	rb_gc_register_address(&probe_file);
+	rb_gc_register_address(&method_p);
+	rb_gc_register_address(&protected_p);
+	rb_gc_register_address(&private_p);
 	rb_gc_register_address(&wrappers_class);
 	rb_gc_register_address(&refinement_class);
 	rb_gc_register_address(&holder);

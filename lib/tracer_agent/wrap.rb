@@ -62,6 +62,7 @@ module TracerAgent
     PRIVATE_P = Module.instance_method(:private_method_defined?)
     PROTECTED_P = Module.instance_method(:protected_method_defined?)
     METHOD_P = Module.instance_method(:method_defined?)
+    ANCESTORS = Module.instance_method(:ancestors)
 
     # A method of each kind, whose entries plan.c finds in the heap and reads before it trusts
     # what it reads of any other entry there (plan.c, entries_usable).
@@ -147,6 +148,15 @@ module TracerAgent
           end
         end
         found
+      end
+
+      # Whether what owner's instances call first under a name owner defines is owner's own
+      # method: no module is prepended to owner but the agent's own Wrappers. plan.c checks a
+      # candidate in C only then (checked_in_c); else app_methods_among does, which finds the
+      # method as instance_method does, through the prepended modules.
+      def plain?(owner)
+        ANCESTORS.bind_call(owner).each { |m| return m.equal?(owner) unless Wrappers === m }
+        false
       end
 
       # The session's verdicts on files, by the String Ruby keeps for each (plan.c reads it).

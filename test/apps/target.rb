@@ -512,8 +512,9 @@ when 'many'
 when 'shapes'
   # A method of each shape, in a file under the working directory as far as Ruby knows: what
   # -f and --top calls find, by the heap's method entries or module by module (install_test).
-  # Some are not the app's to find: a plain object's singleton method, a C function's. An
-  # inherited method made public in a subclass is the subclass's own on Ruby 3.2 and later.
+  # Some are not the app's to find: a plain object's singleton method, a C function's, one
+  # removed or undefined, a class's own under a prepended module's. An inherited method made
+  # public in a subclass is the subclass's own on Ruby 3.2 and later.
   source = <<~RUBY
     module Shapes
       def self.single = 1
@@ -545,12 +546,38 @@ when 'shapes'
     end
     LONE = Object.new
     def LONE.lone = 1
+    # Entries no longer their owner's, kept alive by an UnboundMethod: defined again with
+    # another arity, defined again as a reader, removed, undefined. And a module prepended
+    # over a class's own method: what the class's instances call is the module's.
+    class ShapesA
+      def redone = 0
+      def later = 0
+      def gone = 0
+      def undone = 0
+    end
+    HELD = %i[redone later].map { |n| ShapesA.instance_method(n) }
+    class ShapesA
+      def redone(x) = x
+      attr_reader :later
+      remove_method :gone
+      undef_method :undone
+    end
+    module ShapesPatch
+      def over = 1
+    end
+    class ShapesD
+      def over = 2
+      def under = 3
+      prepend ShapesPatch
+    end
   RUBY
   eval(source, TOPLEVEL_BINDING, File.join(Dir.pwd, 'shapes.rb'), 1) # rubocop:disable Security/Eval
   ready
   loop do
     [ShapesA.new, ShapesB.new, ShapesC.new].each(&:mixed)
     ShapesB.new.plain(1)
+    ShapesA.new.redone(1) + ShapesD.new.over + ShapesD.new.under
+    ShapesA.new.later
     sleep 0.01
   end
 when 'cpu'

@@ -51,7 +51,9 @@ class InstallTest < Minitest::Test
   # The find reads the heap's method entries (plan.c) where the probes say it can, on every Ruby
   # of the matrix, and finds exactly the methods that wrap.rb's module-by-module find finds:
   # every shape of method, a plain object's singleton method and a C function's left out. The
-  # module-by-module find, which an app gets with TRACER_AGENT_FIND=modules, finds them too.
+  # module-by-module find, which an app gets with TRACER_AGENT_FIND=modules, finds them too. The
+  # target goes on calling the methods whose old entries it holds, with their new arity: a
+  # wrapper made from an old entry's would raise there, and the target would die.
   def test_the_find_by_method_entries_finds_what_the_modules_find
     find_shapes('entries', {})
   end
@@ -76,9 +78,9 @@ class InstallTest < Minitest::Test
       assert status.success?, err
       (by, found), old = eval(out.delete_prefix('=> ')) # rubocop:disable Security/Eval
       assert_equal how, by, 'the find went another way: did a Ruby change its method entries? (plan.c)'
-      expected = %w[#<Class:Shapes>#hidden_single #<Class:Shapes>#single Shapes#mixed ShapesA#made ShapesA#plain
-                    ShapesA#plain2 ShapesA#plain3 ShapesA#priv ShapesA#prot ShapesA#r ShapesA#rw ShapesA#rw=
-                    ShapesA#w= ShapesB#plain]
+      expected = %w[#<Class:Shapes>#hidden_single #<Class:Shapes>#single Shapes#mixed ShapesA#later ShapesA#made
+                    ShapesA#plain ShapesA#plain2 ShapesA#plain3 ShapesA#priv ShapesA#prot ShapesA#r ShapesA#redone
+                    ShapesA#rw ShapesA#rw= ShapesA#w= ShapesB#plain ShapesD#under ShapesPatch#over]
       # (ShapesB#priv, made public there, is ShapesB's own on Ruby 3.3 and later, not on 3.1.)
       assert_equal expected, old - ['ShapesB#priv'], 'the module-by-module find'
       assert_equal old.size, found, "the find by #{how} found otherwise"
