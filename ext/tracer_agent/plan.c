@@ -90,7 +90,7 @@ static struct {
 static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_methods, id_visibility_of,
     id_detached, id_detached_app, id_trace_detached, id_ignore_regexp, id_source_location, id_owner, id_name,
     id_instance_method, id_arity, id_bind_call, id_still_defined, id_found_all, id_files, id_file_verdict,
-    id_app_methods_among, id_plain;
+    id_app_methods_among, id_plain, id_own_visibility;
 
 uint64_t
 trc_plan_now(void)
@@ -628,8 +628,6 @@ enum {
  * must read as these types. */
 static const int probe_types[4] = { TYPE_ISEQ, TYPE_IVAR, TYPE_ATTRSET, TYPE_CFUNC };
 static VALUE probe_owner[4], probe_file, wrappers_class, refinement_class, holder;
-/* wrap.rb's METHOD_P, PROTECTED_P and PRIVATE_P: Module's own methods, bound to each owner. */
-static VALUE method_p, protected_p, private_p;
 static ID probe_id[4];
 
 static const struct entry_view *
@@ -768,8 +766,7 @@ seen_before(VALUE owner, VALUE name)
  * module prepended to it but the agent's): its owner still defines it (it may have been
  * removed, or defined again, since this entry was made), with this visibility, and what
  * instance_method finds under its name is owner's own, of this arity. The same answers, from
- * the same methods of Module's (bound to owner, as wrap.rb calls them: no call cache is left
- * in the owner's class) and rb_mod_method_arity, with no object made: in Ruby, a fresh
+ * wrap.rb's own_visibility and rb_mod_method_arity, with no object made: in Ruby, a fresh
  * Redmine worker's 5,000 candidates made 13,000 objects, and 1,500 copy-on-write faults
  * (docs/performance.md). Where owner defines the method again elsewhere in the app, the path
  * and line are this entry's. Returns 0 when wrap.rb must check it instead.
@@ -777,8 +774,8 @@ seen_before(VALUE owner, VALUE name)
 static int
 checked_in_c(const struct entry_view *e, VALUE path, VALUE line)
 {
-	VALUE owner = e->owner, name = ID2SYM(e->called_id), plain, argv[3], v, arity;
-	int visibility;
+	VALUE owner = e->owner, name = ID2SYM(e->called_id), plain, argv[2], visibility, arity;
+	int state = 0;
 
 	if (!NIL_P(plan.ignore) || NIL_P(plan.plain))
 		return 0;
@@ -793,30 +790,16 @@ checked_in_c(const struct entry_view *e, VALUE path, VALUE line)
 		return 1;
 	argv[0] = owner;
 	argv[1] = name;
-	argv[2] = Qfalse;
-	if ((v = call(method_p, id_bind_call, 3, argv)) == Qundef)
+	if (!FIXNUM_P(visibility = wrap_call(id_own_visibility, 2, argv)))
+		return 1;       /* no longer owner's own, or it raised */
+	arity = rb_protect(arity_run, (VALUE)e, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);
 		return 1;
-	if (RTEST(v)) {
-		if ((v = call(protected_p, id_bind_call, 3, argv)) == Qundef)
-			return 1;
-		visibility = RTEST(v) ? TRC_VISI_PROTECTED : TRC_VISI_PUBLIC;
-	} else {
-		if ((v = call(private_p, id_bind_call, 3, argv)) == Qundef || !RTEST(v))
-			return 1;
-		visibility = TRC_VISI_PRIVATE;
-	}
-	{
-		int state = 0;
-
-		arity = rb_protect(arity_run, (VALUE)e, &state);
-		if (state) {
-			rb_set_errinfo(Qnil);
-			return 1;
-		}
 	}
 	rb_ary_push(plan.found, owner);
 	rb_ary_push(plan.found, name);
-	rb_ary_push(plan.found, INT2FIX(visibility));
+	rb_ary_push(plan.found, visibility);
 	rb_ary_push(plan.found, arity);
 	rb_ary_push(plan.found, path);
 	rb_ary_push(plan.found, line);
@@ -901,9 +884,6 @@ entries_constants(void)
 	wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
 	holder = rb_const_get(wrap, rb_intern("HOLDER"));
 	probe_file = rb_const_get(wrap, rb_intern("PROBE_FILE"));
-	method_p = rb_const_get(wrap, rb_intern("METHOD_P"));
-	protected_p = rb_const_get(wrap, rb_intern("PROTECTED_P"));
-	private_p = rb_const_get(wrap, rb_intern("PRIVATE_P"));
 	refinement_class = rb_const_defined(rb_cObject, rb_intern("Refinement")) ?
 	    rb_const_get(rb_cObject, rb_intern("Refinement")) : Qnil;
 }
@@ -1380,14 +1360,12 @@ trc_plan_init(void)
 	id_file_verdict = rb_intern("file_verdict");
 	id_app_methods_among = rb_intern("app_methods_among");
 	id_plain = rb_intern("plain?");
+	id_own_visibility = rb_intern("own_visibility");
 	trc_wrap_definitions_to(app_defined, watching);
 #ifdef FIND_BY_ENTRIES
 	for (int k = 0; k < 4; k++)
 		rb_gc_register_address(&probe_owner[k]);
 	rb_gc_register_address(&probe_file);
-	rb_gc_register_address(&method_p);
-	rb_gc_register_address(&protected_p);
-	rb_gc_register_address(&private_p);
 	rb_gc_register_address(&wrappers_class);
 	rb_gc_register_address(&refinement_class);
 	rb_gc_register_address(&holder);

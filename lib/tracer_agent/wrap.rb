@@ -159,6 +159,14 @@ module TracerAgent
         false
       end
 
+      # The visibility of owner's own method name, as visibility_of gives it, or nil when owner
+      # no longer defines it itself (removed, undefined). Makes no object (plan.c, checked_in_c).
+      def own_visibility(owner, name)
+        if METHOD_P.bind_call(owner, name, false) then PROTECTED_P.bind_call(owner, name, false) ? 1 : 0
+        elsif PRIVATE_P.bind_call(owner, name, false) then 2
+        end
+      end
+
       # The session's verdicts on files, by the String Ruby keeps for each (plan.c reads it).
       def files = (@files ||= {}.compare_by_identity)
 
