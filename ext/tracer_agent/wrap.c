@@ -707,6 +707,32 @@ wrappers_of(VALUE owner)
 	return a.w;
 }
 
+/*
+ * mid's name as a C string that names mid alone, or NULL. Ruby defines a private or protected
+ * C method only by such a name; by its ID, a method is defined public and then made private,
+ * so that it is public for an instant and Ruby invalidates the caches below the Wrappers
+ * module twice: for a module's, in each class the module is included in (Redmine: 660 of its
+ * 4,648 methods are private or protected). A name that is not plain ASCII, or holds a NUL,
+ * goes that long way.
+ */
+static const char *
+plain_name(ID mid)
+{
+	VALUE s = rb_id2str(mid);
+	const char *p;
+	long n;
+
+	if (NIL_P(s))
+		return NULL;
+	p = RSTRING_PTR(s);
+	n = RSTRING_LEN(s);
+	for (long i = 0; i < n; i++) {
+		if (p[i] == '\0' || (unsigned char)p[i] >= 0x80)
+			return NULL;
+	}
+	return rb_intern2(p, n) == mid ? p : NULL;
+}
+
 struct define_args {
 	VALUE w;
 	ID mid;
@@ -726,14 +752,21 @@ define(VALUE arg)
 	int argc;
 	VALUE (*f)(ANYARGS) = wrapper_for(a->arity, &argc);
 
-	(rb_define_method_id)(a->w, a->mid, f, argc);
+	const char *name = a->visibility == TRC_VISI_PUBLIC ? NULL : plain_name(a->mid);
+
+	if (name != NULL && a->visibility == TRC_VISI_PRIVATE)
+		(rb_define_private_method)(a->w, name, f, argc);
+	else if (name != NULL)
+		(rb_define_protected_method)(a->w, name, f, argc);
+	else
+		(rb_define_method_id)(a->w, a->mid, f, argc);
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(false);
 #endif
-	/* Public for an instant, never private: a caller then never gets NoMethodError. */
-	if (a->visibility == TRC_VISI_PRIVATE)
+	/* The long way: public for an instant, never private, so that no caller gets NoMethodError. */
+	if (name == NULL && a->visibility == TRC_VISI_PRIVATE)
 		rb_funcall(a->w, id_private, 1, ID2SYM(a->mid));
-	else if (a->visibility == TRC_VISI_PROTECTED)
+	else if (name == NULL && a->visibility == TRC_VISI_PROTECTED)
 		rb_funcall(a->w, id_protected, 1, ID2SYM(a->mid));
 	return Qnil;
 }
