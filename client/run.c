@@ -130,6 +130,7 @@ struct run {
 	ev_timer rescan_w, end_w;       /* rescans; --duration for them all */
 	bool stopping;                  /* stop_all() ran: no new session, the loop ends */
 	bool worked;                    /* a target was traced, or answered */
+	bool begun;                     /* --ps: --duration counts, every process found was traced or given up */
 	bool specs_checked;             /* check_specs() has judged the -m specs */
 	enum trc_exit churn;            /* the worst outcome of --ps processes that went away */
 	int interrupts;
@@ -278,24 +279,34 @@ check_specs(struct run *r)
 	trc_buf_release(&names);
 }
 
+/*
+ * --duration with --ps counts from when every process found so far is traced (or was given
+ * up: gone, refused, no answer within --timeout): putting the wrappers of an app's every
+ * method in place takes a while, and not the same in each worker. A fresh Puma worker of Ruby
+ * 3.3 first finishes the sweep its preloader's last GC left, some 300 ms in one step, and one
+ * that ran a GC of its own does not: counted from the first in place, a short --duration ended
+ * before three workers of four were traced. Processes found later share the same end.
+ */
+static void
+begin_duration(struct run *r)
+{
+	r->begun = true;
+	if (r->ps == NULL || !ev_is_active(&r->end_w))
+		return;
+	ev_timer_stop(r->loop, &r->end_w);
+	ev_timer_set(&r->end_w, r->o->duration, 0);
+	ev_timer_start(r->loop, &r->end_w);
+}
+
 static void
 on_session_started(struct trc_session *s, void *ctx)
 {
 	struct run *r = ctx;
 
 	(void)s;
-	/*
-	 * --duration with --ps counts from when the first process is traced: putting the wrappers
-	 * of an app's every method in place takes a while, the same in each worker, and the time
-	 * before is no tracing. (Until then, it counts from the start, for none ever traced, but
-	 * does not end while one is on its way: on_end.)
-	 */
-	if (!r->worked && r->ps != NULL && ev_is_active(&r->end_w)) {
-		ev_timer_stop(r->loop, &r->end_w);
-		ev_timer_set(&r->end_w, r->o->duration, 0);
-		ev_timer_start(r->loop, &r->end_w);
-	}
 	r->worked = true;
+	if (!r->begun && trc_sessions_all_started(r->sessions, r->nsessions))
+		begin_duration(r);
 	check_specs(r);
 }
 
@@ -599,9 +610,9 @@ on_rescan(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /*
- * --duration with --ps: one end for every process, those found later too. While none is traced
- * yet but some are on their way (a first install on a busy machine takes seconds), it has not
- * begun: on_session_started sets it going.
+ * --duration with --ps: one end for every process, those found later too. While some are on
+ * their way (a first install on a busy machine takes seconds), it has not begun:
+ * begin_duration sets it going once they are traced, or here once the last was given up.
  */
 static void
 on_end(struct ev_loop *loop, ev_timer *w, int revents)
@@ -609,10 +620,23 @@ on_end(struct ev_loop *loop, ev_timer *w, int revents)
 	struct run *r = w->data;
 
 	(void)revents;
-	if (!r->worked && !r->stopping && !trc_sessions_all_started(r->sessions, r->nsessions)) {
-		ev_timer_set(w, END_RECHECK, 0);
+	if (r->ps == NULL && !r->worked && !r->stopping && !trc_sessions_all_started(r->sessions, r->nsessions)) {
+		ev_timer_set(w, END_RECHECK, 0);       /* --exec: the program is on its way */
 		ev_timer_start(loop, w);
 		return;
+	}
+	if (r->ps != NULL && !r->begun && !r->stopping) {
+		if (!trc_sessions_all_started(r->sessions, r->nsessions)) {
+			ev_timer_set(w, END_RECHECK, 0);
+			ev_timer_start(loop, w);
+			return;
+		}
+		if (r->worked) {
+			ev_timer_set(w, END_RECHECK, 0);        /* active again for begin_duration */
+			ev_timer_start(loop, w);
+			begin_duration(r);
+			return;
+		}
 	}
 	stop_all(r, TRC_STOP_END);
 }

@@ -152,4 +152,21 @@ class InstallTest < Minitest::Test
     assert_operator Time.now - attached, :>=, 0.15, 'traced for 0.2 s once in place'
     assert_match(/detached from process #{t.pid}/, c.err)
   end
+
+  # With --ps, --duration counts from when every process found is traced, not the first: one
+  # worker in place sooner than another (a fresh Puma worker on Ruby 3.3 first finishes the
+  # sweep left from its preloader's last GC) still gets its own --duration of tracing.
+  def test_ps_duration_waits_for_the_slowest_install
+    small = target('many', env: { 'MANY' => '100' })
+    big = target('many', env: { 'MANY' => MANY.to_s })
+    c = client('--ps', "target\\.rb many$", '-f', '-o', '/dev/null', '--duration', '0.2')
+    c.wait_for(/attached to process #{small.pid}/)
+    c.wait_for(/attached to process #{big.pid}/)
+    attached = Time.now
+    assert c.finish.success?, c.err
+    assert_operator Time.now - attached, :>=, 0.15, "the bigger one traced for 0.2 s once in place: #{c.err}"
+    assert_operator c.err.index("attached to process #{small.pid}"), :<, c.err.index("attached to process #{big.pid}"),
+                    'the smaller one was in place first'
+    [small, big].each { |t| assert_match(/detached from process #{t.pid}/, c.err) }
+  end
 end
