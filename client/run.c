@@ -291,7 +291,7 @@ static void
 begin_duration(struct run *r)
 {
 	r->begun = true;
-	if (r->ps == NULL || !ev_is_active(&r->end_w))
+	if (r->ps == NULL || r->stopping || r->o->duration <= 0)
 		return;
 	ev_timer_stop(r->loop, &r->end_w);
 	ev_timer_set(&r->end_w, r->o->duration, 0);
@@ -620,23 +620,17 @@ on_end(struct ev_loop *loop, ev_timer *w, int revents)
 	struct run *r = w->data;
 
 	(void)revents;
-	if (r->ps == NULL && !r->worked && !r->stopping && !trc_sessions_all_started(r->sessions, r->nsessions)) {
-		ev_timer_set(w, END_RECHECK, 0);       /* --exec: the program is on its way */
+	/* --ps: until begun; --exec: until the program is traced. */
+	bool waiting = r->ps != NULL ? !r->begun : !r->worked;
+
+	if (waiting && !r->stopping && !trc_sessions_all_started(r->sessions, r->nsessions)) {
+		ev_timer_set(w, END_RECHECK, 0);
 		ev_timer_start(loop, w);
 		return;
 	}
-	if (r->ps != NULL && !r->begun && !r->stopping) {
-		if (!trc_sessions_all_started(r->sessions, r->nsessions)) {
-			ev_timer_set(w, END_RECHECK, 0);
-			ev_timer_start(loop, w);
-			return;
-		}
-		if (r->worked) {
-			ev_timer_set(w, END_RECHECK, 0);        /* active again for begin_duration */
-			ev_timer_start(loop, w);
-			begin_duration(r);
-			return;
-		}
+	if (r->ps != NULL && waiting && !r->stopping && r->worked) {
+		begin_duration(r);
+		return;
 	}
 	stop_all(r, TRC_STOP_END);
 }
