@@ -27,12 +27,12 @@
 
 /*
  * How long the I/O thread sleeps when nothing wakes it: a command, a reply, a timer, the end,
- * or a quarter of the ring filled by a burst (trace.c) wakes it at once. Each wake-up costs
- * 60 us of CPU on an idle VM and some 360 us in a Redmine worker under -f (the kernel's part
- * of sleeping and waking, on a core the app needs): at 10 ms, the four I/O threads took 6% of a
- * two-core machine. So events wait in the ring up to EVENTS_MS while they flow, and an idle
- * session sleeps IDLE_MS; only work the GVL side was asked for and has not done yet is asked
- * for again every POLL_MS (the thread a postponed job went to may have gone to sleep).
+ * or a quarter of the ring filled by a burst (trace.c) wakes it at once. A wake-up costs some
+ * 60 us of CPU on an idle VM, and the client wakes for each batch too: at 10 ms, the I/O
+ * threads of four Redmine workers under -f took 171-204 ms of CPU in 5 s, 62-76 ms at 50 ms
+ * (docs/performance.md). So events wait in the ring up to EVENTS_MS while they flow, and an
+ * idle session sleeps IDLE_MS; only work the GVL side was asked for and has not done yet is
+ * asked for again every POLL_MS (the thread a postponed job went to may have gone to sleep).
  */
 #define POLL_MS 10
 #define EVENTS_MS 50
