@@ -75,6 +75,7 @@ struct trc_session {
 	/* I/O thread only. */
 	msgpack_sbuffer out;
 	size_t out_off;
+	int flowing;            /* events were encoded since the thread last slept */
 
 	/* GVL side only. */
 	msgpack_unpacker in;
@@ -97,7 +98,6 @@ struct trc_session {
 
 	/* Atomics. */
 	unsigned want;          /* enum want: work for the GVL side */
-	int flowing;            /* I/O thread: events were encoded since it last slept */
 	int hello;              /* the client's hello was accepted */
 	int closing;            /* enum trc_close */
 	int ending;             /* the GVL side is done: the I/O thread delivers the rest and ends */
