@@ -143,8 +143,14 @@ class TransparencyTest < Minitest::Test
     assert_equal [0] * 20, probes.map { |p| p[1] }, 'no hook is left'
     rss = probes.map { |p| p[2] - p[3] }
     quiet_rss = quiet_probes.map { |p| p[2] - p[3] }
-    assert_operator (rss.last - rss.first) - (quiet_rss.last - quiet_rss.first), :<, 1024,
-                    "RSS in KiB (less YJIT's) after each session: #{rss.inspect}; untraced beside it: #{quiet_rss.inspect}"
+    # YJIT's allocations take more RSS than the bytes it counts: in plain Ruby with no agent,
+    # 1.19x to 1.65x of them (test/bench/redefine_cost.rb; docs/performance.md). Here, on 3.4.5,
+    # the rest grew 210-670 KiB in 20 sessions while YJIT's count grew some 1,000 KiB, and kept
+    # growing with it over 60 sessions, where without YJIT it stops after the first few.
+    yjit_slack = ((probes.last[3] - probes.first[3]) * 0.65).round
+    assert_operator (rss.last - rss.first) - (quiet_rss.last - quiet_rss.first), :<, 1024 + yjit_slack,
+                    "RSS in KiB (less YJIT's) after each session: #{rss.inspect}; untraced beside it: " \
+                    "#{quiet_rss.inspect}; YJIT's: #{probes.map { |p| p[3] }.inspect}"
     assert_operator times.last(5).sum / 5, :<, [times.first(5).sum / 5 * 3, 1.0].max, "attach times: #{times.map { |x| x.round(3) }.inspect}"
     refute_match(/MISMATCH/, t.out)
   end
