@@ -362,13 +362,19 @@ when 'signatures'
      %i[priv prot größe].map { |m| [s.private_methods.include?(m), s.protected_methods.include?(m), s.respond_to?(m)] }]
   end
   # A line on stdin asks what the process holds (no eval, whose thread would count too):
-  # "probe [[Sig's, SigChild's methods, private methods, ancestors], hooks, RSS KiB, YJIT KiB]".
+  # "probe [[Sig's, SigChild's methods, private methods, ancestors], hooks, RSS KiB, YJIT KiB,
+  # transient heap KiB]". The last is Ruby 3.1's and 3.2's transient heap, a pool of 32 MiB
+  # mapped at boot, for the small arrays, hashes and objects between two GCs: the pages of it
+  # that were ever used stay resident (its busiest moment's). Ruby 3.3 has none.
   probe = lambda do
     GC.start
     y = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? && RubyVM::YJIT.runtime_stats
+    theap = RUBY_VERSION < '3.3' &&
+            File.read('/proc/self/smaps').split(/^(?=\h+-\h+ )/).find { |m| m.lines.first.split.size == 5 && m[/^Size:\s+(\d+)/, 1] == '32768' }
     [[Sig, SigChild].map { |c| [c.instance_methods(false).size, c.private_instance_methods(false).size, c.ancestors.size] },
      TracerAgent.stats[:hooks], File.read('/proc/self/status')[/VmRSS:\s+(\d+)/, 1].to_i,
-     y ? (y[:code_region_size].to_i + y[:yjit_alloc_size].to_i) / 1024 : 0]
+     y ? (y[:code_region_size].to_i + y[:yjit_alloc_size].to_i) / 1024 : 0,
+     theap ? theap[/^Rss:\s+(\d+)/, 1].to_i : 0]
   end
   baseline = calls.call
   ready
