@@ -414,10 +414,23 @@ global_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 	trc_vm_hook_out();
 }
 
+/*
+ * The text of a raised exception. On Ruby 3.1, did_you_mean and error_highlight decorate
+ * NameError's #to_s, and so its #message: the first call runs a spell check over the
+ * receiver's methods, reads and parses the file the raise came from, and keeps @corrections on
+ * the exception, which the app then sees (#instance_variables). Under -f, every NoMethodError
+ * the app raises and rescues paid that in its own thread. Their #original_message is the text
+ * without either. From 3.2 on, both decorate #detailed_message instead, and #message is plain.
+ */
+static ID id_message, id_original_message;
+static int decorated_messages;  /* Ruby 3.1: no Exception#detailed_message */
+
 static VALUE
 exception_message(VALUE exc)
 {
-	return rb_funcall(exc, rb_intern("message"), 0);
+	if (decorated_messages && rb_respond_to(exc, id_original_message))
+		return rb_funcall(exc, id_original_message, 0);
+	return rb_funcall(exc, id_message, 0);
 }
 
 static void
@@ -554,6 +567,11 @@ trc_trace_go(void)
 	if (trace.global)
 		rb_add_event_hook(global_hook, trace.global, Qnil);
 	if (cfg->flags & TRC_TRACE_RAISE) {
+		if (id_message == 0) {
+			id_message = rb_intern("message");
+			id_original_message = rb_intern("original_message");
+			decorated_messages = !rb_method_boundp(rb_eException, rb_intern("detailed_message"), 0);
+		}
 		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
 		trace.raise_hook = 1;
 	}

@@ -110,6 +110,41 @@ class TransparencyTest < Minitest::Test
     end
   end
 
+  # Under -f the agent reads the text of each exception the app raises. On Ruby 3.1, a
+  # NameError's #message runs did_you_mean's spell check and error_highlight's parse of the
+  # file that raised, and leaves @corrections on the exception: the app's own rescue saw an
+  # instance variable it never set, and a raise under -f cost some 250 us instead of 3. The
+  # trace gives the text without those, on every Ruby, and leaves the exception as it was.
+  def test_reading_an_exception_leaves_it_as_the_app_raised_it
+    Dir.mktmpdir('tracer-transparency') do |dir|
+      File.write(File.join(dir, 'raises.rb'), <<~'RUBY')
+        $stdout.sync = true
+        $marked = 0
+        class Door
+          def open = 1
+        end
+        puts "ready #{$$}"
+        loop do
+          begin
+            Door.new.opne
+          rescue NoMethodError => e
+            $marked += 1 unless e.instance_variables.empty?
+          end
+          sleep 0.001
+        end
+      RUBY
+      t = target('', script: 'raises.rb', chdir: dir)
+      c = client('-p', t.pid, '-f')
+      c.wait_for(/^EXCEPTION NoMethodError: undefined method .opne. for .*Door.*raises\.rb:9\)$/)
+      c.signal('INT')
+      assert c.finish.success?, c.err
+      assert_empty c.out.lines.grep(/Did you mean|\^\^\^/), "did_you_mean's and error_highlight's lines in the trace"
+      out, err, status = tracer('-p', t.pid, '-e', '$marked')
+      assert status.success?, err
+      assert_equal "=> 0\n", out, 'exceptions the app rescued with an instance variable it never set'
+    end
+  end
+
   # Twenty sessions of every mode that wraps methods leave each class as the first one did:
   # the same methods, the same ancestors (a Wrappers module in front of each class traced once),
   # no hook; attach takes as long, and the process stays as lean: its RSS grows no more than
