@@ -216,7 +216,9 @@ class TraceTest < Minitest::Test
       assert_match(/^#{p} Worker#fail_lines\n#{p}   EXCEPTION ArgumentError: first line \(\S+target\.rb:\d+\)\n#{p} {13}second line\n#{p} Worker#fail_lines <[\d.]+>$/, c.out)
       assert_match(/^#{p} Worker#misspelt\n#{p}   EXCEPTION NoMethodError: undefined method .helpr. for [^\n]*\(\S+target\.rb:\d+\)\n(#{p} {13}.*\S\n)*#{p} Worker#misspelt <[\d.]+>$/, c.out)
     end
-    assert_match(/^\[#{a.pid}\] {13}Did you mean\?  helper$/, c.out) if RUBY_VERSION < '3.3'
+    # The text is the message without did_you_mean's suggestions, on every Ruby: 3.1's decorate
+    # #to_s, and the agent asks it for #original_message (transparency_test.rb says why).
+    refute_match(/Did you mean/, c.out)
   end
 
   # By default the firehose is the app's own methods (here: test/apps, under the target's
