@@ -286,31 +286,54 @@ trc_thread_is_agent(VALUE th)
 	return agent_is;
 }
 
+static ID id_name;
+
 static VALUE
 call_name(VALUE th)
 {
-	static ID id_name;
-
-	if (!id_name)
-		id_name = rb_intern("name");
 	return rb_funcall(th, id_name, 0);
 }
 
 /*
- * The thread's name, "main", or "" for an unnamed one. Runs Ruby (Thread#name, which a Thread
- * subclass may define otherwise: what it raises stays here, out of the app's traced call).
+ * Thread#name, which a Thread subclass may define otherwise: what that raises stays here, out
+ * of the app's traced call. A String of some length, or Qnil.
  */
+static VALUE
+name_of(VALUE th)
+{
+	int state = 0;
+	VALUE name;
+
+	if (!id_name)
+		id_name = rb_intern("name");
+	name = rb_protect(call_name, th, &state);
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return Qnil;
+	}
+	return RB_TYPE_P(name, T_STRING) && RSTRING_LEN(name) > 0 ? name : Qnil;
+}
+
+/*
+ * Asked at every table, so Ruby's own Thread#name only: it returns the name Thread#name= kept.
+ * An app's own #name could run anything, even hand the GVL over mid-table; it is asked once,
+ * at first sight (thread_name).
+ */
+VALUE
+trc_thread_name_now(VALUE th)
+{
+	if (!id_name)
+		id_name = rb_intern("name");
+	return rb_method_basic_definition_p(CLASS_OF(th), id_name) ? name_of(th) : Qnil;
+}
+
+/* The thread's name, "main", or "" for an unnamed one. */
 static char *
 thread_name(VALUE th)
 {
-	int state = 0;
-	VALUE name = rb_protect(call_name, th, &state);
+	VALUE name = name_of(th);
 
-	if (state) {
-		rb_set_errinfo(Qnil);
-		name = Qnil;
-	}
-	if (RB_TYPE_P(name, T_STRING))
+	if (name != Qnil)
 		return trc_strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
 	return trc_strdup(th == rb_thread_main() ? "main" : "");
 }

@@ -70,6 +70,12 @@ struct trc_method *trc_method_at(uint32_t idx);
 
 /* GVL held. The entry of thread th, made on first sight; NULL when the table is full. */
 struct trc_thread *trc_thread_get(VALUE th);
+/*
+ * GVL held. Thread#name now, or Qnil: none, empty, or a Thread#name of the app's own, which is
+ * not asked. An entry keeps the name its thread had at first sight, often none yet: a thread
+ * names itself in its block, after its first turn.
+ */
+VALUE trc_thread_name_now(VALUE th);
 /* Whether th is one of the agent's threads; allocates nothing (allocation hooks use it). */
 int trc_thread_is_agent(VALUE th);
 /* How many of the agent's threads there are now: none, and no thread need be asked about. */

@@ -820,10 +820,17 @@ label_of(const struct row *r, struct trc_label *l, VALUE *keep)
 				.b = m->name, .nb = strlen(m->name) };
 		}
 	} else if (modes[table.mode] & TRC_TOPM_THREAD) {
+		/* The name it has now: one given after the first table would be lost in the entry's. */
 		const struct trc_thread *t = trc_thread_get((VALUE)r->what);
 
-		l->a = t != NULL ? t->name : "?";
-		l->na = strlen(l->a);
+		*keep = trc_thread_name_now((VALUE)r->what);
+		if (*keep != Qnil) {
+			l->a = RSTRING_PTR(*keep);
+			l->na = (size_t)RSTRING_LEN(*keep);
+		} else {
+			l->a = t != NULL ? t->name : "?";
+			l->na = strlen(l->a);
+		}
 	} else if (modes[table.mode] & TRC_TOPM_CLASS) {
 		*keep = rb_class_path((VALUE)r->what);
 		l->a = RSTRING_PTR(*keep);

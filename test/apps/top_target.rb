@@ -90,8 +90,9 @@ def exceptions
 end
 
 # Two named threads that both want the GVL: each takes turns, and waits while the other runs.
+# A third names itself only after a table has counted its first turn, and turns once more.
 def threads
-  2.times.map do |i|
+  workers = 2.times.map do |i|
     Thread.new do
       Thread.current.name = "worker-#{i}"
       x = 0
@@ -99,7 +100,13 @@ def threads
       x += 1 while clock - t < 0.3
       sleep 0.05
     end
-  end.each(&:join)
+  end
+  late = Thread.new do
+    sleep 0.6
+    Thread.current.name = 'late'
+    sleep 0.05
+  end
+  [*workers, late].each(&:join)
 end
 
 # A method whose name holds a double quote, a backslash and a line feed: names come from the
