@@ -10,6 +10,7 @@
 #include "plan.h"
 #include "session.h"
 #include "top.h"
+#include "trace.h"
 #include "vm.h"
 #include "tracer_protocol.h"
 #include "work.h"
@@ -187,5 +188,6 @@ Init_tracer_agent(void)
 	trc_eval_init();
 	trc_clock_init();
 	trc_gc_init();
+	trc_trace_init();
 	trc_control_init(mod);
 }

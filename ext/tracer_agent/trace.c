@@ -425,6 +425,14 @@ global_hook(rb_event_flag_t ev, VALUE data, VALUE self, ID mid, VALUE klass)
 static ID id_message, id_original_message;
 static int decorated_messages;  /* Ruby 3.1: no Exception#detailed_message */
 
+void
+trc_trace_init(void)
+{
+	id_message = rb_intern("message");
+	id_original_message = rb_intern("original_message");
+	decorated_messages = !rb_method_boundp(rb_eException, rb_intern("detailed_message"), 0);
+}
+
 static VALUE
 exception_message(VALUE exc)
 {
@@ -567,11 +575,6 @@ trc_trace_go(void)
 	if (trace.global)
 		rb_add_event_hook(global_hook, trace.global, Qnil);
 	if (cfg->flags & TRC_TRACE_RAISE) {
-		if (id_message == 0) {
-			id_message = rb_intern("message");
-			id_original_message = rb_intern("original_message");
-			decorated_messages = !rb_method_boundp(rb_eException, rb_intern("detailed_message"), 0);
-		}
 		rb_add_event_hook(raise_hook, RUBY_EVENT_RAISE, Qnil);
 		trace.raise_hook = 1;
 	}

@@ -18,6 +18,8 @@ struct trc_trace_cfg {
 	struct trc_scope scope; /* firehose and slow calls without specs: which calls */
 };
 
+/* From Init: the method names and the Ruby's traits a trace looks up once. */
+void trc_trace_init(void);
 /*
  * GVL held. Makes ready to trace what cfg says into ring (wake_fd is written when a quarter of
  * it fills between two drains), as a new generation of wrappers, which it returns (the plan
