@@ -286,12 +286,10 @@ trc_thread_is_agent(VALUE th)
 	return agent_is;
 }
 
-static ID id_name;
-
 static VALUE
 call_name(VALUE th)
 {
-	return rb_funcall(th, id_name, 0);
+	return rb_funcall(th, rb_intern("name"), 0);
 }
 
 /*
@@ -302,11 +300,8 @@ static VALUE
 name_of(VALUE th)
 {
 	int state = 0;
-	VALUE name;
+	VALUE name = rb_protect(call_name, th, &state);
 
-	if (!id_name)
-		id_name = rb_intern("name");
-	name = rb_protect(call_name, th, &state);
 	if (state) {
 		rb_set_errinfo(Qnil);
 		return Qnil;
@@ -322,9 +317,7 @@ name_of(VALUE th)
 VALUE
 trc_thread_name_now(VALUE th)
 {
-	if (!id_name)
-		id_name = rb_intern("name");
-	return rb_method_basic_definition_p(CLASS_OF(th), id_name) ? name_of(th) : Qnil;
+	return rb_method_basic_definition_p(CLASS_OF(th), rb_intern("name")) ? name_of(th) : Qnil;
 }
 
 /* The thread's name, "main", or "" for an unnamed one. */

@@ -821,13 +821,13 @@ label_of(const struct row *r, struct trc_label *l, VALUE *keep)
 		}
 	} else if (modes[table.mode] & TRC_TOPM_THREAD) {
 		/* The name it has now: one given after the first table would be lost in the entry's. */
-		const struct trc_thread *t = trc_thread_get((VALUE)r->what);
-
 		*keep = trc_thread_name_now((VALUE)r->what);
 		if (*keep != Qnil) {
 			l->a = RSTRING_PTR(*keep);
 			l->na = (size_t)RSTRING_LEN(*keep);
 		} else {
+			const struct trc_thread *t = trc_thread_get((VALUE)r->what);
+
 			l->a = t != NULL ? t->name : "?";
 			l->na = strlen(l->a);
 		}
