@@ -11,7 +11,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 11
+#define TRC_PROTOCOL_VERSION 12
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -119,17 +119,20 @@ struct trc_hello {
  *   trace   [2, flags, slow_ms, [spec...], scope]  spec: [class|nil, kind, method|nil, [expr...]]
  *   eval    [3, id, kind, text]  kind: enum trc_eval_kind (below)
  *   detach  [4]
- *   top     [5, mode, interval_ms, flags, scope, sample]  count in the agent; see below. flags:
- *           enum trc_top_flag; sample: 1 counts every event, N > 1 (allocation modes only)
- *           about one allocation in N, each as the allocations since the previous one, or with
- *           TRC_TOP_BY_TIME every allocation in about 1/N of the time (estimates either way)
+ *   top     [5, mode, interval_ms, flags, scope, sample, cap]  count in the agent; see below.
+ *           flags: enum trc_top_flag; sample: 1 counts every event, N > 1 (allocation modes
+ *           only) about one allocation in N, each as the allocations since the previous one,
+ *           or with TRC_TOP_BY_TIME every allocation in about 1/N of the time (estimates either
+ *           way); for profile, the samples a second per thread (1..TRC_PROFILE_MAX_HZ). cap
+ *           (profile): the most of the wall time the profiler's own work may take, in
+ *           millionths (0: no cap); the agent halves the rate while it takes more
  */
 #define TRC_COMMANDS(X) \
 	X(HELLO, hello, 1, 3, 1) \
 	X(TRACE, trace, 2, 5, 0) \
 	X(EVAL, eval, 3, 4, 0) \
 	X(DETACH, detach, 4, 1, 1) \
-	X(TOP, top, 5, 6, 0)
+	X(TOP, top, 5, 7, 0)
 
 enum trc_cmd {
 #define TRC_X(NAME, name, type, fields, before_hello) TRC_CMD_##NAME = type, TRC_CMD_##NAME##_FIELDS = fields,
@@ -212,8 +215,32 @@ enum trc_top_flag {
 					 * for windows of TRC_TOP_WINDOW_US, about 1/N of the time at
 					 * random, and each interval's counts are scaled by the VM's
 					 * own count of allocations over the windows' */
+	TRC_TOP_WALL = 1 << 2,          /* profile: every thread at every tick, by wall-clock time,
+					 * running or not; else each thread by the CPU time it uses */
 };
 #define TRC_TOP_WINDOW_US 1000
+#define TRC_PROFILE_MAX_HZ 10000
+#define TRC_PROFILE_MAX_CAP 1000000     /* cap: millionths of the wall time */
+/* The largest ids a TRC_MSG_PROFILE may hold: frames of a session, threads, tags, and nodes of
+ * one message (a receiver leaves out what is beyond). */
+#define TRC_PROFILE_MAX_FRAME_ID (1u << 20)
+#define TRC_PROFILE_MAX_THREAD_ID (1u << 16)
+#define TRC_PROFILE_MAX_TAG_ID (1u << 16)
+#define TRC_PROFILE_MAX_NODE_ID (1u << 20)
+
+/*
+ * What a frame of a sampled stack is (TRC_MSG_PROFILE): pseudo-frames stand for what has no
+ * Ruby frame. The client colours and groups by it.
+ */
+enum trc_frame_kind {
+	TRC_FRAME_RUBY = 0,     /* a Ruby method or block: file and line of its definition */
+	TRC_FRAME_C = 1,        /* a C method (no file of its own), or C run without the GVL */
+	TRC_FRAME_GC = 2,       /* garbage collection, marking, sweeping */
+	TRC_FRAME_GVL = 3,      /* waiting for the GVL */
+	TRC_FRAME_BLOCKED = 4,  /* the GVL let go: sleeping, IO, a C call that released it */
+	TRC_FRAME_OTHER = 5,    /* a frame that could not be named, deeper frames left out */
+};
+#define TRC_FRAME_KIND_LAST TRC_FRAME_OTHER
 
 /* kind of a method spec. */
 enum trc_spec_kind {
@@ -274,7 +301,9 @@ enum trc_eval_kind {
 	X(EXCEPTIONS, 6, "exceptions", TRC_TOPM_RAISE | TRC_TOPM_CLASS, "EXCEPTION", "exception", "COUNT", \
 	    NULL, NULL, "raises by class and line") \
 	X(THREADS, 7, "threads", TRC_TOPM_THREAD | TRC_TOPM_TIMED | TRC_TOPM_NO_SITE, "THREAD", "thread", "RUNS", \
-	    "WAITED", "HELD", "each thread's turns on the GVL: time waiting for it, and holding it (Ruby 3.3+)")
+	    "WAITED", "HELD", "each thread's turns on the GVL: time waiting for it, and holding it (Ruby 3.3+)") \
+	X(PROFILE, 8, "profile", TRC_TOPM_PROFILE | TRC_TOPM_TIMED, "FRAME", "frame", "SAMPLES", "TOTAL", "SELF", \
+	    "every thread's stack sampled (--hz, --wall): where the time goes, Ruby and C, GC and waits")
 
 enum trc_top_mode_flag {
 	TRC_TOPM_METHOD = 1 << 0,       /* rows are methods: calls, through wrappers or the VM's hook */
@@ -285,6 +314,9 @@ enum trc_top_mode_flag {
 	TRC_TOPM_NO_SITE = 1 << 5,      /* rows have no file:line (file "", line 0) */
 	TRC_TOPM_THREAD = 1 << 6,       /* rows are threads, from the VM's thread events: count = turns
 					 * on the GVL, total_ns = waiting for it, self_ns = holding it */
+	TRC_TOPM_PROFILE = 1 << 7,      /* rows are frames of sampled stacks: the agent sends
+					 * TRC_MSG_PROFILE, from which the client makes them: count =
+					 * samples, total_ns and self_ns the time in and under each */
 };
 
 enum trc_top_mode {
@@ -292,7 +324,7 @@ enum trc_top_mode {
 	TRC_TOP_MODES(TRC_X)
 #undef TRC_X
 };
-#define TRC_TOP_LAST TRC_TOP_THREADS
+#define TRC_TOP_LAST TRC_TOP_PROFILE
 
 /*
  * Agent -> client replies: 64..127. X(NAME, name, type, fields): the array has fields
@@ -316,6 +348,16 @@ enum trc_top_mode {
  *             stopped the app (0s without TRC_TOP_GC)
  *   progress  [71, step, done, total]  putting wrappers in place, or taking them away, takes a
  *             while: step is enum trc_step; sent every TRC_PROGRESS_MS or so while it lasts
+ *   profile   [72, frames, threads, tags, elapsed_ns, samples, lost, hz, own_ns, roots, nodes,
+ *              weights]  --top profile, instead of top: one interval's sampled stacks, as a
+ *             tree whose node ids hold for this message only. frames: [[id, kind, label, file,
+ *             line]...] the frames first seen (ids hold for the session; kind: enum
+ *             trc_frame_kind); threads: [[idx, name]...] threads new or named anew; tags:
+ *             [[id, text]...]; samples taken in the interval, and lost (buffers full); hz: the
+ *             rate now (below the one asked while the cap holds it back); own_ns: the
+ *             profiler's own time in the process; roots: [[node, thread, tag]...]; nodes:
+ *             [[node, parent, frame]...], each after its parent; weights: [[node, samples,
+ *             cpu_ns, wall_ns]...] what ended at each node (wall_ns 0 without TRC_TOP_WALL)
  */
 #define TRC_MESSAGES(X) \
 	X(WELCOME, welcome, 64, 9) \
@@ -325,7 +367,8 @@ enum trc_top_mode {
 	X(EVAL, eval, 68, 4) \
 	X(DETACHED, detached, 69, 4) \
 	X(TOP, top, 70, 8) \
-	X(PROGRESS, progress, 71, 4)
+	X(PROGRESS, progress, 71, 4) \
+	X(PROFILE, profile, 72, 12)
 
 enum trc_msg {
 #define TRC_X(NAME, name, type, fields) TRC_MSG_##NAME = type, TRC_MSG_##NAME##_FIELDS = fields,

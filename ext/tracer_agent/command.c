@@ -160,7 +160,7 @@ cmd_top(struct trc_session *s, const msgpack_object *argv)
 		return 0;
 	}
 	trc_work_top(s, (int)argv[1].via.u64, argv[2].via.u64, (int)argv[3].via.u64, (uint32_t)argv[5].via.u64,
-	    &scope);
+	    (uint32_t)argv[6].via.u64, &scope);
 	return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "extconf.h"
 #include "command.h"
 #include "names.h"
+#include "sample.h"
 #include "session.h"
 #include "vm.h"
 #include "tracer_protocol.h"
@@ -68,12 +69,17 @@ chain(int sig, siginfo_t *info, void *uc)
 	}
 }
 
-/* Async-signal-safe: only a postponed-job trigger, an eventfd write and the chained handler. */
+/*
+ * Async-signal-safe: only a postponed-job trigger, an eventfd write and the chained handler;
+ * or, for the profiler's own ticks (which no one else sends), its sample alone.
+ */
 static void
 on_sigurg(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
 
+	if (trc_sample_signal(info))
+		return;
 	trc_vm_poke();
 	chain(sig, info, uc);
 	errno = saved;

@@ -24,6 +24,10 @@ have_func('rb_ext_ractor_safe', 'ruby.h')
 # The VM's thread events, with the thread in each (Ruby 3.3+): --top threads.
 have_func('rb_internal_thread_add_event_hook', 'ruby/thread.h') &&
   have_struct_member('rb_internal_thread_event_data_t', 'thread', 'ruby/thread.h')
+# The profiler (sample.c): the thread events above say which thread holds the GVL (Ruby 3.2+,
+# with the thread in each event's data or not), and another thread's stack can be read (3.3+);
+# before, the kernel's view of each thread stands in.
+have_func('rb_profile_thread_frames', 'ruby/debug.h')
 have_header('ruby/ractor.h') && (have_func('rb_ractor_main_p', 'ruby/ractor.h') ||
                                  have_func('rb_ractor_local_storage_value_newkey', 'ruby/ractor.h'))
 

@@ -17,6 +17,7 @@
 #include "names.h"
 #include "pace.h"
 #include "plan.h"
+#include "sample.h"
 #include "top.h"
 #include "wrap.h"
 
@@ -47,6 +48,7 @@ enum kind {
 	KIND_NONE,
 	KIND_TRACE,
 	KIND_TOP,
+	KIND_PROFILE,           /* --top profile: the sampler, and no wrapper */
 };
 
 static struct {
@@ -331,13 +333,39 @@ trc_work_trace(struct trc_session *s, const struct trc_trace_cfg *cfg)
 	return 0;
 }
 
+/* --top profile: the sampler runs at once; nothing is put in place. */
+static int
+profile(struct trc_session *s, uint64_t interval_ms, int flags, uint32_t hz, uint32_t cap)
+{
+	const char *why;
+
+	if (trc_sample_start(flags & TRC_TOP_WALL ? TRC_SAMPLE_WALL : TRC_SAMPLE_CPU, hz, interval_ms, cap,
+	    &why) < 0) {
+		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d: %s", (int)getpid(), why);
+		return -1;
+	}
+	work.kind = KIND_PROFILE;
+	work.top_ms = interval_ms;
+	work.running = 1;
+	__atomic_store_n(&top_first, 1, __ATOMIC_RELAXED);
+	trc_session_timer(s, TIMER_TOP, 0, top_gap, NULL);
+	reply_started(s);
+	trc_session_started(s, NULL);
+	return 0;
+}
+
 int
 trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, uint32_t sample,
-    struct trc_scope *scope)
+    uint32_t cap, struct trc_scope *scope)
 {
 	const struct trc_scope *wrapped;
 	const char *why;
 	uint64_t gen;
+
+	if (mode == TRC_TOP_PROFILE) {
+		trc_scope_release(scope);
+		return profile(s, interval_ms, flags, sample, cap);
+	}
 
 	if (trc_mem_room() < trc_top_table_bytes()) {
 		trc_scope_release(scope);
@@ -362,7 +390,18 @@ trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, u
 static void
 send_counts(struct trc_session *s)
 {
-	msgpack_packer *pk = trc_reply_begin(s);
+	msgpack_packer *pk;
+
+	if (work.kind == KIND_PROFILE) {
+		/* An interval a message; at least one, so that the client hears every interval. */
+		do {
+			pk = trc_reply_begin(s);
+			trc_sample_pack(pk);
+			trc_reply_end(s);
+		} while (trc_sample_more());
+		return;
+	}
+	pk = trc_reply_begin(s);
 	trc_top_pack(pk);
 	trc_reply_end(s);
 }
@@ -376,7 +415,7 @@ trc_work_timer(struct trc_session *s, int id)
 			step(s);
 		break;
 	case TIMER_TOP:
-		if (work.kind == KIND_TOP && work.running && !work.stopped)
+		if ((work.kind == KIND_TOP || work.kind == KIND_PROFILE) && work.running && !work.stopped)
 			send_counts(s);
 		break;
 	case TIMER_WINDOW:
@@ -403,6 +442,14 @@ trc_work_close(struct trc_session *s, int how)
 		work.stopped = 1;
 		if (work.kind == KIND_TRACE)
 			trc_trace_stop();
+		if (work.kind == KIND_PROFILE) {
+			/* The sampler stops first: the last message then holds every sample taken. */
+			trc_sample_stop();
+			if (how == TRC_CLOSE_DETACH || how == TRC_CLOSE_EXIT)
+				send_counts(s);
+			trc_sample_release();
+			trc_session_timer(s, TIMER_TOP, 0, NULL, NULL);
+		}
 		if (work.kind == KIND_TOP) {
 			/*
 			 * The counts of the last, partial interval, then the hooks off; also as the
@@ -429,7 +476,7 @@ trc_work_close(struct trc_session *s, int how)
 int
 trc_work_hooks(void)
 {
-	return trc_trace_hooks() + trc_top_installed() + trc_wrapped();
+	return trc_trace_hooks() + trc_top_installed() + trc_wrapped() + trc_sample_running();
 }
 
 /* Everything the session held goes; the next one starts from nothing. */
@@ -463,6 +510,7 @@ trc_work_last(void)
 void
 trc_work_forked(void)
 {
+	trc_sample_forked();
 	trc_trace_disarm();
 	trc_wrap_live(0, NULL); /* the parent's wrappers, this child's too, report nothing */
 }
@@ -474,6 +522,10 @@ trc_work_forget(void)
 		trc_trace_stop();
 	if (work.kind == KIND_TOP)
 		trc_top_stop();
+	if (work.kind == KIND_PROFILE) {
+		trc_sample_stop();
+		trc_sample_release();
+	}
 	/* The parent's wrappers are this child's too: all of them go now. */
 	trc_plan_end();
 	while (!trc_plan_step(trc_plan_now() + STEP_NS))
@@ -486,6 +538,7 @@ trc_work_mark(void)
 {
 	const struct trc_trace_cfg *c = &work.cfg;
 
+	trc_sample_mark();
 	if (!work.has_cfg)
 		return;
 	trc_scope_mark(&c->scope);

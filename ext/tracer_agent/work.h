@@ -28,11 +28,12 @@ int trc_work_busy(void);
 int trc_work_trace(struct trc_session *s, const struct trc_trace_cfg *cfg);
 /*
  * GVL held. Counts for session s, in mode (enum trc_top_mode) with flags (enum trc_top_flag),
- * and sends the table every interval_ms; sample: as TRC_CMD_TOP's. The scope is taken over.
+ * and sends the table every interval_ms; sample and cap: as TRC_CMD_TOP's. The scope is taken
+ * over. The profile mode runs the sampler (sample.h) instead of hooks.
  * Replies TRC_MSG_STARTED once the counting runs; -1 after replying an error when it cannot.
  */
 int trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, uint32_t sample,
-    struct trc_scope *scope);
+    uint32_t cap, struct trc_scope *scope);
 /* GVL held. The program waits for the session (tracer --exec): wrappers go in place without pauses. */
 void trc_work_hurry(void);
 
