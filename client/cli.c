@@ -14,6 +14,7 @@
 #include "inject.h"
 #include "opt.h"
 #include "proc.h"
+#include "profile_export.h"
 #include "ps.h"
 #include "run.h"
 #include "session.h"
@@ -29,6 +30,8 @@
 #define HELP_COLUMN 28
 #define DEFAULT_ROWS 25
 #define DEFAULT_INTERVAL 1.0
+#define DEFAULT_HZ 100
+#define DEFAULT_CAP_PPM 10000   /* 1% */
 #define MIN_INTERVAL (TRC_TOP_INTERVAL_MIN_MS / 1000.0)
 #define MAX_INTERVAL (TRC_TOP_INTERVAL_MAX_MS / 1000.0)
 #define MAX_FRAMES 1000000
@@ -65,6 +68,7 @@ enum {
 	G_FORMAT,       /* --format */
 	G_WALL,         /* -s: slow by the wall clock */
 	G_CPU,          /* --slowcpu: slow by the thread's CPU time */
+	G_PROFILE,      /* only --top profile takes them */
 };
 
 static void __attribute__((noreturn, format(printf, 2, 3)))
@@ -269,6 +273,35 @@ set_top(void *opts, const char *v)
 	}
 }
 
+/* --profile [cpu|wall]: --top profile, by CPU time (the default) or by wall-clock time. */
+static void
+set_profile(void *opts, const char *v)
+{
+	struct opts *o = opts;
+
+	o->run.top_mode = TRC_TOP_PROFILE;
+	if (v == NULL || strcmp(v, "cpu") == 0)
+		return;
+	if (strcmp(v, "wall") != 0)
+		die(TRC_EXIT_USAGE, "invalid --profile clock '%s': expected cpu or wall", v);
+	o->run.wall = true;
+}
+
+/* --cap PCT: the most of the wall time the profiler's own work may take, 0 for no cap. */
+static void
+set_cap(void *opts, const char *v)
+{
+	struct opts *o = opts;
+	char *end;
+	double pct;
+
+	errno = 0;
+	pct = strtod(v, &end);
+	if (end == v || *end != '\0' || errno != 0 || !(pct >= 0 && pct <= 100))
+		die(TRC_EXIT_USAGE, "invalid --cap '%s': expected a percentage from 0 (no cap) to 100", v);
+	o->run.cap_ppm = (unsigned)(pct * 10000 + 0.5);
+}
+
 /* --metrics ADDR: checked here (a usage error), bound by the run (an error of the run). */
 static void
 set_metrics(void *opts, const char *v)
@@ -449,6 +482,17 @@ static const struct trc_opt options[] = {
 	{ .name = "top", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_top,
 	  .mode = DOES(TRC_MODE_TOP), .metavar = "MODE",
 	  .help = "live table of calls, time, allocations... (below)" },
+	{ .name = "profile", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_OPTIONAL, .cb = set_profile,
+	  .mode = DOES(TRC_MODE_TOP), .metavar = "[cpu|wall]",
+	  .help = "sample every thread's stack: --top profile, by CPU (or wall) time" },
+	{ .name = "hz", .type = TRC_OPT_UINT, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.hz, unsigned), .min = 1, .max = TRC_PROFILE_MAX_HZ, .group = G_PROFILE,
+	  .metavar = "N", .help = "--top profile: N samples a second of each thread (100)" },
+	{ .name = "wall", .type = TRC_OPT_BOOL, .off = FIELD(run.wall, bool), .group = G_PROFILE,
+	  .help = "--top profile: by wall-clock time, every thread, running or not" },
+	{ .name = "cap", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_cap,
+	  .group = G_PROFILE, .metavar = "PCT",
+	  .help = "--top profile: keep the profiler's own time under PCT% (1; 0: none)" },
 	{ .name = "rows", .type = TRC_OPT_UINT, .arg = TRC_ARG_REQUIRED,
 	  .off = FIELD(run.rows, unsigned), .min = 1, .max = TRC_TOP_MAX_ENTRIES, .group = G_TOP,
 	  .metavar = "N", .help = "--top: show the N first rows (25)" },
@@ -662,10 +706,17 @@ check_format(const struct opts *o, const struct trc_opt_state *st)
 	const struct trc_opt *text = st->group_by[G_TEXT];
 	const char *document = trc_format_document(o->run.format);
 	bool top_pprof = o->run.mode == TRC_MODE_TOP && o->run.format == TRC_FORMAT_PPROF;
+	bool profile = o->run.mode == TRC_MODE_TOP && o->run.top_mode == TRC_TOP_PROFILE;
 
-	if (st->group_by[G_FORMAT] != NULL && o->run.mode != TRC_MODE_TRACE && !top_pprof)
+	if (profile && st->group_by[G_FORMAT] != NULL && !trc_profile_format(o->run.format))
+		die(TRC_EXIT_USAGE, "--top profile writes its stacks as --format " TRC_PROFILE_FORMAT_LIST
+		    " at the end, or shows a table");
+	if (profile && st->group_by[G_FORMAT] != NULL && o->run.output == NULL)
+		die(TRC_EXIT_USAGE, "--top profile --format %s writes a file at the end: give -o FILE",
+		    trc_format_name(o->run.format));
+	if (st->group_by[G_FORMAT] != NULL && o->run.mode != TRC_MODE_TRACE && !top_pprof && !profile)
 		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -c, -f, -s); --top takes "
-		    "--format pprof only");
+		    "--format pprof only (--top profile: " TRC_PROFILE_FORMAT_LIST ")");
 	if (o->run.format != TRC_FORMAT_TEXT && text != NULL)
 		die(TRC_EXIT_USAGE, "--%s goes with --format text", text->name);
 	if (o->run.append && document != NULL)
@@ -686,6 +737,8 @@ check_groups(const struct opts *o, const struct trc_opt_state *st)
 
 	if (top != NULL && r->mode != TRC_MODE_TOP)
 		die(TRC_EXIT_USAGE, "--%s goes with --top", top->name);
+	if (st->group_by[G_PROFILE] != NULL && (r->mode != TRC_MODE_TOP || r->top_mode != TRC_TOP_PROFILE))
+		die(TRC_EXIT_USAGE, "--%s goes with --top profile (--profile)", st->group_by[G_PROFILE]->name);
 	if (r->sample > 1 && !(trc_top_mode_flags(r->top_mode) & TRC_TOPM_ALLOC)) {
 		char modes[256];
 
@@ -947,7 +1000,8 @@ main(int argc, char **argv)
 {
 	struct opts o = { .run = { .slow_ms = DEFAULT_SLOW_MS, .prefix = DEFAULT_PREFIX,
 				   .timeout = DEFAULT_TIMEOUT, .rows = DEFAULT_ROWS,
-				   .interval = DEFAULT_INTERVAL, .sample = 1 } };
+				   .interval = DEFAULT_INTERVAL, .sample = 1, .hz = DEFAULT_HZ,
+				   .cap_ppm = DEFAULT_CAP_PPM } };
 	struct trc_opt_state st = { 0 };
 	struct trc_spec *specs;
 	struct trc_ps ps = { .known = NULL };

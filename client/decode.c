@@ -422,6 +422,93 @@ dec_lost(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	m->lost.count = rd_u64(r);
 }
 
+/*
+ * A PROFILE list of n elements of at least min_bytes each: room for them in the decoder's
+ * list k, once the bytes are there (so garbage cannot make it allocate more than it sent).
+ */
+static void *
+prof_list(struct rd *r, struct trc_decoder *d, int k, uint32_t *n, size_t size, unsigned min_bytes)
+{
+	*n = rd_array(r);
+	if (r->status != TRC_DECODE_OK || !rd_have(r, (uint64_t)*n * min_bytes))
+		return NULL;
+	if (*n > d->prof_cap[k]) {
+		d->prof[k] = xreallocarray(d->prof[k], *n, size);
+		d->prof_cap[k] = *n;
+	}
+	return d->prof[k];
+}
+
+static bool
+prof_elem(struct rd *r, uint32_t fields)
+{
+	if (rd_array(r) == fields)
+		return true;
+	rd_fail(r, "PROFILE element of the wrong shape");
+	return false;
+}
+
+static void
+dec_profile(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	struct trc_prof_frame *f = prof_list(r, d, 0, &m->profile.nframes, sizeof(*f), 6);
+	struct trc_prof_thread *th;
+	struct trc_prof_tag *tg;
+	struct trc_prof_root *ro;
+	struct trc_prof_node *no;
+	struct trc_prof_weight *w;
+
+	for (uint32_t i = 0; f != NULL && i < m->profile.nframes && prof_elem(r, 5); i++) {
+		f[i].id = rd_u32(r);
+		f[i].kind = (uint8_t)rd_u32(r);
+		f[i].label = rd_str(r);
+		f[i].file = rd_str(r);
+		f[i].line = rd_i32(r);
+		if (f[i].kind > TRC_FRAME_KIND_LAST)
+			rd_fail(r, "PROFILE frame kind out of range");
+	}
+	th = prof_list(r, d, 1, &m->profile.nthreads, sizeof(*th), 3);
+	for (uint32_t i = 0; th != NULL && i < m->profile.nthreads && prof_elem(r, 2); i++) {
+		th[i].idx = rd_u32(r);
+		th[i].name = rd_str(r);
+	}
+	tg = prof_list(r, d, 2, &m->profile.ntags, sizeof(*tg), 3);
+	for (uint32_t i = 0; tg != NULL && i < m->profile.ntags && prof_elem(r, 2); i++) {
+		tg[i].id = rd_u32(r);
+		tg[i].text = rd_str(r);
+	}
+	m->profile.elapsed_ns = rd_u64(r);
+	m->profile.samples = rd_u64(r);
+	m->profile.lost = rd_u64(r);
+	m->profile.hz = rd_u64(r);
+	m->profile.own_ns = rd_u64(r);
+	ro = prof_list(r, d, 3, &m->profile.nroots, sizeof(*ro), 4);
+	for (uint32_t i = 0; ro != NULL && i < m->profile.nroots && prof_elem(r, 3); i++) {
+		ro[i].node = rd_u32(r);
+		ro[i].thread = rd_u32(r);
+		ro[i].tag = rd_u32(r);
+	}
+	no = prof_list(r, d, 4, &m->profile.nnodes, sizeof(*no), 4);
+	for (uint32_t i = 0; no != NULL && i < m->profile.nnodes && prof_elem(r, 3); i++) {
+		no[i].node = rd_u32(r);
+		no[i].parent = rd_u32(r);
+		no[i].frame = rd_u32(r);
+	}
+	w = prof_list(r, d, 5, &m->profile.nweights, sizeof(*w), 5);
+	for (uint32_t i = 0; w != NULL && i < m->profile.nweights && prof_elem(r, 4); i++) {
+		w[i].node = rd_u32(r);
+		w[i].samples = rd_u32(r);
+		w[i].cpu_ns = rd_u64(r);
+		w[i].wall_ns = rd_u64(r);
+	}
+	m->profile.frames = f;
+	m->profile.threads = th;
+	m->profile.tags = tg;
+	m->profile.roots = ro;
+	m->profile.nodes = no;
+	m->profile.weights = w;
+}
+
 static void
 dec_mark(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 {
@@ -496,6 +583,10 @@ trc_decoder_init(struct trc_decoder *d)
 {
 	d->rows = NULL;
 	d->rows_cap = 0;
+	for (int i = 0; i < 6; i++) {
+		d->prof[i] = NULL;
+		d->prof_cap[i] = 0;
+	}
 	d->need = 0;
 	d->error[0] = '\0';
 }
@@ -504,6 +595,8 @@ void
 trc_decoder_release(struct trc_decoder *d)
 {
 	free(d->rows);
+	for (int i = 0; i < 6; i++)
+		free(d->prof[i]);
 	trc_decoder_init(d);
 }
 

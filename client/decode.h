@@ -29,6 +29,32 @@ struct trc_top_row {
 	uint64_t self_ns;
 };
 
+/* TRC_MSG_PROFILE's lists (tracer_protocol.h), each element as the agent sent it. */
+struct trc_prof_frame {
+	uint32_t id;
+	uint8_t kind;           /* enum trc_frame_kind */
+	struct trc_str label, file;
+	int32_t line;
+};
+struct trc_prof_thread {
+	uint32_t idx;
+	struct trc_str name;
+};
+struct trc_prof_tag {
+	uint32_t id;
+	struct trc_str text;
+};
+struct trc_prof_root {
+	uint32_t node, thread, tag;
+};
+struct trc_prof_node {
+	uint32_t node, parent, frame;
+};
+struct trc_prof_weight {
+	uint32_t node, samples;
+	uint64_t cpu_ns, wall_ns;
+};
+
 /* One message from the agent; the field names follow tracer_protocol.h. */
 struct trc_message {
 	uint32_t type;  /* enum trc_msg or enum trc_ev */
@@ -75,6 +101,16 @@ struct trc_message {
 			const struct trc_top_row *rows;  /* owned by the decoder */
 			size_t nrows;
 		} top;
+		struct {
+			const struct trc_prof_frame *frames;    /* lists owned by the decoder */
+			const struct trc_prof_thread *threads;
+			const struct trc_prof_tag *tags;
+			const struct trc_prof_root *roots;
+			const struct trc_prof_node *nodes;
+			const struct trc_prof_weight *weights;
+			uint32_t nframes, nthreads, ntags, nroots, nnodes, nweights;
+			uint64_t elapsed_ns, samples, lost, hz, own_ns;
+		} profile;
 		struct {
 			uint32_t idx;
 			struct trc_str cls, sep, name, path;
@@ -126,10 +162,12 @@ enum trc_decode_status {
 	TRC_DECODE_ERROR = -1,  /* not a valid message: error says why */
 };
 
-/* Decoder state: the TOP rows array it reuses, and the last error. */
+/* Decoder state: the TOP rows and PROFILE lists it reuses, and the last error. */
 struct trc_decoder {
 	struct trc_top_row *rows;
 	size_t rows_cap;
+	void *prof[6];          /* PROFILE's lists, in the message's order */
+	size_t prof_cap[6];
 	size_t need;            /* after TRC_DECODE_MORE: total bytes the message needs, at least */
 	char error[96];         /* after TRC_DECODE_ERROR */
 };

@@ -176,7 +176,7 @@ trc_encode_detach(struct trc_buf *b)
 
 void
 trc_encode_top(struct trc_buf *b, enum trc_top_mode mode, uint32_t interval_ms, uint32_t flags,
-	       uint32_t sample, const struct trc_scope *scope)
+	       uint32_t sample, uint32_t cap, const struct trc_scope *scope)
 {
 	trc_pack_array(b, TRC_CMD_TOP_FIELDS);
 	trc_pack_uint(b, TRC_CMD_TOP);
@@ -185,4 +185,5 @@ trc_encode_top(struct trc_buf *b, enum trc_top_mode mode, uint32_t interval_ms, 
 	trc_pack_uint(b, flags);
 	encode_scope(b, scope);
 	trc_pack_uint(b, sample);
+	trc_pack_uint(b, cap);
 }

@@ -37,6 +37,6 @@ void trc_encode_trace(struct trc_buf *b, uint32_t flags, uint32_t slow_ms,
 void trc_encode_eval(struct trc_buf *b, uint32_t id, enum trc_eval_kind kind, const char *text);
 void trc_encode_detach(struct trc_buf *b);
 void trc_encode_top(struct trc_buf *b, enum trc_top_mode mode, uint32_t interval_ms, uint32_t flags,
-		    uint32_t sample, const struct trc_scope *scope);
+		    uint32_t sample, uint32_t cap, const struct trc_scope *scope);
 
 #endif

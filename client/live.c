@@ -96,6 +96,8 @@ snap_init(struct trc_live *l, struct snap *s, bool final)
 	s->v.gc = l->o.gc;
 	s->v.sample = l->o.sample;
 	s->v.sample_by_time = l->o.sample_by_time;
+	s->v.profile = l->o.profile;
+	s->v.hz = l->o.hz;
 	s->v.gc_recent.count = gc.count - gc_before.count;
 	s->v.gc_recent.major = gc.major - gc_before.major;
 	s->v.gc_recent.pause_ns = gc.pause_ns - gc_before.pause_ns;

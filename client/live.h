@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "output.h"
+#include "profile.h"
 #include "session.h"
 #include "top.h"
 #include "top_rows.h"
@@ -25,6 +26,8 @@ struct trc_live_opts {
 	bool gc;                /* --gc: the garbage collections line */
 	unsigned sample;        /* --sample: 1 in sample allocations looked up (1: all) */
 	bool sample_by_time;    /* --sample-time: the hook on 1/sample of the time instead */
+	const struct trc_profile *profile;      /* --top profile: its rate and cost, for the header */
+	unsigned hz;            /* --top profile: the rate asked */
 };
 
 struct trc_live;

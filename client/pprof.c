@@ -35,6 +35,9 @@ struct trc_pprof {
 	struct vec samples;             /* size_t[2] each: its first location, its first label */
 	struct vec comments;            /* int64_t: string table indices */
 	int64_t duration_ns;
+	struct trc_pprof_type period_type;      /* type NULL: none */
+	int64_t period;
+	size_t default_type;            /* SIZE_MAX: the second type if any, else the first */
 	struct trc_buf clean;           /* a string being made valid */
 };
 
@@ -95,6 +98,7 @@ trc_pprof_new(const struct trc_pprof_type *types, size_t ntypes)
 		ntypes = TRC_PPROF_MAX_TYPES;
 	memcpy(p->types, types, ntypes * sizeof(*types));
 	p->ntypes = ntypes;
+	p->default_type = SIZE_MAX;
 	trc_intern_id(&p->strings, "", 0);      /* string_table[0] must be "" */
 	return p;
 }
@@ -161,6 +165,19 @@ trc_pprof_duration(struct trc_pprof *p, int64_t ns)
 }
 
 void
+trc_pprof_period(struct trc_pprof *p, const char *type, const char *unit, int64_t period)
+{
+	p->period_type = (struct trc_pprof_type){ type, unit };
+	p->period = period;
+}
+
+void
+trc_pprof_default_type(struct trc_pprof *p, size_t i)
+{
+	p->default_type = i < p->ntypes ? i : SIZE_MAX;
+}
+
+void
 trc_pprof_comment(struct trc_pprof *p, const char *text)
 {
 	int64_t id = cstring(p, text);
@@ -177,6 +194,8 @@ trc_pprof_comment(struct trc_pprof *p, const char *text)
  */
 struct tree {
 	Perftools__Profiles__ValueType types[TRC_PPROF_MAX_TYPES], *type_ptrs[TRC_PPROF_MAX_TYPES];
+	Perftools__Profiles__ValueType period_type;
+	Perftools__Profiles__Mapping mapping, *mapping_ptr;
 	Perftools__Profiles__Sample *samples, **sample_ptrs;
 	Perftools__Profiles__Label *labels, **label_ptrs;
 	Perftools__Profiles__Location *locs, **loc_ptrs;
@@ -196,8 +215,16 @@ make_types(struct trc_pprof *p, struct tree *t, Perftools__Profiles__Profile *pr
 	}
 	pr->n_sample_type = p->ntypes;
 	pr->sample_type = t->type_ptrs;
-	/* wall time, when there is one, is what a viewer should show first */
-	pr->default_sample_type = t->types[p->ntypes > 1 ? 1 : 0].type;
+	/* wall time, when there is one, is what a viewer should show first (unless told) */
+	pr->default_sample_type = t->types[p->default_type != SIZE_MAX ? p->default_type :
+					   p->ntypes > 1 ? 1 : 0].type;
+	if (p->period_type.type != NULL) {
+		perftools__profiles__value_type__init(&t->period_type);
+		t->period_type.type = cstring(p, p->period_type.type);
+		t->period_type.unit = cstring(p, p->period_type.unit);
+		pr->period_type = &t->period_type;
+		pr->period = p->period;
+	}
 }
 
 static void
@@ -253,7 +280,12 @@ make_locations(struct trc_pprof *p, struct tree *t, Perftools__Profiles__Profile
 	for (size_t i = 0; i < n; i++) {
 		perftools__profiles__function__init(&t->funcs[i]);
 		t->funcs[i].id = i + 1;
-		t->funcs[i].name = t->funcs[i].system_name = k[3 * i];
+		/*
+		 * No system name: pprof takes a function whose name is its system name for one still
+		 * to demangle, and a Ruby name with angle brackets for a C++ one, which it cuts
+		 * ("block in <main>" showed as "block in ").
+		 */
+		t->funcs[i].name = k[3 * i];
 		t->funcs[i].filename = k[3 * i + 1];
 		t->funcs[i].start_line = k[3 * i + 2];
 		t->func_ptrs[i] = &t->funcs[i];
@@ -270,6 +302,15 @@ make_locations(struct trc_pprof *p, struct tree *t, Perftools__Profiles__Profile
 	pr->n_location = pr->n_function = n;
 	pr->location = t->loc_ptrs;
 	pr->function = t->func_ptrs;
+	/* One mapping that says the names, files and lines are there: nothing to symbolize. */
+	perftools__profiles__mapping__init(&t->mapping);
+	t->mapping.id = 1;
+	t->mapping.has_functions = t->mapping.has_filenames = t->mapping.has_line_numbers = 1;
+	t->mapping_ptr = &t->mapping;
+	for (size_t i = 0; i < n; i++)
+		t->locs[i].mapping_id = 1;
+	pr->n_mapping = 1;
+	pr->mapping = &t->mapping_ptr;
 }
 
 /* Last: the others add their strings. */

@@ -48,6 +48,10 @@ void trc_pprof_sample(struct trc_pprof *p, const uint64_t *locs, size_t nlocs,
 /* Profile.duration_nanos, and a free-form comment (pprof -comments). */
 void trc_pprof_duration(struct trc_pprof *p, int64_t ns);
 void trc_pprof_comment(struct trc_pprof *p, const char *text);
+/* Profile.period_type and period: what one sample stands for ("cpu", "nanoseconds", 10000000). */
+void trc_pprof_period(struct trc_pprof *p, const char *type, const char *unit, int64_t period);
+/* Which sample type a viewer shows first (the index of one given to trc_pprof_new). */
+void trc_pprof_default_type(struct trc_pprof *p, size_t i);
 
 /* Appends the serialized Profile (not compressed: the file's gzip is the output's) to out. */
 void trc_pprof_write(struct trc_pprof *p, struct trc_buf *out);

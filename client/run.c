@@ -26,6 +26,7 @@
 #include "output.h"
 #include "progress.h"
 #include "proc.h"
+#include "profile_export.h"
 #include "repl.h"
 #include "top_pprof.h"
 #include "trace.h"
@@ -140,6 +141,7 @@ struct run {
 	ev_prepare flush_w;
 	ev_timer hold_w;                /* wakes the loop for lines a printer holds (trace.h) */
 	struct trc_top *top;            /* --top: the table, and its live view */
+	struct trc_profile profile;     /* --top profile: every target's stacks */
 	struct trc_live *live;          /* none with --format pprof: the table is written at the end */
 	ev_tstamp top_start;            /* --top --format pprof: when the sessions started */
 	struct trc_httpd *httpd;        /* --metrics: the table served instead of shown */
@@ -513,6 +515,12 @@ make_job(struct run *r, const struct trc_run_opts *o)
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
 	j->top.flags = (o->gc ? TRC_TOP_GC : 0) | (o->sample_by_time ? TRC_TOP_BY_TIME : 0);
 	j->top.sample = o->sample;
+	if (o->top_mode == TRC_TOP_PROFILE && o->mode == TRC_MODE_TOP) {
+		j->top.sample = o->hz;
+		j->top.cap = o->cap_ppm;
+		j->top.flags |= o->wall ? TRC_TOP_WALL : 0;
+		j->top.profile = &r->profile;
+	}
 	j->scope.all = o->all;
 	j->scope.prefixes = o->filters.v;
 	j->scope.nprefixes = o->filters.n;
@@ -798,6 +806,7 @@ start_live(struct run *r, const struct trc_run_opts *o, bool full_screen)
 		.reset = o->reset > 0 ? o->reset : o->duration > 0 ? 0 : DEFAULT_RESET,
 		.filters = o->filters.v, .nfilters = o->filters.n, .all = o->all, .gc = o->gc,
 		.sample = o->sample, .sample_by_time = o->sample_by_time,
+		.profile = o->top_mode == TRC_TOP_PROFILE ? &r->profile : NULL, .hz = o->hz,
 	};
 
 	r->live = trc_live_start(r->loop, &r->out, r->top, r->sessions, r->nsessions, &lo,
@@ -844,6 +853,7 @@ free_run(struct run *r)
 	}
 	if (r->top != NULL)
 		trc_top_free(r->top);
+	trc_profile_release(&r->profile);
 }
 
 /*
@@ -952,6 +962,8 @@ set_up(struct run *r, const struct trc_run_opts *o)
 				    strerror(errno));
 	if (o->mode == TRC_MODE_TOP)
 		r->top = new_top(o);
+	if (o->mode == TRC_MODE_TOP && o->top_mode == TRC_TOP_PROFILE)
+		trc_profile_init(&r->profile, o->wall, trc_profile_format(o->format) && o->output != NULL);
 	r->spool_dir = spool_dir(fd, o->mode);
 	if (o->mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
 		r->export = new_export(&r->out, o, r->ps != NULL || o->exec.n > 0);
@@ -1012,6 +1024,22 @@ write_top_profile(struct run *r)
 	trc_buf_release(&b);
 }
 
+/* --top profile --format F: every target's stacks, once, as the sessions have all ended. */
+static void
+write_profile(struct run *r)
+{
+	struct trc_profile_write_opts wo = {
+		.format = r->o->format, .duration_ns = (int64_t)((ev_time() - r->top_start) * 1e9),
+		.hz = r->o->hz, .tool = "tracer " TRC_CLIENT_VERSION,
+	};
+	struct trc_buf b;
+
+	trc_buf_init(&b);
+	trc_profile_write(&r->profile, &wo, &b);
+	trc_output_write(&r->out, b.data, b.len);
+	trc_buf_release(&b);
+}
+
 /* After the loop: the terminal back, the last words, the file completed; the exit code. */
 static int
 finish_run(struct run *r)
@@ -1026,7 +1054,9 @@ finish_run(struct run *r)
 	/* Every session has ended its part: the file can be completed. */
 	if (r->export != NULL)
 		trc_export_finish(r->export);
-	if (r->top != NULL && r->o->format == TRC_FORMAT_PPROF)
+	if (r->profile.keep_tree)
+		write_profile(r);
+	else if (r->top != NULL && r->o->format == TRC_FORMAT_PPROF)
 		write_top_profile(r);
 	end_output(r);
 	/* --ps processes that all went away, or refused: then their outcome is the run's. */
@@ -1051,7 +1081,8 @@ trc_run(const struct trc_run_opts *o)
 	start_sessions(&r);
 	/* Sessions may all have failed already (then without a loop to break). */
 	r.top_start = ev_time();
-	if (o->mode == TRC_MODE_TOP && o->format != TRC_FORMAT_PPROF && o->metrics == NULL && has_work(&r))
+	if (o->mode == TRC_MODE_TOP && o->format != TRC_FORMAT_PPROF && !r.profile.keep_tree &&
+	    o->metrics == NULL && has_work(&r))
 		start_live(&r, o, full_screen);
 	start_rescans(&r, o);
 	if (has_work(&r))

@@ -45,6 +45,9 @@ struct trc_run_opts {
 	unsigned rows;
 	unsigned sample;                /* 1: every allocation */
 	bool sample_by_time;
+	unsigned hz;                    /* --top profile: samples a second */
+	bool wall;                      /* ... by wall-clock time, not CPU time */
+	unsigned cap_ppm;               /* ... the profiler's own time at most, in millionths */
 	double interval, reset;         /* reset 0: the default */
 	bool json, all;
 	const char *metrics;            /* --metrics ADDR as given, or NULL; parsed: */

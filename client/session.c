@@ -365,7 +365,7 @@ ask_top(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
 {
 	(void)m;
 	trc_encode_top(b, s->job->top.mode, s->job->top.interval_ms, s->job->top.flags,
-		       s->job->top.sample, &s->job->scope);
+		       s->job->top.sample, s->job->top.cap, &s->job->scope);
 	s->state = S_STARTING;
 }
 
@@ -620,11 +620,19 @@ on_detached(struct trc_session *s, const struct trc_message *m)
 static void
 on_top(struct trc_session *s, const struct trc_message *m)
 {
-	if (s->job->mode != TRC_MODE_TOP)
-		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: TOP while tracing",
-		       (int)s->pid);
-	else
-		trc_top_feed(s->job->top.table, s->pid, m);
+	struct trc_message rows;
+
+	if (s->job->mode != TRC_MODE_TOP || (m->type == TRC_MSG_PROFILE) != (s->job->top.profile != NULL)) {
+		finish(s, TRC_EXIT_ERROR, "protocol error from process %d: %s while %s", (int)s->pid,
+		       trc_msg_name(m->type), s->job->mode != TRC_MODE_TOP ? "tracing" : "counting");
+		return;
+	}
+	if (m->type == TRC_MSG_PROFILE) {
+		/* The interval's stacks, as the rows of the table they make. */
+		trc_profile_feed(s->job->top.profile, s->pid, m, &rows);
+		m = &rows;
+	}
+	trc_top_feed(s->job->top.table, s->pid, m);
 	if (!s->counted && s->job->mode == TRC_MODE_TOP) {
 		s->counted = true;
 		if (s->cbs->counted != NULL)
@@ -689,6 +697,7 @@ static const struct msg_handler {
 	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_INTERACTIVE) | IN(S_DETACHING), on_eval },
 	{ TRC_MSG_DETACHED, WELCOMED, on_detached },
 	{ TRC_MSG_TOP, TRACE_STATES, on_top },
+	{ TRC_MSG_PROFILE, TRACE_STATES, on_top },
 	{ TRC_MSG_PROGRESS, IN(S_STARTING) | IN(S_DETACHING), on_progress },
 	{ TRC_EV_METHOD, TRACE_STATES, on_event },
 	{ TRC_EV_THREAD, TRACE_STATES, on_event },

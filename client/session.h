@@ -11,6 +11,7 @@
 #include "export.h"
 #include "output.h"
 #include "spec.h"
+#include "profile.h"
 #include "top.h"
 #include "trace.h"
 
@@ -60,8 +61,10 @@ struct trc_job {
 		enum trc_top_mode mode;
 		uint32_t interval_ms;
 		uint32_t flags;                 /* enum trc_top_flag */
-		uint32_t sample;                /* --sample: 1 counts every allocation */
+		uint32_t sample;                /* --sample: 1 counts every allocation; profile: Hz */
+		uint32_t cap;                   /* profile: the profiler's own time, millionths */
 		struct trc_top *table;          /* where every target's TRC_MSG_TOP rows go */
+		struct trc_profile *profile;    /* profile: every target's TRC_MSG_PROFILE */
 	} top;
 	bool label_pids;        /* several targets: "[PID] " before each of their lines */
 	bool exec;              /* --exec: tracer started the target, which connects itself,

@@ -52,6 +52,25 @@ cmp_by_total(const void *pa, const void *pb)
 	return c != 0 ? c : cmp_key(a, b);
 }
 
+/* A profile: where the time is spent first, then where it is spent under. */
+static int
+cmp_by_self(const void *pa, const void *pb)
+{
+	const struct trc_top_entry *a = ((const struct trc_top_shown *)pa)->e, *b = ((const struct trc_top_shown *)pb)->e;
+	int c = cmp_figure(a->self_ns, b->self_ns);
+
+	if (c == 0)
+		c = cmp_figure(a->total_ns, b->total_ns);
+	return c != 0 ? c : cmp_key(a, b);
+}
+
+static int (*cmp_of(const struct trc_top_mode_def *d))(const void *, const void *)
+{
+	if (d->flags & TRC_TOPM_PROFILE)
+		return cmp_by_self;
+	return d->timed ? cmp_by_total : cmp_by_count;
+}
+
 struct trc_top_shown *
 trc_top_rows(const struct trc_top *t, const struct trc_top_view *v, size_t *n)
 {
@@ -63,7 +82,7 @@ trc_top_rows(const struct trc_top *t, const struct trc_top_view *v, size_t *n)
 		if (!trc_top_entry(t, i)->hidden)
 			rows[k++] = (struct trc_top_shown){ trc_top_entry(t, i), npids[i] };
 	free(npids);
-	qsort(rows, k, sizeof(*rows), trc_top_def(t)->timed ? cmp_by_total : cmp_by_count);
+	qsort(rows, k, sizeof(*rows), cmp_of(trc_top_def(t)));
 	*n = k < v->rows ? k : v->rows;
 	return rows;
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "buf.h"
+#include "profile.h"
 #include "top.h"
 
 /* What a snapshot shows besides the rows. */
@@ -26,6 +27,8 @@ struct trc_top_view {
 	bool sample_by_time;    /* ... from allocations in 1/sample of the time */
 	struct trc_top_gc gc_recent;    /* those since the previous table... */
 	double gc_secs;                 /* ...which was this many seconds ago */
+	const struct trc_profile *profile;      /* --top profile: its rate and cost */
+	unsigned hz;                    /* ... the rate asked */
 	unsigned width;         /* columns of text at most (the table tries hard to fit) */
 	unsigned rows;          /* table rows at most */
 };
@@ -37,8 +40,8 @@ struct trc_top_shown {
 };
 
 /*
- * The visible rows (no --ignore hides them), best first by the mode's main figure (TOTAL for
- * time, else the count), then by file, line and label; at most v->rows of them (*n). The
+ * The visible rows (no --ignore hides them), best first by the mode's main figure (SELF for a
+ * profile, TOTAL for the other timed modes, else the count), then by file, line and label; at most v->rows of them (*n). The
  * caller frees the array; its entries are the table's. Pure.
  */
 struct trc_top_shown *trc_top_rows(const struct trc_top *t, const struct trc_top_view *v,

@@ -12,7 +12,7 @@
 #include "xmalloc.h"
 
 #define GAP 2                   /* spaces between columns */
-#define MAX_COLS 8
+#define MAX_COLS 10
 #define NS_PER_MS 1e6
 
 static double
@@ -54,7 +54,7 @@ put_left_cut(struct trc_buf *out, const char *s, size_t len, size_t w, bool pad)
 
 /* Columns. */
 
-enum col { C_FILE, C_LINE, C_LABEL, C_COUNT, C_TOTAL, C_SELF, C_AVG, C_PIDS };
+enum col { C_FILE, C_LINE, C_LABEL, C_COUNT, C_TOTAL, C_SELF, C_AVG, C_PIDS, C_SELF_PCT, C_TOTAL_PCT };
 
 static const struct col_def {
 	const char *title;      /* NULL: the mode's */
@@ -68,6 +68,8 @@ static const struct col_def {
 	[C_SELF] = { "SELF", false },
 	[C_AVG] = { "AVG", false },
 	[C_PIDS] = { "PIDS", false },
+	[C_SELF_PCT] = { "SELF%", false },
+	[C_TOTAL_PCT] = { "TOTAL%", false },
 };
 
 struct layout {
@@ -87,6 +89,7 @@ struct cell {
 struct text_row {
 	const struct trc_top_shown *shown;
 	struct cell file, label;
+	uint64_t whole;         /* a profile: every row's self time, which the shares are of */
 };
 
 static const char *
@@ -143,6 +146,10 @@ get_cell(const struct text_row *row, enum col c, char *buf, size_t size)
 		return ms_cell(buf, size, e->count ? e->total_ns / e->count : 0);
 	case C_PIDS:
 		return num_cell(buf, size, "%" PRIu32, row->shown->npids);
+	case C_SELF_PCT:
+		return num_cell(buf, size, "%.1f", row->whole ? 100.0 * (double)e->self_ns / (double)row->whole : 0);
+	case C_TOTAL_PCT:
+		return num_cell(buf, size, "%.1f", row->whole ? 100.0 * (double)e->total_ns / (double)row->whole : 0);
 	}
 	return (struct cell){ "", 0 };
 }
@@ -157,6 +164,17 @@ choose_cols(struct layout *l, const struct trc_top_mode_def *d, bool pids)
 	}
 	if (d->label)
 		l->col[l->n++] = C_LABEL;
+	if (d->flags & TRC_TOPM_PROFILE) {
+		/* Shares first: what a profile is read for. */
+		l->col[l->n++] = C_SELF_PCT;
+		l->col[l->n++] = C_TOTAL_PCT;
+		l->col[l->n++] = C_SELF;
+		l->col[l->n++] = C_TOTAL;
+		l->col[l->n++] = C_COUNT;
+		if (pids)
+			l->col[l->n++] = C_PIDS;
+		return;
+	}
 	l->col[l->n++] = C_COUNT;
 	if (d->timed) {
 		l->col[l->n++] = C_TOTAL;
@@ -345,6 +363,24 @@ put_gc(struct trc_buf *h, const struct trc_top *t, const struct trc_top_view *v)
 		     all.count, all.major, (double)all.pause_ns / 1e9);
 }
 
+/*
+ * "cpu 100 Hz, tracer 0.04%": the clock and rate a profile samples at, and the profiler's own
+ * time in the targets as a share of their elapsed time; the rate the cap brought it down to,
+ * when it did.
+ */
+static void
+put_profile(struct trc_buf *h, const struct trc_top_view *v)
+{
+	const struct trc_profile *p = v->profile;
+
+	trc_buf_addf(h, "%s %u Hz", p->wall ? "wall" : "cpu", v->hz);
+	if (p->hz != 0 && p->hz < v->hz)
+		trc_buf_addf(h, " (held at %" PRIu64 " Hz by --cap)", p->hz);
+	if (p->elapsed_ns > 0)
+		trc_buf_addf(h, ", tracer %.2f%%", 100.0 * (double)p->own_ns / (double)p->elapsed_ns);
+	trc_buf_adds(h, "  ");
+}
+
 /* The header line, and under it why there is no row, if there is none. */
 static void
 put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_view *v,
@@ -358,8 +394,10 @@ put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_vi
 		trc_buf_addf(&h, "%s%d", i ? "," : "", (int)v->pids[i]);
 	if (v->npids == 0)
 		trc_buf_adds(&h, "-");
-	trc_buf_addf(&h, "  elapsed: %.0fs  events/s: %.0f  lost: %" PRIu64 "  ", v->elapsed,
-		     v->events_per_sec, trc_top_lost(t));
+	trc_buf_addf(&h, "  elapsed: %.0fs  %s/s: %.0f  lost: %" PRIu64 "  ", v->elapsed,
+		     v->profile != NULL ? "samples" : "events", v->events_per_sec, trc_top_lost(t));
+	if (v->profile != NULL)
+		put_profile(&h, v);
 	if (v->sample > 1 && v->sample_by_time)
 		trc_buf_addf(&h, "sampled: 1/%u of the time  ", v->sample);
 	else if (v->sample > 1)
@@ -418,6 +456,14 @@ trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struc
 
 	trc_buf_init(&names);
 	rows = escape_rows(shown, n, &names);
+	if (trc_top_def(t)->flags & TRC_TOPM_PROFILE) {
+		uint64_t whole = 0;
+
+		for (size_t i = 0; i < trc_top_size(t); i++)
+			whole += trc_top_entry(t, i)->hidden ? 0 : trc_top_entry(t, i)->self_ns;
+		for (size_t i = 0; i < n; i++)
+			rows[i].whole = whole;
+	}
 	put_header(out, t, v, n);
 	trc_buf_addc(out, '\n');
 	choose_cols(&l, trc_top_def(t), v->pids_column);

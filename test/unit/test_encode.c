@@ -148,13 +148,13 @@ test_encode_top(void)
 	msgpack_object *a, *sc;
 
 	trc_buf_init(&b);
-	trc_encode_top(&b, TRC_TOP_TIME, 1000, TRC_TOP_GC | TRC_TOP_BY_TIME, 16, &scope);
+	trc_encode_top(&b, TRC_TOP_TIME, 1000, TRC_TOP_GC | TRC_TOP_BY_TIME, 16, 10000, &scope);
 	test_cond("top unpacks", unpack_one(&b, &u) == 0);
 	a = u.data.via.array.ptr;
-	test_cond("top is [5, mode, interval, flags, scope, sample]",
-		  is_array(u.data, 6) && is_uint(a[0], TRC_CMD_TOP) && is_uint(a[1], TRC_TOP_TIME) &&
+	test_cond("top is [5, mode, interval, flags, scope, sample, cap]",
+		  is_array(u.data, 7) && is_uint(a[0], TRC_CMD_TOP) && is_uint(a[1], TRC_TOP_TIME) &&
 		  is_uint(a[2], 1000) && is_uint(a[3], TRC_TOP_GC | TRC_TOP_BY_TIME) && is_array(a[4], 3) &&
-		  is_uint(a[5], 16));
+		  is_uint(a[5], 16) && is_uint(a[6], 10000));
 	sc = a[4].via.array.ptr;
 	test_cond("scope is [all, [prefix...], [ignore...]]",
 		  sc[0].type == MSGPACK_OBJECT_BOOLEAN && sc[0].via.boolean && is_array(sc[1], 2) &&

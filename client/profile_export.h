@@ -1,0 +1,40 @@
+/* profile_export.h: --top profile's stacks as a file: collapsed, speedscope or pprof. */
+#ifndef TRC_PROFILE_EXPORT_H
+#define TRC_PROFILE_EXPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "export.h"
+#include "profile.h"
+
+#define TRC_PROFILE_FORMAT_LIST "collapsed, speedscope or pprof"
+
+/* Whether --top profile writes format f. */
+bool trc_profile_format(enum trc_format f);
+
+struct trc_profile_write_opts {
+	enum trc_format format;
+	bool by_thread;         /* each thread a stack of its own; else the same stack of every
+				 * thread (and process) is one */
+	bool by_process;        /* each process apart (by_thread implies it) */
+	int64_t duration_ns;    /* how long the session sampled */
+	uint64_t hz;            /* the rate asked */
+	const char *tool;       /* "tracer 0.1.0" */
+};
+
+/*
+ * The run's tree (profile.h) in o->format, appended to out (pprof: serialized, not yet
+ * gzipped; the output compresses). Names are escaped as each format needs. Pure.
+ *  - collapsed: "frame;frame;frame weight" lines, sorted, weighed in nanoseconds of CPU (or
+ *    wall-clock) time; with by_process a "ruby PID" frame first, with by_thread the thread's
+ *    name after it;
+ *  - speedscope: one sampled profile per thread (by_thread) or one for all, in nanoseconds;
+ *  - pprof: sample types samples/count, cpu/nanoseconds (and wall/nanoseconds by wall-clock),
+ *    period as asked, labels "thread" and "pid" (and "tag" where one was set).
+ */
+void trc_profile_write(const struct trc_profile *p, const struct trc_profile_write_opts *o,
+		       struct trc_buf *out);
+
+#endif
