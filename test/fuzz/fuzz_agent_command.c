@@ -136,6 +136,7 @@ run_top(const msgpack_object *a)
 	read_scope(&a[4]);
 	need(a[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[5].via.u64 >= 1 &&
 	     a[5].via.u64 <= TRC_TOP_MAX_SAMPLE);
+	need(a[6].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[6].via.u64 <= TRC_PROFILE_MAX_CAP);
 }
 
 static void
@@ -166,7 +167,7 @@ run_command(const msgpack_object *msg)
 		need(msg->via.array.size == 1);
 		break;
 	case TRC_CMD_TOP:
-		need(msg->via.array.size == 6);
+		need(msg->via.array.size == TRC_CMD_TOP_FIELDS);
 		run_top(a);
 		break;
 	default:

@@ -7,12 +7,14 @@
 
 #include "decode.h"
 #include "output.h"
+#include "profile.h"
 #include "spec.h"
 #include "trace.h"
 
 /*
  * The input is a 2-byte header then the byte stream of one connection.
- *   byte 0: printer options: bits 0-2 --prefix, 3 -t, 4 -n, 5 "[pid] " labels
+ *   byte 0: printer options: bits 0-2 --prefix, 3 -t, 4 -n, 5 "[pid] " labels; 6: a profile
+ *           by wall-clock time
  *   byte 1: seed of the read sizes (0: one read of everything, as a fast peer would)
  * The stream goes through conn.c's loop: bytes arrive in reads, whole messages are decoded as
  * soon as they are buffered, and each goes to the call-tree printer, as session.c does while
@@ -22,6 +24,8 @@
 
 static struct trc_spec specs[2];
 static int null_fd = -1;
+/* --top profile's store, which each PROFILE also goes through (one per input). */
+static struct trc_profile profile;
 
 static void
 check(int ok)
@@ -79,6 +83,16 @@ check_message(const struct trc_message *m, const uint8_t *buf, size_t used)
 			check_str(m->top.rows[i].label, buf, used);
 		}
 		break;
+	case TRC_MSG_PROFILE:
+		for (size_t i = 0; i < m->profile.nframes; i++) {
+			check_str(m->profile.frames[i].label, buf, used);
+			check_str(m->profile.frames[i].file, buf, used);
+		}
+		for (size_t i = 0; i < m->profile.nthreads; i++)
+			check_str(m->profile.threads[i].name, buf, used);
+		for (size_t i = 0; i < m->profile.ntags; i++)
+			check_str(m->profile.tags[i].text, buf, used);
+		break;
 	case TRC_EV_METHOD:
 		check_str(m->method.cls, buf, used);
 		check_str(m->method.sep, buf, used);
@@ -112,6 +126,12 @@ dispatch(struct trc_decoder *d, struct trc_trace *t, const uint8_t *stream, size
 			check_message(&m, copy, used);
 			if (m.type == TRC_MSG_WELCOME)
 				trc_trace_set_clock(t, m.welcome.mono_ns, m.welcome.real_ns);
+			if (m.type == TRC_MSG_PROFILE) {
+				struct trc_message rows;
+
+				trc_profile_feed(&profile, 4242, &m, &rows);
+				check(rows.type == TRC_MSG_TOP && rows.top.nrows <= profile.nframes);
+			}
 			r = trc_trace_feed(t, &m);
 			if (r < 0)
 				check(trc_trace_error(t)[0] != '\0');
@@ -155,6 +175,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	trc_output_init(&out, null_fd, -1);
 	trc_decoder_init(&dec);
+	trc_profile_init(&profile, data[-2] & 64, true);
 	t = trc_trace_new(&out, &opts, specs, 2);
 	while (end < size) {
 		size_t n = next_read(&seed);
@@ -164,6 +185,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 	}
 	trc_trace_free(t);
+	trc_profile_release(&profile);
 	trc_output_flush(&out);
 	trc_output_release(&out);
 	trc_decoder_release(&dec);

@@ -75,9 +75,10 @@ write(a, 'interactive', "\x05".b + msgs(hello, [3, 1, 5, "def f\n"], [3, 2, 5, "
                                          [4]))
 write(a, 'fork_memory', "\0".b + msgs(hello, [3, 1, 7, ''], [3, 2, 8, '/tmp/shapes.json'], [3, 3, 9, ''],
                                        [4]))
-write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, 1, [false, ['/app/', '/lib/'], ['^Rack']], 1], [4]))
-write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, 0, [true, [], []], 16]))
-write(a, 'top_by_time', "\0".b + msgs(hello, [5, 3, 100, 2, [false, [], []], 16]))
+write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, 1, [false, ['/app/', '/lib/'], ['^Rack']], 1, 0], [4]))
+write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, 0, [true, [], []], 16, 0]))
+write(a, 'top_by_time', "\0".b + msgs(hello, [5, 3, 100, 2, [false, [], []], 16, 0]))
+write(a, 'top_profile', "\0".b + msgs(hello, [5, 8, 100, 4, [false, [], []], 250, 10_000], [4]))
 write(a, 'detach', "\x01".b + msgs(hello, [4]))
 # Queue message bodies (struct trc_hello without mtype), also checked by trc_wire_hello: an
 # abstract socket name, and a protocol 2 client's socket path.
@@ -100,6 +101,15 @@ write(c, 'top', "\x02\x00".b + msgs(welcome, [67, 3, 1000],
                                     [70, 1_000_000_000, 1234, 5, 3, 1, 4_500_000,
                                      [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000],
                                       ['', 0, 'String', 7, 0, 0]]]))
+# --top profile: frames, threads, a tree of two roots (one with a tag) and their weights.
+write(c, 'profile', "\x02\x00".b + msgs(welcome, [67, 0, 0],
+                                        [72, [[1, 2, '(garbage collection)', '', 0], [9, 0, 'Foo#bar', '/app/a.rb', 3],
+                                              [10, 1, 'Array#sort', '', 0]],
+                                         [[0, 'main'], [1, 'puma srv tp 001']], [[1, 'UsersController#index']],
+                                         1_000_000_000, 12, 1, 100, 40_000,
+                                         [[1, 0, 0], [4, 1, 1]], [[2, 1, 9], [3, 2, 10], [5, 4, 1]],
+                                         [[2, 3, 30_000_000, 30_000_000], [3, 8, 80_000_000, 90_000_000],
+                                          [5, 1, 10_000_000, 10_000_000]]]))
 methods = [[128, 0, 'Worker', '#', 'work', '/app/w.rb', 3],
            [128, 1, 'Worker', '#', 'helper', '/app/w.rb', 4],
            [128, 2, 'Worker', '.', 'build', '/app/w.rb', 5],
