@@ -787,6 +787,18 @@ keep_cap(uint64_t own, uint64_t wall)
 		timers_period();
 }
 
+/* The sampler's own: a number below n (xorshift; n > 0 or 0). */
+static uint64_t
+jitter(uint64_t n)
+{
+	static uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return n ? x % n : 0;
+}
+
 static void *
 sampler_main(void *unused)
 {
@@ -822,8 +834,12 @@ sampler_main(void *unused)
 			    __ATOMIC_ACQUIRE))
 				tick_thread(t, now);
 		}
-		/* With timers, the kernel ticks: the sampler only packs, and keeps the cap. */
-		next += p.timers ? CAP_WINDOW_NS / 4 : p.period_ns;
+		/*
+		 * With timers, the kernel ticks: the sampler only packs, and keeps the cap. Its own
+		 * ticks move by up to a tenth of a period either way, at random: a tick that kept
+		 * perfect time would see one part of a program that loops in step with it.
+		 */
+		next += p.timers ? CAP_WINDOW_NS / 4 : p.period_ns + jitter(p.period_ns / 5) - p.period_ns / 10;
 		if (next < now)
 			next = now + (p.timers ? CAP_WINDOW_NS / 4 : p.period_ns);     /* late: no burst */
 		self_cpu = read_ns(CLOCK_THREAD_CPUTIME_ID);

@@ -1,0 +1,183 @@
+# profile_test.rb: --top profile against a workload whose split is known (test/apps/profile_target.rb).
+require_relative 'helper'
+
+class ProfileTest < Minitest::Test
+  include TracerTest
+
+  PROFILE_TARGET = File.join(ROOT, 'test', 'apps', 'profile_target.rb')
+  # The VM's thread events (Ruby 3.2+) tell waiting for the GVL from being blocked.
+  GVL_EVENTS = Gem::Version.new(RUBY_VERSION) >= Gem::Version.new('3.2')
+
+  def profile_target(mode, env: {})
+    target(mode, script: PROFILE_TARGET, env: env)
+  end
+
+  # The rows of --top profile --json's final table, by frame label.
+  def profile_rows(pid, *args)
+    out, err, status = tracer('-p', pid, '--profile', *args, '--json', '--rows', '1000')
+    assert status.success?, err
+    table = JSON.parse(out.lines.last)
+    assert_equal 'profile', table['mode']
+    [table, table['rows'].group_by { |r| r['frame'] }.transform_values { |rs| rs.sum { |r| r['self_ms'] } }]
+  end
+
+  # Self time of the three methods until they have enough samples between them for shares to
+  # two points (a loaded machine gives the target little CPU: the profile goes on for longer).
+  def split_shares(pid, *args, samples: 1500, within: 240)
+    sums = Hash.new(0.0)
+    count = 0
+    deadline = Time.now + within
+    while count < samples && Time.now < deadline
+      table, = profile_rows(pid, *args, '--duration', '2')
+      table['rows'].each do |r|
+        next unless %w[Object#fifty Object#thirty Object#twenty].include?(r['frame'])
+
+        sums[r['frame']] += r['self_ms']
+        count += r['count']
+      end
+    end
+    assert_operator count, :>=, samples, "only #{count} samples of the split in #{within} s"
+    total = sums.values.sum
+    sums.transform_values { |v| 100.0 * v / total }
+  end
+
+  def assert_split(shares)
+    { 'Object#fifty' => 50, 'Object#thirty' => 30, 'Object#twenty' => 20 }.each do |frame, truth|
+      assert_in_delta truth, shares[frame], 2.0, "#{frame}: #{shares.inspect}"
+    end
+  end
+
+  def test_cpu_split_within_two_points
+    t = profile_target('split')
+    assert_split(split_shares(t.pid, '--hz', '1000'))
+  end
+
+  def test_cpu_split_at_the_default_rate
+    t = profile_target('split')
+    assert_split(split_shares(t.pid, samples: 1000, within: 300))
+  end
+
+  # The exact table of the same methods, through their wrappers, says the same.
+  def test_profile_agrees_with_top_time
+    t = profile_target('split')
+    out, err, status = tracer('-p', t.pid, '--top', 'time', '--duration', '3', '--json', '--filter', PROFILE_TARGET)
+    assert status.success?, err
+    rows = JSON.parse(out.lines.last)['rows'].to_h { |r| [r['method'], r['self_ms']] }
+    exact = %w[Object#fifty Object#thirty Object#twenty].to_h { |m| [m, rows.fetch(m)] }
+    total = exact.values.sum
+    exact.transform_values! { |v| 100.0 * v / total }
+    sampled = split_shares(t.pid, '--hz', '1000')
+    assert_split(sampled)
+    # --top time's is wall-clock time: on a loaded machine other processes' turns land in it.
+    exact.each { |m, share| assert_in_delta share, sampled[m], 3.0, "#{m}: exact #{exact}, sampled #{sampled}" }
+  end
+
+  # Wall-clock time: every thread, running or not, adds up to the time it was sampled.
+  def test_wall_covers_every_thread
+    t = profile_target('all')
+    Dir.mktmpdir do |dir|
+      file = File.join(dir, 'p.folded')
+      out, err, status = tracer('-p', t.pid, '--profile', 'wall', '--duration', '3', '--format', 'collapsed', '-o', file)
+      assert status.success?, err + out
+      by_thread = Hash.new { |h, k| h[k] = Hash.new(0) }
+      File.foreach(file) do |line|
+        stack, weight = line.chomp.rpartition(' ').values_at(0, 2)
+        entry = stack.split(';').find { |f| f =~ /^Object#(splitter|sleeper|contender_a|contender_b)$/ }
+        next unless entry
+
+        kind = stack.end_with?('(waiting for the GVL)') ? :gvl : stack.include?('(blocked') ? :blocked : :running
+        by_thread[entry][kind] += Integer(weight)
+      end
+      # Without the VM's thread events (Ruby 3.1), a thread blocked since before the profile
+      # began has no stack yet: its time is a "(blocked...)" of its own, as the main thread's
+      # (in Thread#join) and the sleeper's are.
+      threads = %w[Object#contender_a Object#contender_b Object#sleeper Object#splitter]
+      unless GVL_EVENTS
+        bare = File.readlines(file).grep(/\A\(blocked[^;]*\) \d+$/).sum { |l| Integer(l[/\d+$/]) }
+        assert_in_delta 6.0, bare / 1e9, 1.2, File.read(file)
+        threads.delete('Object#sleeper')
+      end
+      assert_equal threads, by_thread.keys.sort
+      by_thread.each do |entry, kinds|
+        total = kinds.values.sum / 1e9
+        # Each thread's samples add up to the time sampled, whatever it did.
+        assert_in_delta 3.0, total, 0.6, "#{entry}: #{kinds}"
+      end
+      next unless GVL_EVENTS
+
+      sleeper = by_thread['Object#sleeper']
+      assert_operator sleeper[:blocked], :>, 0.95 * sleeper.values.sum, "sleeper: #{sleeper}"
+
+      # Three threads want the GVL: each waits for it, and none holds it all the time.
+      %w[Object#contender_a Object#contender_b Object#splitter].each do |entry|
+        kinds = by_thread[entry]
+        assert_operator kinds[:gvl], :>, 0.25 * kinds.values.sum, "#{entry}: #{kinds}"
+        assert_operator kinds[:running], :>, 0.1 * kinds.values.sum, "#{entry}: #{kinds}"
+      end
+    end
+  end
+
+  # A long C method gets its own time: the stack is taken where the thread is, not at the next
+  # safe point (which would give it to the Ruby method after it).
+  def test_c_method_gets_its_own_time
+    t = profile_target('sort')
+    table, self_ms = profile_rows(t.pid, '--duration', '3', '--hz', '250')
+    sort = self_ms.fetch('Array#sort!') { flunk "no Array#sort! row: #{table['rows'].first(5)}" }
+    after = self_ms.fetch('Object#after_sort', 0)
+    assert_operator sort, :>, 10 * after, table['rows'].first(8).inspect
+  end
+
+  def test_files_open_in_their_viewers
+    t = profile_target('split')
+    Dir.mktmpdir do |dir|
+      pprof = File.join(dir, 'p.pb.gz')
+      out, err, status = tracer('-p', t.pid, '--profile', '--duration', '2', '--format', 'pprof', '-o', pprof)
+      assert status.success?, err + out
+      go = `go tool pprof -top #{pprof} 2>&1`
+      assert $?.success?, go
+      assert_match(/^Type: cpu$/, go)
+      assert_match(/Object#fifty$/, go)
+      raw = `go tool pprof -raw #{pprof} 2>&1`
+      assert_match(/^PeriodType: cpu nanoseconds$/, raw)
+      assert_match(/^Period: 10000000$/, raw)
+      assert_match(/thread:\[splitter\]/, raw)
+      speedscope = File.join(dir, 'p.json')
+      out, err, status = tracer('-p', t.pid, '--profile', 'wall', '--duration', '2', '--format', 'speedscope', '-o', speedscope)
+      assert status.success?, err + out
+      doc = JSON.parse(File.read(speedscope))
+      assert_equal 'sampled', doc['profiles'][0]['type']
+      assert_equal doc['profiles'][0]['samples'].size, doc['profiles'][0]['weights'].size
+      names = doc['shared']['frames'].map { |f| f['name'] }
+      assert_includes names, 'Object#fifty'
+    end
+  end
+
+  # Nothing of the profiler stays after detach, and the next session starts from nothing.
+  def test_nothing_left_after_detach
+    t = profile_target('split')
+    3.times do
+      _, err, status = tracer('-p', t.pid, '--profile', 'wall', '--duration', '0.5', '--hz', '500')
+      assert status.success?, err
+    end
+    out, err, status = tracer('-p', t.pid, '-e', 'TracerAgent.stats[:hooks]')
+    assert status.success?, err
+    assert_equal "=> 0\n", out
+    out, = tracer('-p', t.pid, '-e', 'Thread.list.map(&:name).sort.join(",")')
+    refute_match(/tracer-sampler/, out)
+    tids = Dir.children("/proc/#{t.pid}/task").map { |id| File.read("/proc/#{t.pid}/task/#{id}/comm").strip rescue '' }
+    refute_includes tids, 'tracer-sampler'
+  end
+
+  # A fork gets no tick of its parent's profile, and a process that execs survives the ticks on
+  # their way (SIGURG does nothing by default).
+  def test_fork_and_exec_while_profiled
+    t = profile_target('forker')
+    c = client('-p', t.pid, '--profile', 'wall', '--hz', '1000')
+    c.wait_for(/attached to process/)
+    t.puts('fork')
+    t.wait_for(/forks: 20 ok/, within: 120)
+    t.puts('exec')
+    t.wait_for(/exec'd and alive/)
+    assert t.alive?
+  end
+end
