@@ -605,6 +605,8 @@ static const char spec_text[] =
 	"              speedscope: each call path a sample of its calls and self wall\n"
 	"              time (written at the end; needs -o FILE). Also for --top MODE:\n"
 	"              the whole session's table, one sample per row\n"
+	"--top profile writes its sampled stacks as collapsed, speedscope or pprof\n"
+	"(-o FILE, at the end): by CPU (or --wall) nanoseconds, threads merged.\n"
 	"\n"
 	"What -f, -s without -m, and --top calls and time see: the app's own Ruby\n"
 	"methods, those defined in files under each process's working directory (or\n"

@@ -108,7 +108,10 @@ trc_top_mode_help(FILE *out, size_t width)
 		char line[256];
 		int n;
 
-		if (d->timed)
+		if (d->flags & TRC_TOPM_PROFILE)       /* top_text.c's columns for it */
+			n = snprintf(line, sizeof(line), "FILENAME LINE %s SELF%% TOTAL%% %s %s %s: %s (ms)", d->label,
+				     d->self, d->total, d->count, d->help);
+		else if (d->timed)
 			n = snprintf(line, sizeof(line), "%s%s%s%s %s %s AVG: %s (ms)", d->file ? "FILENAME LINE " : "",
 				     d->label ? d->label : "", d->label ? " " : "", d->count, d->total, d->self,
 				     d->help);

@@ -83,6 +83,14 @@ json_head(struct trc_buf *b, const struct trc_top *t, const struct trc_top_view 
 	if (v->sample > 1)
 		trc_buf_addf(b, ",\"sample\":%u,\"sample_by\":\"%s\"", v->sample,
 			     v->sample_by_time ? "time" : "allocations");
+	if (v->profile != NULL) {
+		const struct trc_profile *p = v->profile;
+
+		/* The clock, the rate asked and the one kept, the profiler's share of the time. */
+		trc_buf_addf(b, ",\"profile\":{\"clock\":\"%s\",\"hz\":%u,\"hz_now\":%" PRIu64
+			     ",\"tracer_pct\":%.3f}", p->wall ? "wall" : "cpu", v->hz, p->hz ? p->hz : v->hz,
+			     p->elapsed_ns ? 100.0 * (double)p->own_ns / (double)p->elapsed_ns : 0.0);
+	}
 	if (v->gc) {
 		struct trc_top_gc gc = trc_top_gc(t);
 

@@ -133,6 +133,8 @@ get_cell(const struct text_row *row, enum col c, char *buf, size_t size)
 	case C_FILE:
 		return row->file;
 	case C_LINE:
+		if (e->file_len == 0 && e->line == 0)
+			return (struct cell){ "", 0 };  /* a C method, a pseudo-frame: nowhere */
 		return num_cell(buf, size, "%" PRId32, e->line);
 	case C_LABEL:
 		return row->label;
@@ -378,7 +380,6 @@ put_profile(struct trc_buf *h, const struct trc_top_view *v)
 		trc_buf_addf(h, " (held at %" PRIu64 " Hz by --cap)", p->hz);
 	if (p->elapsed_ns > 0)
 		trc_buf_addf(h, ", tracer %.2f%%", 100.0 * (double)p->own_ns / (double)p->elapsed_ns);
-	trc_buf_adds(h, "  ");
 }
 
 /* The header line, and under it why there is no row, if there is none. */
@@ -397,12 +398,13 @@ put_header(struct trc_buf *out, const struct trc_top *t, const struct trc_top_vi
 	trc_buf_addf(&h, "  elapsed: %.0fs  %s/s: %.0f  lost: %" PRIu64 "  ", v->elapsed,
 		     v->profile != NULL ? "samples" : "events", v->events_per_sec, trc_top_lost(t));
 	if (v->profile != NULL)
-		put_profile(&h, v);
-	if (v->sample > 1 && v->sample_by_time)
+		put_profile(&h, v);     /* every frame: no filter to say */
+	else if (v->sample > 1 && v->sample_by_time)
 		trc_buf_addf(&h, "sampled: 1/%u of the time  ", v->sample);
 	else if (v->sample > 1)
 		trc_buf_addf(&h, "sampled: 1 in %u  ", v->sample);
-	add_filter(&h, v);
+	if (v->profile == NULL)
+		add_filter(&h, v);
 	put_line(out, &h, v);
 	h.len = 0;
 	if (v->gc) {
