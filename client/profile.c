@@ -13,6 +13,7 @@ struct local {
 	uint32_t parent;        /* NONE: a root */
 	uint32_t frame;         /* run frame; a root: NONE */
 	uint32_t node;          /* run node (keep_tree), NONE before it is made */
+	uint32_t tag;           /* a root: the run frame of its tag, NONE for none */
 	bool defined;
 };
 
@@ -133,6 +134,21 @@ run_frame(struct trc_profile *p, const struct trc_prof_frame *f)
 	return id;
 }
 
+/*
+ * The frame a tag's samples are under in the table: the request or job itself, whose TOTAL is
+ * the time spent serving it. FILENAME says "(request)".
+ */
+static uint32_t
+tag_frame(struct trc_profile *p, uint32_t text)
+{
+	static const char where[] = "(request)";
+	size_t len;
+	const char *s = trc_profile_str(p, text, &len);
+	struct trc_prof_frame f = { 0, TRC_FRAME_OTHER, { s, (uint32_t)len }, { where, sizeof(where) - 1 }, 0 };
+
+	return run_frame(p, &f);
+}
+
 static void
 take_frames(struct trc_profile *p, struct trc_profile_target *t, const struct trc_message *m)
 {
@@ -183,7 +199,7 @@ local_at(struct trc_profile_target *t, uint32_t id)
 
 /* The message's tree, by the agent's node ids; what is not well-formed is left undefined. */
 static uint32_t
-take_tree(struct trc_profile_target *t, const struct trc_message *m)
+take_tree(struct trc_profile *p, struct trc_profile_target *t, const struct trc_message *m)
 {
 	uint32_t max = 0;
 
@@ -201,7 +217,9 @@ take_tree(struct trc_profile_target *t, const struct trc_message *m)
 
 		if (r->node > max)
 			continue;
-		t->local[r->node] = (struct local){ NONE, NONE, NONE, true };
+		t->local[r->node] = (struct local){ NONE, NONE, NONE, NONE, true };
+		if (r->tag != 0 && r->tag < t->ntag && t->tag[r->tag] != NONE)
+			t->local[r->node].tag = tag_frame(p, t->tag[r->tag]);
 	}
 	/* A node comes after its parent: a parent not yet defined makes it undefined too. */
 	for (uint32_t i = 0; i < m->profile.nnodes; i++) {
@@ -211,7 +229,7 @@ take_tree(struct trc_profile_target *t, const struct trc_message *m)
 		if (n->node > max || n->parent > max || n->parent == n->node || !t->local[n->parent].defined ||
 		    frame == NONE)
 			continue;
-		t->local[n->node] = (struct local){ n->parent, frame, NONE, true };
+		t->local[n->node] = (struct local){ n->parent, frame, NONE, NONE, true };
 	}
 	return max;
 }
@@ -245,14 +263,16 @@ add_row_weight(struct trc_profile_target *t, uint32_t node, uint32_t max, uint64
 	t->cur++;
 	t->self_ns[l->frame] += ns;
 	t->samples[l->frame] += samples;
-	for (uint32_t id = node; id <= max && t->local[id].defined && t->local[id].frame != NONE &&
-	     depth <= max; id = t->local[id].parent, depth++) {
-		uint32_t f = t->local[id].frame;
+	for (uint32_t id = node; id <= max && t->local[id].defined && depth <= max;
+	     id = t->local[id].parent, depth++) {
+		uint32_t f = t->local[id].frame != NONE ? t->local[id].frame : t->local[id].tag;
 
-		if (t->stamp[f] == t->cur)
-			continue;       /* a recursion: its time counts once */
-		t->stamp[f] = t->cur;
-		t->total_ns[f] += ns;
+		if (f != NONE && t->stamp[f] != t->cur) {       /* a recursion: its time counts once */
+			t->stamp[f] = t->cur;
+			t->total_ns[f] += ns;
+		}
+		if (t->local[id].parent == NONE)
+			break;
 	}
 }
 
@@ -264,7 +284,7 @@ static size_t
 make_rows(struct trc_profile *p, struct trc_profile_target *t, const struct trc_message *m, uint32_t max)
 {
 	uint32_t *touched = NULL;
-	size_t ntouched = 0, nrows = 0;
+	size_t ntouched = 0, touched_cap = 0, nrows = 0;
 	uint8_t *seen;
 
 	scratch_room(p, t);
@@ -275,14 +295,19 @@ make_rows(struct trc_profile *p, struct trc_profile_target *t, const struct trc_
 
 		if (w->node > max || !t->local[w->node].defined)
 			continue;
-		/* Every frame on the way up is a row: note them before adding. */
-		for (uint32_t id = w->node, depth = 0; id <= max && t->local[id].defined &&
-		     t->local[id].frame != NONE && depth <= max; id = t->local[id].parent, depth++) {
-			uint32_t f = t->local[id].frame;
+		/* Every frame on the way up is a row (a tag too): note them before adding. */
+		for (uint32_t id = w->node, depth = 0; id <= max && t->local[id].defined && depth <= max;
+		     id = t->local[id].parent, depth++) {
+			uint32_t f = t->local[id].frame != NONE ? t->local[id].frame : t->local[id].tag;
 
+			if (t->local[id].parent == NONE && f == NONE)
+				break;
 			if (!seen[f]) {
 				seen[f] = 1;
-				touched = xreallocarray(touched, ntouched + 1, sizeof(*touched));
+				if (ntouched == touched_cap) {
+					touched_cap = touched_cap ? touched_cap * 2 : 64;
+					touched = xreallocarray(touched, touched_cap, sizeof(*touched));
+				}
 				touched[ntouched++] = f;
 				t->self_ns[f] = t->total_ns[f] = t->samples[f] = 0;
 			}
@@ -395,7 +420,7 @@ trc_profile_feed(struct trc_profile *p, pid_t pid, const struct trc_message *m,
 
 	take_frames(p, t, m);
 	take_names(p, t, m);
-	max = take_tree(t, m);
+	max = take_tree(p, t, m);
 	for (uint32_t i = 0; i <= max; i++)
 		t->local[i].node = NONE;
 	memset(top, 0, sizeof(*top));

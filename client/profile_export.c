@@ -291,7 +291,7 @@ write_pprof(const struct trc_profile *p, const struct trc_profile_write_opts *o,
 		labels[nlabels++] = (struct trc_pprof_label){ .key = "pid", .num = p->nodes[root].pid };
 		s = trc_profile_str(p, p->nodes[root].tag, &len);
 		if (len > 0)
-			labels[nlabels++] = (struct trc_pprof_label){ .key = "tag", .str = s, .str_len = len };
+			labels[nlabels++] = (struct trc_pprof_label){ .key = "request", .str = s, .str_len = len };
 		trc_pprof_sample(pp, locs, n, values, labels, nlabels);
 	}
 	trc_pprof_duration(pp, o->duration_ns);

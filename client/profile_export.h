@@ -32,7 +32,8 @@ struct trc_profile_write_opts {
  *    name after it;
  *  - speedscope: one sampled profile per thread (by_thread) or one for all, in nanoseconds;
  *  - pprof: sample types samples/count, cpu/nanoseconds (and wall/nanoseconds by wall-clock),
- *    period as asked, labels "thread" and "pid" (and "tag" where one was set).
+ *    period as asked, labels "thread" and "pid", and "request": the Rails controller#action
+ *    or job class the sample was taken in, where the app said (lib/tracer_agent.rb).
  */
 void trc_profile_write(const struct trc_profile *p, const struct trc_profile_write_opts *o,
 		       struct trc_buf *out);

@@ -34,6 +34,40 @@ module TracerAgent
       __connect(addr) if addr&.start_with?('@')
     end
 
+    # The ActiveSupport::Notifications events that say what request or job a thread serves
+    # (their payload's), for --top profile's tags: [start event, end event, the tag of a payload].
+    PROFILE_TAGS = [
+      ['start_processing.action_controller', 'process_action.action_controller',
+       ->(payload) { "#{payload[:controller]}##{payload[:action]}" }],
+      ['perform_start.active_job', 'perform.active_job', ->(payload) { payload[:job].class.name }]
+    ].freeze
+
+    # --top profile begins (on) or ends: while it runs, a thread's samples carry the request or
+    # job it serves, where the app says so through ActiveSupport::Notifications (Rails' and
+    # ActiveJob's own events); nothing is subscribed once it ends. In a thread of its own: the
+    # agent's service may run in a postponed job, where Mutex#lock (which subscribe takes)
+    # raises; each thread does whatever the last call wants.
+    def __profile_tags(on)
+      @profile_tags_want = on
+      @profile_tags_lock ||= Mutex.new
+      Thread.new do
+        Thread.current.name = 'tracer-agent'
+        @profile_tags_lock.synchronize { profile_tags_now(@profile_tags_want) }
+      end
+    end
+
+    private def profile_tags_now(on)
+      if on && defined?(ActiveSupport::Notifications) && @profile_tags.nil?
+        @profile_tags = PROFILE_TAGS.flat_map do |start, finish, tag|
+          [ActiveSupport::Notifications.subscribe(start) { |*, payload| __tag_push(tag.call(payload)) },
+           ActiveSupport::Notifications.subscribe(finish) { __tag_pop }]
+        end
+      elsif !on && @profile_tags
+        @profile_tags.each { |s| ActiveSupport::Notifications.unsubscribe(s) }
+        @profile_tags = nil
+      end
+    end
+
     # Whether YJIT compiles this process's code now (the client says what a mode would cost it).
     def __yjit?
       defined?(RubyVM::YJIT) && RubyVM::YJIT.respond_to?(:enabled?) ? RubyVM::YJIT.enabled? : false

@@ -8,6 +8,7 @@
 #include "mem.h"
 #include "names.h"
 #include "plan.h"
+#include "sample.h"
 #include "session.h"
 #include "top.h"
 #include "trace.h"
@@ -121,6 +122,25 @@ stats(VALUE self)
 	return h;
 }
 
+/*
+ * TracerAgent.__tag_push(text) and __tag_pop: --top profile's samples of the current thread
+ * carry text (a request's controller#action, a job's class) until the pop (lib/tracer_agent.rb
+ * calls them from ActiveSupport::Notifications while a profile runs).
+ */
+static VALUE
+tag_push(VALUE self, VALUE text)
+{
+	trc_sample_tag_push(text);
+	return Qnil;
+}
+
+static VALUE
+tag_pop(VALUE self)
+{
+	trc_sample_tag_pop();
+	return Qnil;
+}
+
 /* --memory, in the forked copy that walks the heap: where obj lives, for the page it is on. */
 static VALUE
 address(VALUE self, VALUE obj)
@@ -182,6 +202,8 @@ Init_tracer_agent(void)
 	rb_define_singleton_method(mod, "__address", address, 1);
 	rb_define_singleton_method(mod, "__class_of", class_of, 1);
 	rb_define_singleton_method(mod, "__label", module_label, 1);
+	rb_define_singleton_method(mod, "__tag_push", tag_push, 1);
+	rb_define_singleton_method(mod, "__tag_pop", tag_pop, 0);
 	define_eval_kinds(mod);
 	trc_wrap_init(mod);
 	trc_plan_init();

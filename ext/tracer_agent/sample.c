@@ -78,7 +78,9 @@ struct th {
 	uint64_t wall_last, cpu_last;   /* at its last sample (atomic exchanges) */
 	uint64_t cpu_tick;      /* the sampler: its CPU clock when last sampled */
 	uint64_t cpu_seen;      /* the sampler: its CPU clock at the last tick */
-	uint32_t tag;
+	uint32_t tag;           /* the request or job it serves (0: none), read by its samples */
+	uint32_t tags[8];       /* the GVL side: the tags it replaced, innermost last */
+	uint32_t ntags;
 
 	/* The stack it had when it last let the GVL go (or, without events, at its last sample). */
 	uint32_t saved_seq;     /* odd while written */
@@ -128,6 +130,10 @@ static struct {
 	uint64_t samples, lost, own_ns, left_out;
 	uint64_t pack_at;       /* when the last interval began (sampler) */
 
+	/* Tags (trc_sample_tag_push), GVL side: text -> id, and those to send. */
+	VALUE tag_ids;          /* Hash, or Qnil */
+	VALUE tags_new;         /* Array of [id, text], or Qnil */
+
 	/* Intervals packed by the sampler, for the GVL side: under lock. */
 	pthread_mutex_t lock;
 	msgpack_sbuffer pending;
@@ -135,7 +141,9 @@ static struct {
 	size_t *ends;           /* where each packed interval ends in pending */
 	uint32_t ends_cap;
 	uint64_t dropped;       /* intervals' samples dropped for want of room (under lock) */
-} p = { .wake_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+} p = { .wake_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .tag_ids = Qnil, .tags_new = Qnil };
+
+#define MAX_TAGS 4096           /* distinct tags a session; more share the last one, "(other)" */
 
 /* ---- threads ---- */
 
@@ -1055,6 +1063,75 @@ pack_threads(msgpack_packer *pk)
 	RB_GC_GUARD(labels);
 }
 
+/* [[id, text]...]: the tags made since the last message. */
+static void
+pack_tags(msgpack_packer *pk)
+{
+	long n = NIL_P(p.tags_new) ? 0 : RARRAY_LEN(p.tags_new);
+
+	msgpack_pack_array(pk, (size_t)n);
+	for (long i = 0; i < n; i++) {
+		VALUE pair = RARRAY_AREF(p.tags_new, i), text = RARRAY_AREF(pair, 1);
+
+		msgpack_pack_array(pk, 2);
+		msgpack_pack_uint32(pk, (uint32_t)FIX2LONG(RARRAY_AREF(pair, 0)));
+		msgpack_pack_str(pk, (size_t)RSTRING_LEN(text));
+		msgpack_pack_str_body(pk, RSTRING_PTR(text), (size_t)RSTRING_LEN(text));
+	}
+	if (n > 0)
+		rb_ary_clear(p.tags_new);
+}
+
+/* GVL held: text's id, made (and queued to be sent) if new. */
+static uint32_t
+tag_id(VALUE text)
+{
+	VALUE id;
+
+	if (NIL_P(p.tag_ids)) {
+		p.tag_ids = rb_hash_new();
+		p.tags_new = rb_ary_new();
+	}
+	id = rb_hash_lookup2(p.tag_ids, text, Qnil);
+	if (!NIL_P(id))
+		return (uint32_t)FIX2LONG(id);
+	if (RHASH_SIZE(p.tag_ids) >= MAX_TAGS - 1)
+		text = rb_str_new_cstr("(other)");
+	id = rb_hash_lookup2(p.tag_ids, text, Qnil);
+	if (!NIL_P(id))
+		return (uint32_t)FIX2LONG(id);
+	text = rb_str_new_frozen(text);
+	id = LONG2FIX((long)RHASH_SIZE(p.tag_ids) + 1);
+	rb_hash_aset(p.tag_ids, text, id);
+	rb_ary_push(p.tags_new, rb_assoc_new(id, text));
+	return (uint32_t)FIX2LONG(id);
+}
+
+void
+trc_sample_tag_push(VALUE text)
+{
+	struct th *t;
+
+	if (!p.active || p.th == NULL || !RB_TYPE_P(text, T_STRING) || (t = th_of(gettid_now())) == NULL)
+		return;
+	if (t->ntags < sizeof(t->tags) / sizeof(t->tags[0]))
+		t->tags[t->ntags] = t->tag;
+	t->ntags++;
+	__atomic_store_n(&t->tag, tag_id(text), __ATOMIC_RELEASE);
+}
+
+void
+trc_sample_tag_pop(void)
+{
+	struct th *t;
+
+	if (!p.active || p.th == NULL || (t = th_of(gettid_now())) == NULL || t->ntags == 0)
+		return;
+	t->ntags--;
+	__atomic_store_n(&t->tag, t->ntags < sizeof(t->tags) / sizeof(t->tags[0]) ? t->tags[t->ntags] : t->tag,
+	    __ATOMIC_RELEASE);
+}
+
 /* The empty interval: nothing was packed since the last message. */
 static void
 pack_nothing(msgpack_packer *pk)
@@ -1081,7 +1158,7 @@ trc_sample_pack(msgpack_packer *pk)
 		pack_threads(pk);
 	else
 		msgpack_pack_array(pk, 0);
-	msgpack_pack_array(pk, 0);      /* tags */
+	pack_tags(pk);
 	/* Every interval the sampler packed since: their counts add up, their trees follow. */
 	pthread_mutex_lock(&p.lock);
 	if (p.npending == 0) {
@@ -1127,6 +1204,7 @@ random_magic(void)
 static void
 release(void)
 {
+	p.tag_ids = p.tags_new = Qnil;
 	for (uint32_t i = 0; i < p.nth; i++) {
 		if (p.th[i].stat_fd > 0)
 			close(p.th[i].stat_fd);
@@ -1151,6 +1229,23 @@ release(void)
 	p.ends_cap = p.npending = 0;
 	p.dropped = 0;
 	pthread_mutex_unlock(&p.lock);
+}
+
+static VALUE
+call_tags(VALUE on)
+{
+	return rb_funcall(rb_const_get(rb_cObject, rb_intern("TracerAgent")), rb_intern("__profile_tags"), 1, on);
+}
+
+/* GVL held: the app's requests and jobs tag the samples of their threads, or stop to. */
+static void
+watch_tags(int on)
+{
+	int state = 0;
+
+	rb_protect(call_tags, on ? Qtrue : Qfalse, &state);
+	if (state)
+		rb_set_errinfo(Qnil);
 }
 
 int
@@ -1218,6 +1313,7 @@ trc_sample_start(int clock, uint32_t hz, uint64_t interval_ms, uint32_t cap_ppm,
 		return -1;
 	}
 	p.sampler_on = 1;
+	watch_tags(1);
 	return 0;
 }
 
@@ -1257,6 +1353,7 @@ trc_sample_stop(void)
 	}
 	watch_threads(0);
 	rb_remove_event_hook(gc_phase_hook);
+	watch_tags(0);
 	wait_writers();
 	/* The samples since the last interval: the tree samples went to, then the other. */
 	pack_interval(p.cur, trc_clock_mono_ns());
@@ -1277,6 +1374,8 @@ trc_sample_mark(void)
 	if (p.th == NULL)
 		return;
 	trc_frames_mark();
+	rb_gc_mark(p.tag_ids);
+	rb_gc_mark(p.tags_new);
 	for (uint32_t i = 0; i < p.nth; i++) {
 		rb_gc_mark(p.th[i].thread);
 		rb_gc_mark(p.th[i].name);

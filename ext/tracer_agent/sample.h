@@ -3,6 +3,7 @@
 #define TRC_SAMPLE_H
 
 #include <msgpack.h>
+#include <ruby.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -58,6 +59,14 @@ void trc_sample_pack(msgpack_packer *pk);
 int trc_sample_more(void);
 /* GVL held, after stop and the last pack: the tables go. */
 void trc_sample_release(void);
+
+/*
+ * GVL held, on the thread it is about: its samples are tagged with text (the request or job
+ * it serves) until the matching pop, which gives back the tag before. Nothing while no
+ * profile runs.
+ */
+void trc_sample_tag_push(VALUE text);
+void trc_sample_tag_pop(void);
 
 /* From the GC's mark phase. */
 void trc_sample_mark(void);

@@ -12,6 +12,10 @@
 # forker:  waits for "fork" on stdin, then forks 20 children one after the other, each running
 #          a little Ruby before it exits 0, and prints "forks: N ok"; then waits for "exec", and
 #          execs a Ruby that prints "exec'd and alive" and sleeps.
+# requests: a thread serves "requests" the way Rails says so, through ActiveSupport::Notifications
+#          (start_processing and process_action.action_controller): UsersController#index runs
+#          fifty, ReportsController#show runs thirty, and a job (perform_start and perform
+#          .active_job) runs twenty.
 # It prints "ready PID" once every thread has begun, then runs until killed.
 $stdout.sync = true
 
@@ -92,7 +96,31 @@ def forker
   exec(RbConfig.ruby, '-e', 'puts "exec\'d and alive"; $stdout.flush; sleep')
 end
 
+# What Rails and ActiveJob instrument around an action and a job, without Rails.
+def request(controller, action)
+  n = ActiveSupport::Notifications
+  n.instrument('start_processing.action_controller', controller: controller, action: action)
+  n.instrument('process_action.action_controller', controller: controller, action: action) { yield }
+end
+
+class ReportJob; end
+
+def server
+  n = ActiveSupport::Notifications
+  job = ReportJob.new
+  loop do
+    request('UsersController', 'index') { fifty }
+    request('ReportsController', 'show') { thirty }
+    n.instrument('perform_start.active_job', job: job)
+    n.instrument('perform.active_job', job: job) { twenty }
+  end
+end
+
 mode = ARGV.fetch(0, 'all')
+if mode == 'requests'
+  require 'active_support'
+  require 'active_support/notifications'
+end
 started = Queue.new
 threads = []
 if %w[split all].include?(mode)
@@ -104,6 +132,7 @@ if %w[contend all].include?(mode)
   threads << Thread.new { Thread.current.name = 'contender-b'; started << 1; contender_b }
 end
 threads << Thread.new { Thread.current.name = 'sorter'; started << 1; sorter } if mode == 'sort'
+threads << Thread.new { Thread.current.name = 'server'; started << 1; server } if mode == 'requests'
 threads.size.times { started.pop }
 puts "ready #{Process.pid}"
 forker if mode == 'forker'

@@ -127,6 +127,34 @@ class ProfileTest < Minitest::Test
     assert_operator sort, :>, 10 * after, table['rows'].first(8).inspect
   end
 
+  # Rails' and ActiveJob's notifications tag the samples taken while a request or job runs:
+  # a row per controller#action or job class, and a pprof label.
+  def test_requests_and_jobs_tag_samples
+    t = profile_target('requests')
+    table, = profile_rows(t.pid, '--duration', '3', '--hz', '250')
+    requests = table['rows'].select { |r| r['file'] == '(request)' }.to_h { |r| [r['frame'], r['total_ms']] }
+    assert_equal %w[ReportJob ReportsController#show UsersController#index], requests.keys.sort, table['rows'].inspect
+    Dir.mktmpdir do |dir|
+      pprof = File.join(dir, 'p.pb.gz')
+      _, err, status = tracer('-p', t.pid, '--profile', '--duration', '2', '--format', 'pprof', '-o', pprof)
+      assert status.success?, err
+      tags = `go tool pprof -tags #{pprof} 2>&1`
+      assert_match(/request: Total/, tags)
+      assert_match(/UsersController#index/, tags)
+    end
+    # Nothing of the app's notifications stays subscribed once the profile has ended (a thread
+    # of the agent's unsubscribes: wait for it).
+    listening = 'ActiveSupport::Notifications.notifier.listening?("start_processing.action_controller")'
+    deadline = Time.now + WAIT
+    loop do
+      out, err, status = tracer('-p', t.pid, '-e', listening)
+      assert status.success?, err
+      break if out == "=> false\n"
+      flunk "still subscribed: #{out}" if Time.now > deadline
+      sleep 0.1
+    end
+  end
+
   def test_files_open_in_their_viewers
     t = profile_target('split')
     Dir.mktmpdir do |dir|
