@@ -16,6 +16,8 @@
 #          (start_processing and process_action.action_controller): UsersController#index runs
 #          fifty, ReportsController#show runs thirty, and a job (perform_start and perform
 #          .active_job) runs twenty.
+# stackprof: as split, with stackprof sampling the process too (cpu mode, 1 ms, on SIGPROF);
+#          "report" on stdin prints "stackprof samples: N".
 # It prints "ready PID" once every thread has begun, then runs until killed.
 $stdout.sync = true
 
@@ -121,9 +123,20 @@ if mode == 'requests'
   require 'active_support'
   require 'active_support/notifications'
 end
+if mode == 'stackprof'
+  require 'stackprof'
+  StackProf.start(mode: :cpu, interval: 1000, raw: false)
+  Thread.new do
+    while $stdin.gets
+      StackProf.stop
+      puts "stackprof samples: #{StackProf.results[:samples]}"
+      StackProf.start(mode: :cpu, interval: 1000, raw: false)
+    end
+  end
+end
 started = Queue.new
 threads = []
-if %w[split all].include?(mode)
+if %w[split all stackprof].include?(mode)
   threads << Thread.new { Thread.current.name = 'splitter'; started << 1; splitter }
   threads << Thread.new { Thread.current.name = 'sleeper'; started << 1; sleeper }
 end

@@ -155,6 +155,28 @@ class ProfileTest < Minitest::Test
     end
   end
 
+  # An app's own profiler on SIGPROF (stackprof) and tracer's both get their samples.
+  def test_stackprof_in_the_same_process
+    begin
+      require 'stackprof'
+    rescue LoadError => e
+      skip "stackprof does not load in this Ruby (#{e.message}): script/deps test installs Debian's"
+    end
+    t = profile_target('stackprof')
+    t.puts('report') # stackprof starts again: what it counts next is from the window below
+    t.wait_for(/stackprof samples: \d+/)
+    table, self_ms = profile_rows(t.pid, '--duration', '3', '--hz', '250')
+    assert_operator table['events'], :>, 0
+    assert self_ms.key?('Object#fifty'), table['rows'].first(5).inspect
+    t.puts('report')
+    t.wait_for(/stackprof samples: \d+\n.*stackprof samples: \d+/m)
+    n = Integer(t.out.scan(/stackprof samples: (\d+)/).last.first)
+    # stackprof keeps one sample in flight and loses the ticks that come meanwhile: on a busy
+    # machine it takes some 100 a CPU second, with tracer or without.
+    assert_operator n, :>=, 10, t.out
+    assert t.alive?
+  end
+
   def test_files_open_in_their_viewers
     t = profile_target('split')
     Dir.mktmpdir do |dir|
