@@ -8,8 +8,8 @@ class ProfileTest < Minitest::Test
   # The VM's thread events (Ruby 3.2+) tell waiting for the GVL from being blocked.
   GVL_EVENTS = Gem::Version.new(RUBY_VERSION) >= Gem::Version.new('3.2')
 
-  def profile_target(mode, env: {})
-    target(mode, script: PROFILE_TARGET, env: env)
+  def profile_target(mode, env: {}, agent: true)
+    target(mode, script: PROFILE_TARGET, env: env, agent: agent)
   end
 
   # The rows of --top profile --json's final table, by frame label.
@@ -200,6 +200,14 @@ class ProfileTest < Minitest::Test
       names = doc['shared']['frames'].map { |f| f['name'] }
       assert_includes names, 'Object#fifty'
     end
+  end
+
+  # A process that never loaded the agent: tracer loads it, then profiles as in any other.
+  def test_profile_of_a_process_without_the_agent
+    t = profile_target('split', agent: false)
+    table, self_ms = profile_rows(t.pid, '--duration', '2', '--hz', '250')
+    assert_operator table['events'], :>, 0
+    assert self_ms.key?('Object#fifty'), table['rows'].first(5).inspect
   end
 
   # Nothing of the profiler stays after detach, and the next session starts from nothing.
