@@ -49,6 +49,9 @@ module TracerAgent
     # raises; each thread does whatever the last call wants.
     def __profile_tags(on)
       @profile_tags_want = on
+      # Nothing to subscribe to, nothing to take back: no thread.
+      return if on ? !defined?(ActiveSupport::Notifications) : @profile_tags.nil? && @profile_tags_lock.nil?
+
       @profile_tags_lock ||= Mutex.new
       Thread.new do
         Thread.current.name = 'tracer-agent'

@@ -176,13 +176,17 @@ module Bench
       @yjit = []
       @ready = false
       argv = Bench.pipelined? ? ['nice', '-n', BACKGROUND_NICE.to_s, RUBY] : [RUBY]
+      env = { 'BENCH_ROUND_SECONDS' => ROUND.to_s }
       case kind
       when :agent then argv += ["-I#{Bench.lib}", '-rtracer_agent']
       when :rbtrace then argv << '-rrbtrace'
+      when Array # [:stackprof, mode, interval_us]: stackprof in the process, started by a signal
+        argv << '-rstackprof'
+        env['BENCH_STACKPROF'] = "#{kind[1]}:#{kind[2]}"
       end
       argv += [WORKLOADS, workload]
       argv << chunk.to_s if chunk
-      super(argv, env: { 'BENCH_ROUND_SECONDS' => ROUND.to_s })
+      super(argv, env: env)
     end
 
     def ready? = @ready || !alive?
@@ -539,7 +543,12 @@ module Bench
 
     def admit
       @out = File.join(Bench.tmp, "trace-#{@workload}-#{Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)}.txt")
-      @target = Target.new(@workload, @setting.kind == :rbtrace ? :rbtrace : :agent, chunk: @baseline&.chunk)
+      kind = case @setting.kind
+             when :rbtrace then :rbtrace
+             when :stackprof then [:stackprof, *@setting.args]
+             else :agent
+             end
+      @target = Target.new(@workload, kind, chunk: @baseline&.chunk)
       @stage = :main
     end
 
@@ -567,6 +576,10 @@ module Bench
         [Bench.tracer, '-p', pid, '--top', *@setting.args, '--interval', TOP_INTERVAL.to_s,
          '--metrics', "127.0.0.1:#{@port ||= Bench.free_port}"]
       when :rbtrace then ['rbtrace', '-p', pid, *@setting.args, '-o', @out, '--timeout', RBTRACE_TIMEOUT.to_s]
+      # stackprof runs in the process: a signal starts it, another (at the ^C) stops it.
+      when :stackprof
+        ['sh', '-c', "kill -TTIN #{pid} && echo attached to process >&2 && " \
+                     "trap 'kill -TTOU #{pid}; exit 0' INT && while :; do sleep 0.05; done"]
       end
     end
 
@@ -757,9 +770,18 @@ module Bench
     "n/a: #{e.message}"
   end
 
+  # Why stackprof rows cannot run on this Ruby, or nil: Debian's ruby-stackprof is built for its
+  # release's Rubies, not for the one built from source with YJIT.
+  def stackprof_problem
+    return nil if system(RUBY, '-e', 'require "stackprof"', out: File::NULL, err: File::NULL)
+
+    "n/a: require 'stackprof' fails in this Ruby (script/deps test installs Debian's, for Debian's Ruby)"
+  end
+
   HOT = { 'keyloop' => 'Hash#key?', 'calls' => 'Object#f', 'server' => 'Object#f' }.freeze
   TOP_CALLS = %w[keyloop calls server].freeze
   CONTROL = %w[calls server].freeze
+  PROFILE = %w[calls server].freeze
   SAMPLE = 16 # --top objects --sample: allocations per site lookup; --sample-time: 1/SAMPLE of the time
 
   def settings_for(workload)
@@ -778,6 +800,16 @@ module Bench
     if TOP_CALLS.include?(workload)
       s << top.('--top calls', 'calls')
       s << top.('--top calls --all', 'calls', '--all', '--yes')
+    end
+    if PROFILE.include?(workload)
+      # The sampling profiler, and stackprof in the same process at the same rates and clocks.
+      stackprof = ->(name, mode, hz) { Setting.new(name: name, kind: :stackprof, args: [mode, 1_000_000 / hz]) }
+      s << top.('--profile, 100 Hz', 'profile')
+      s << top.('--profile, 1 kHz', 'profile', '--hz', '1000')
+      s << top.('--profile wall, 100 Hz', 'profile', '--wall')
+      s << stackprof.('stackprof cpu, 100 Hz', 'cpu', 100)
+      s << stackprof.('stackprof cpu, 1 kHz', 'cpu', 1000)
+      s << stackprof.('stackprof wall, 100 Hz', 'wall', 100)
     end
     if workload == 'alloc'
       s << top.('--top objects', 'objects')
@@ -801,8 +833,9 @@ module Bench
      metrics.('--top calls --metrics, scraped every 10 ms', 0.01)]
   end
 
-  # Baselines and trials in table order; rbtrace rows that cannot run are rows saying why.
-  def plan(workloads, rbtrace, rows = nil)
+  # Baselines and trials in table order; rbtrace and stackprof rows that cannot run are rows
+  # saying why.
+  def plan(workloads, rbtrace, rows = nil, stackprof = stackprof_problem)
     pick = ->(settings) { settings.select { |s| rows.nil? || s.name.match?(rows) } }
     bases = {}
     items = workloads.flat_map do |w|
@@ -810,6 +843,7 @@ module Bench
       [base] + pick.(settings_for(w)).map do |s|
         trial = Trial.new(w, s, base)
         trial.skip(rbtrace) if s.kind == :rbtrace && rbtrace
+        trial.skip(stackprof) if s.kind == :stackprof && stackprof
         trial
       end
     end

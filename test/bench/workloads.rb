@@ -167,5 +167,11 @@ if defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?
   Workloads.yjit_stats
   trap('USR2') { Workloads.yjit_stats }
 end
+# bench.rb's stackprof rows: TTIN starts it (BENCH_STACKPROF=MODE:INTERVAL_US), TTOU stops it.
+if (sp = ENV['BENCH_STACKPROF'])
+  mode, interval = sp.split(':')
+  trap('TTIN') { StackProf.start(mode: mode.to_sym, interval: Integer(interval)) }
+  trap('TTOU') { StackProf.stop }
+end
 puts "ready #{Process.pid} #{chunk}"
 Workloads.public_send(loop_name, state, chunk)
