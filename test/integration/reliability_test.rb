@@ -105,6 +105,25 @@ class ReliabilityTest < Minitest::Test
     assert_operator after[:rss_kib] - before[:rss_kib], :<, limit, "RSS #{before[:rss_kib]} -> #{after[:rss_kib]} KiB"
   end
 
+  # The sampling profiler a thousand times over, by wall-clock time at 1 kHz on four threads:
+  # each session maps its tables and starts its thread, and gives both back.
+  def test_attach_profile_detach_1000_times_leaks_nothing
+    t = target('all', script: File.join(ROOT, 'test', 'apps', 'profile_target.rb'))
+    cycle = lambda do |_|
+      _o, e, s = tracer('-p', t.pid, '--profile', 'wall', '--hz', '1000', '--duration', '0.01')
+      assert s.success?, e
+    end
+    100.times(&cycle)
+    before = footprint(t.pid)
+    1000.times(&cycle)
+    after = footprint(t.pid)
+    assert t.alive?
+    assert_equal before[:fds], after[:fds]
+    assert_equal before[:queues], after[:queues]
+    assert_equal before[:threads], after[:threads]
+    assert_operator after[:rss_kib] - before[:rss_kib], :<, 1024, "RSS #{before[:rss_kib]} -> #{after[:rss_kib]} KiB"
+  end
+
   # A script that polls a busy process with -e, one client after the other: each one attaches at
   # once, and none is told the process is traced by a client that has already gone.
   def test_two_hundred_back_to_back_clients_on_a_busy_target
