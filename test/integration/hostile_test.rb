@@ -26,7 +26,7 @@ class HostileTest < Minitest::Test
     assert_inert(c.out, 'trace')
     assert_match(/^Hostile#run\\n\[1\] FORGED \\e\[31mred$/, c.out)
     refute_match(/^\[1\] FORGED/, c.out, 'a newline in a method name made a line of its own')
-    assert_match(/^    EXCEPTION ArgumentError: bad \\e\]52;c;QQ==\\a \\xc2\\x9b2J \\xff \(\S+target\.rb:\d+\)\n {14}next \\e\[2J$/,
+    assert_match(/^    EXCEPTION ArgumentError: bad \\e\]52;c;QQ==\\a \\xc2\\x9b2J \\xff \(#{Regexp.escape(Nobody.path(TARGET))}:\d+\)\n {14}next \\e\[2J$/,
                  c.out, 'the message keeps its lines, each escaped')
     assert_inert(c.err, 'notes')
   end

@@ -196,7 +196,7 @@ class TraceTest < Minitest::Test
   def test_exception_in_place
     t = target('work')
     out = trace(t, '-m', 'Worker#fail_once', until_re: /EXCEPTION.*\n.*Worker#fail_once/)
-    assert_match(/^Worker#fail_once\n  EXCEPTION ArgumentError: worker failed \(\S+target\.rb:\d+\)\nWorker#fail_once <[\d.]+>$/, out)
+    assert_match(/^Worker#fail_once\n  EXCEPTION ArgumentError: worker failed \(#{Regexp.escape(TARGET)}:\d+\)\nWorker#fail_once <[\d.]+>$/, out)
   end
 
   # Every line of a multi-line message keeps the [PID] prefix and the indent of its EXCEPTION
@@ -213,8 +213,8 @@ class TraceTest < Minitest::Test
     assert_empty bad, "lines without their prefix and indent:\n#{c.out}"
     [a, b].each do |t|
       p = Regexp.escape("[#{t.pid}]")
-      assert_match(/^#{p} Worker#fail_lines\n#{p}   EXCEPTION ArgumentError: first line \(\S+target\.rb:\d+\)\n#{p} {13}second line\n#{p} Worker#fail_lines <[\d.]+>$/, c.out)
-      assert_match(/^#{p} Worker#misspelt\n#{p}   EXCEPTION NoMethodError: undefined method .helpr. for [^\n]*\(\S+target\.rb:\d+\)\n(#{p} {13}.*\S\n)*#{p} Worker#misspelt <[\d.]+>$/, c.out)
+      assert_match(/^#{p} Worker#fail_lines\n#{p}   EXCEPTION ArgumentError: first line \(#{Regexp.escape(TARGET)}:\d+\)\n#{p} {13}second line\n#{p} Worker#fail_lines <[\d.]+>$/, c.out)
+      assert_match(/^#{p} Worker#misspelt\n#{p}   EXCEPTION NoMethodError: undefined method .helpr. for [^\n]*\(#{Regexp.escape(TARGET)}:\d+\)\n(#{p} {13}.*\S\n)*#{p} Worker#misspelt <[\d.]+>$/, c.out)
     end
     # The text is the message without did_you_mean's suggestions, on every Ruby: 3.1's decorate
     # #to_s, and the agent asks it for #original_message (transparency_test.rb says why).
@@ -452,9 +452,9 @@ class TraceTest < Minitest::Test
     end
     assert_operator jobs.size, :>=, 2, out
     jobs.each do |first, between, last|
-      assert_match(/^THREAD BEGIN #<Thread:0x\h+ \S*target\.rb:\d+ run>$/, first)
+      assert_match(/^THREAD BEGIN #<Thread:0x\h+ #{Regexp.escape(TARGET)}:\d+ run>$/, first)
       name = last[/@(job-\d+) /, 1]
-      assert_match(/^(\[#{name}\] )?THREAD END #<Thread:0x\h+@#{name} \S*target\.rb:\d+ run>$/, last)
+      assert_match(/^(\[#{name}\] )?THREAD END #<Thread:0x\h+@#{name} #{Regexp.escape(TARGET)}:\d+ run>$/, last)
       assert_equal 1, between.grep(/^(\[#{name}\] )?Worker#work <\d+\.\d{9}>$/).size, out
     end
     jsonl = trace(t, '-m', 'Worker#work', '--format', 'jsonl', until_re: /"event":"thread_begin".*"event":"thread_end".*\n/m)
