@@ -42,8 +42,20 @@ module Nobody
              end
   end
 
-  def self.copy
-    d = Dir.mktmpdir('tracer-nobody')
+  def self.copy = Checkout.copy('tracer-nobody')
+
+  # path (under ROOT, or AGENT_LIB) as nobody can read it.
+  def self.path(path) = dir ? Checkout.path(dir, path) : path
+
+  def self.prefix?(prefix) = prefix[0, AS.size] == AS
+end
+
+# A copy of what a target and the client need (the agent's lib, the test apps, the client),
+# for a process that cannot see the checkout where it is.
+module Checkout
+  # A new directory (under base, else Dir.tmpdir) holding the copy, removed at exit.
+  def self.copy(prefix, base = nil)
+    d = Dir.mktmpdir(prefix, base)
     File.chmod(0o755, d)
     FileUtils.cp_r(File.expand_path(AGENT_LIB), File.join(d, 'lib'))
     FileUtils.mkdir_p(File.join(d, 'test'))
@@ -55,29 +67,29 @@ module Nobody
     d
   end
 
-  # path (under ROOT, or AGENT_LIB) as nobody can read it.
-  def self.path(path)
-    return path unless dir
-
+  # path (under ROOT, or AGENT_LIB) in the copy in dir.
+  def self.path(dir, path)
     lib = File.expand_path(AGENT_LIB)
     path.start_with?(lib) ? File.join(dir, 'lib', path.delete_prefix(lib)) : File.join(dir, path.delete_prefix(ROOT))
   end
 
-  def self.prefix?(prefix) = prefix[0, AS.size] == AS
+  # Whether path is where a private /tmp (systemd's PrivateTmp) hides it.
+  def self.under_tmp?(path) = "#{File.realpath(path)}/".start_with?('/tmp/')
 end
 
 # A Ruby process running test/apps/target.rb MODE with the agent loaded.
 class Target
   attr_reader :pid, :out
 
-  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [], chdir: nil, ready: nil)
+  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [], chdir: nil, ready: nil, lib: AGENT_LIB)
     # agent: false is a process without our lib/ at all (it may load an installed gem itself).
     # prefix: a command to run the target under (unshare ...), which execs it, or forks it:
     # then pid is the prefix's, and the target, which says its own pid, is its child.
     # chdir: its working directory (a relative script is found from there).
     # ready: what a script other than target.rb prints once it is ready.
+    # lib: where it loads the agent from (a copy of AGENT_LIB).
     args = prefix + [RUBY]
-    lib = File.expand_path(AGENT_LIB)
+    lib = File.expand_path(lib)
     lib, script = Nobody.path(lib), Nobody.path(script) if Nobody.prefix?(prefix)
     args += ["-I#{lib}", '-rtracer_agent'] if agent
     @out, @err = +'', +''
