@@ -199,6 +199,16 @@ module TracerTest
     end
   end
 
+  # Runs the client until its standard output has what each of res matches, then ends it as
+  # Ctrl-C would: [stdout, stderr, status]. In place of a fixed --duration, which a loaded
+  # machine can let pass before the target made the calls a test reads.
+  def run_until(*args, res, within: WAIT)
+    c = client(*args)
+    Array(res).each { |re| c.wait_for(re, within: within, stream: :out) }
+    c.signal('INT')
+    [c.out, c.err, c.finish(within: within)]
+  end
+
   # Runs a target as user nobody (setpriv execs it: the pid stays the target's).
   AS_NOBODY = Nobody::AS
 
