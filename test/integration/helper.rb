@@ -134,9 +134,27 @@ class Client
 
   def initialize(*args, chdir: nil)
     @out, @err = +'', +''
+    @lines = Queue.new
     @stdin, @stdout, @stderr, @wait = Open3.popen3(TRACER, *args.map(&:to_s), **(chdir ? { chdir: chdir } : {}))
     @stdin.close
-    @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new { @stderr.each_line { |l| @err << l } }]
+    @readers = [[@stdout, @out], [@stderr, @err]].map do |io, text|
+      Thread.new do
+        io.each_line do |l|
+          @lines << [now, l]
+          text << l
+        end
+      end
+    end
+  end
+
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # When (CLOCK_MONOTONIC) a line that matches re came, as soon as it could be read: earlier
+  # than a wait_for that polls for it saw it, on a loaded machine by much. nil if none came.
+  def came_at(re)
+    @came ||= []
+    @came << @lines.pop until @lines.empty?
+    @came.find { |_, l| l =~ re }&.first
   end
 
   def pid = @wait.pid

@@ -23,7 +23,9 @@ class ReliabilityTest < Minitest::Test
       out, _e, st = tracer('-p', t.pid, '-e', 'TracerAgent.stats')
       st.success? && eval(out.sub(/\A=> /, ''))
     end
-    assert_operator Time.now - killed, :<, 1.0 + 0.5, 'agent noticed the dead client in about a second'
+    # About a second, and each try here is a whole tracer run, which a loaded machine makes slow:
+    # 2 s allowed for the last try (an agent that waited on would take 5 s and more).
+    assert_operator Time.now - killed, :<, 1.0 + 2.0, 'agent noticed the dead client in about a second'
     # What the agent says of the killed client's session, asked by a client that came after it.
     assert_equal({ client_pid: c.pid, ended: :gone, hooks_left: 0 }, s[:last_session].slice(:client_pid, :ended, :hooks_left))
     assert_equal 0, s[:hooks]
