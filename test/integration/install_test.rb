@@ -47,7 +47,8 @@ class InstallTest < Minitest::Test
       took = Time.now - start
       assert status.success?, "#{how}: #{err}"
       assert_equal "=> [0, 0]\n", out, how
-      assert_operator took, :<, 1.5, "#{how}: the next client waited #{took.round(2)} s (tracer itself starts in a few ms)"
+      # A second, and a whole tracer run measured from here, which a loaded machine makes slow.
+      assert_operator took, :<, 1.0 + 1.5, "#{how}: the next client waited #{took.round(2)} s (tracer itself starts in a few ms)"
     end
   end
 

@@ -357,7 +357,7 @@ class TraceTest < Minitest::Test
 
       traces = ['', '.gz', '.zst'].map { |ext| File.join(dir, "trace.txt#{ext}") }
       traces.each do |path|
-        _, err, status = tracer('-p', t.pid, '-n', '-m', 'Worker#work', 'Worker#helper', '--duration', '0.5', '-o', path)
+        _, err, status = tracer('-p', t.pid, '-n', '-m', 'Worker#work', 'Worker#helper', '--duration', '1.5', '-o', path)
         assert status.success?, err
       end
       # The same kind of trace, complete lines; --duration may end it inside a call.
