@@ -227,6 +227,12 @@ module TracerTest
     [c.out, c.err, c.finish(within: within)]
   end
 
+  # A test that cannot work but as root (another user's processes, namespaces, a tmpfs) is
+  # skipped as any other user, saying so: make test as another user runs the rest.
+  def needs_root(why)
+    skip "needs root: #{why}" unless Process.uid.zero?
+  end
+
   # Runs a target as user nobody (setpriv execs it: the pid stays the target's).
   AS_NOBODY = Nobody::AS
 

@@ -17,6 +17,7 @@ class HostileTest < Minitest::Test
   # In the copy nobody can read where the checkout is not (a clone under /root): its app dir,
   # which --top counts under, is where it runs.
   def hostile
+    needs_root 'the hostile target runs as user nobody'
     @hostile ||= target('hostile', prefix: AS_NOBODY, chdir: Nobody.dir)
   end
 

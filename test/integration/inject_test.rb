@@ -147,6 +147,7 @@ class InjectTest < Minitest::Test
   # From the host, by the host pid, into a container's process (its own pid, mount, IPC and
   # network namespaces) that sees the same files.
   def test_container_from_the_host
+    needs_root 'a container'
     t = bare('sleep', prefix: CONTAINER)
     host = container_child(t)
     out, err, status = tracer('-p', host, '-e', 'Process.pid')
@@ -228,6 +229,7 @@ class InjectTest < Minitest::Test
 
   # Another user's process: refused before anything is read.
   def test_foreign_user
+    needs_root 'tracer runs as user nobody'
     t = bare('sleep')
     _, err, status = tracer('-p', t.pid, '-e', '1', prefix: AS_NOBODY)
     assert_equal 4, status.exitstatus
@@ -263,7 +265,7 @@ class InjectTest < Minitest::Test
   def test_yama
     real = File.exist?('/proc/sys/kernel/yama/ptrace_scope') ? Integer(File.read('/proc/sys/kernel/yama/ptrace_scope')) : 0
     scopes = real.zero? ? [1, 2, 3] : [real]
-    flunk 'needs root: to make the namespace, and to run processes as nobody' unless Process.uid.zero? || !real.zero?
+    needs_root 'to make the namespace, and to run processes as nobody' if real.zero?
     t = bare('sleep', prefix: AS_NOBODY)
     scopes.each do |scope|
       yama = real.zero? ? ['unshare', '-m', 'sh', '-c', 'mount --make-rprivate / && mount -t tmpfs tmpfs /proc/sys/kernel && ' \
@@ -290,6 +292,7 @@ class InjectTest < Minitest::Test
   end
 
   def test_agent_owned_by_another_user
+    needs_root "a file of user nobody's"
     with_agent_copy do |lib|
       nobody = Etc.getpwnam('nobody').uid
       File.chown(nobody, nil, File.join(lib, 'tracer_agent.rb'))
@@ -306,6 +309,7 @@ class InjectTest < Minitest::Test
   # A process whose file system does not have the agent where tracer has it (its own mount
   # namespace, with tracer's lib hidden).
   def test_agent_not_visible_to_the_process
+    needs_root 'a mount namespace'
     lib = File.realpath(AGENT_LIB)
     t = bare('sleep', prefix: ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs none "$0" && exec "$@"', lib])
     _, err, status = tracer('-p', t.pid, '-e', '1')

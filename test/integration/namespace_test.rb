@@ -11,7 +11,7 @@ class NamespaceTest < Minitest::Test
 
   def setup
     super
-    assert Process.uid.zero?, 'namespaces need root: run the tests as root'
+    needs_root 'namespaces, and processes of user nobody'
   end
 
   # What the machine lets these tests make, asked once per run with the commands the tests use

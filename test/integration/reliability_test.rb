@@ -178,7 +178,7 @@ class ReliabilityTest < Minitest::Test
   end
 
   def test_foreign_user_queue_is_ignored_by_the_agent
-    assert Process.uid.zero?, 'this test creates a queue as user nobody and must run as root'
+    needs_root 'it creates a queue as user nobody'
     t = target('sleep')
     key = 0x74000000 | t.pid
     name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
@@ -221,7 +221,7 @@ class ReliabilityTest < Minitest::Test
   RUBY
 
   def test_a_queue_another_user_made_is_never_trusted
-    assert Process.uid.zero?, 'this test squats a queue as user nobody and must run as root'
+    needs_root 'it squats a queue as user nobody'
     t = target('sleep')
     key = 0x74000000 | t.pid
     name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
@@ -297,7 +297,7 @@ class ReliabilityTest < Minitest::Test
   # agent trusts that names another user's listener (one who took a name after its client left,
   # say) gets a connection that is hung up at once: the agent checks who listens.
   def test_agent_hangs_up_on_a_listener_of_another_user
-    assert Process.uid.zero?, 'this test listens as user nobody and must run as root'
+    needs_root 'it listens as user nobody'
     t = target('sleep')
     key = 0x74000000 | t.pid
     name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
