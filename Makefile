@@ -58,8 +58,9 @@ test: test-deps all
 test-unit: test-deps client
 	$(MAKE) -s -C client test
 
+# TESTOPTS: minitest's own options (TESTOPTS="-n /HostileTest/" runs those tests only).
 test-integration: test-deps all
-	$(RUBY) -Ilib -Itest test/integration/all.rb
+	$(RUBY) -Ilib -Itest test/integration/all.rb $(TESTOPTS)
 
 # The unit and integration tests on Ruby 3.1, 3.3, 3.4 and 3.4 with YJIT (RUBIES="3.3 3.4"
 # picks some), each in a Debian root built once and cached: see script/rubies.
