@@ -115,7 +115,7 @@ class PsTest < Minitest::Test
   def test_duration_spans_a_restart
     m = cluster
     first = wait_workers(m, 2)
-    c = client('--ps', regex, '-m', 'Worker#helper', '--duration', WAIT / 2)
+    c = client('--ps', regex, '-m', 'Worker#helper', '--duration', 15)
     first.each { |pid| c.wait_for(/^\[#{pid}\] Worker#helper/) }
     first.each { |pid| Process.kill('KILL', pid) }
     fresh = wait_workers(m, 4).last(2)
