@@ -139,20 +139,19 @@ class Client
     @lines = Queue.new
     @stdin, @stdout, @stderr, @wait = Open3.popen3(TRACER, *args.map(&:to_s), **(chdir ? { chdir: chdir } : {}))
     @stdin.close
-    @readers = [[@stdout, @out], [@stderr, @err]].map do |io, text|
-      Thread.new do
-        io.each_line do |l|
-          @lines << [now, l]
-          text << l
-        end
+    @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new do
+      @stderr.each_line do |l|
+        @lines << [now, l]
+        @err << l
       end
-    end
+    end]
   end
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-  # When (CLOCK_MONOTONIC) a line that matches re came, as soon as it could be read: earlier
-  # than a wait_for that polls for it saw it, on a loaded machine by much. nil if none came.
+  # When (CLOCK_MONOTONIC) a line of stderr (the notes: attached, detached) that matches re
+  # came, as soon as it could be read: earlier than a wait_for that polls for it saw it, on a
+  # loaded machine by much. nil if none came.
   def came_at(re)
     @came ||= []
     @came << @lines.pop until @lines.empty?
