@@ -36,20 +36,21 @@ class InjectTest < Minitest::Test
 
   # Each state, and each with Ruby 3.3's M:N scheduler (older Rubies ignore the variable).
   # A busy process lets the loading thread have Ruby's lock a time slice at a time, a long C
-  # call (a sort of 3 M integers) a call at a time, and the load needs it once per file it
+  # call (a sort of 1 M integers) a call at a time, and the load needs it once per file it
   # reads: on a loaded machine that takes seconds, hence the timeouts. `load`: inside
   # Kernel#load, where the job that evaluated Ruby made Ruby 3.3 and later crash.
   %w[busy sleep queue pipe join cfunc select load].each do |mode|
     [['', {}], ['_mn_threads', { 'RUBY_MN_THREADS' => '1' }]].each do |suffix, env|
       define_method("test_loads_into_a_process_#{mode}#{suffix}") do
         t = bare(mode, env: env)
-        limit = mode == 'cfunc' ? 5 * WAIT : WAIT # a sort of 3 M integers, each time the load reads a file
+        limit = mode == 'cfunc' ? 5 * WAIT : WAIT # a sort of 1 M integers, each time the load reads a file
         out, err, status = tracer('-p', t.pid, '-e', '6 * 7', '--timeout', limit, within: 3 * limit)
         assert status.success?, "exit #{status.exitstatus}: #{err}\n--- the process (#{t.alive? ? 'alive' : t.status}):\n#{t.out}#{t.err}"
         assert_equal "=> 42\n", out
         assert_empty assert_loaded(err, t.pid)
         # The next client finds it loaded: no load, the same agent, now at its second session.
-        out, err, status = tracer('-p', t.pid, '-e', '[TracerAgent.stats[:sessions], $LOADED_FEATURES.grep(/tracer_agent\.so\z/).size]')
+        out, err, status = tracer('-p', t.pid, '-e', '[TracerAgent.stats[:sessions], $LOADED_FEATURES.grep(/tracer_agent\.so\z/).size]',
+                                  '--timeout', limit, within: 3 * limit)
         assert status.success?, err
         assert_empty err
         assert_equal "=> [2, 1]\n", out
@@ -137,7 +138,9 @@ class InjectTest < Minitest::Test
       tag = "p#{rand(1 << 40)}"
       master = bare('cluster', env: { 'TAG' => tag, 'SPAWN_FILE' => File.join(dir, 'spawn') })
       workers = wait_until(message: 'two workers') { (w = master.out.scan(/^worker (\d+)$/).flatten.map(&:to_i)).size >= 2 && w }
-      out, err, status = tracer('--ps', "^cluster-worker-#{tag}$", '--top', 'calls', '--duration', 2, '--json', '--all', '--yes')
+      # --timeout: each worker answers once the agent is in, which takes seconds at load 20.
+      out, err, status = tracer('--ps', "^cluster-worker-#{tag}$", '--top', 'calls', '--duration', 2, '--json', '--all', '--yes',
+                                '--timeout', WAIT, within: 3 * WAIT)
       assert status.success?, err
       workers.each { |w| assert_match(/loaded tracer_agent into process #{w} /, err) }
       assert_equal workers.sort, JSON.parse(out.lines.last)['pids'].sort
