@@ -11,9 +11,12 @@ def clip(line)
 end
 
 # minitest's report: "  N) Failure:" or "  N) Error:", the test (and where it failed), the
-# message, a blank line; then the counts.
+# message, a blank line; then the counts. Where railties is installed (Redmine's setup puts it
+# there), minitest loads its plugin, which prints each as it comes ("Failure:", no number) and
+# no list at the end: either is read, each test once.
 def integration(log)
-  found = log.scan(/^ +\d+\) (Failure|Error):\n(.*?)(?:\n\n|\z)/m).map do |kind, block|
+  blocks = log.scan(/^(?: +\d+\) )?(Failure|Error):\n(.*?)(?:\n\n|\z)/m).uniq { |_, block| block.lines.first }
+  found = blocks.map do |kind, block|
     name, *message = block.lines
     message = message.reject { |l| l.start_with?('    ') && kind == 'Error' && !l.include?('/test/') }
     ["#{clip(name.sub(/:\s*\z/, ''))} (#{kind.downcase})", *message.first(LINES).map { |l| "    #{clip(l)}" }]
