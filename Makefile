@@ -37,22 +37,30 @@ client: | deps
 	$(MAKE) -s -C client
 
 # Every stage runs whatever the one before it did, then a line per stage; fails if any did.
+# Each stage's output is also kept in build/test/STAGE.log, from which test/failures.rb names,
+# after those lines, each test that failed and the start of its message: the last lines of a
+# CI log say what broke.
 TEST_STAGES = test-unit test-integration fuzz-ci
+TEST_LOGS = build/test
 test: test-deps all
-	@rc=0; summary=""; \
+	@rc=0; summary=""; failed=""; mkdir -p $(TEST_LOGS); \
 	for s in $(TEST_STAGES); do \
-		start=$$(date +%s); \
-		if $(MAKE) -s $$s; then r=ok; else r=FAILED; rc=1; fi; \
+		start=$$(date +%s); log=$(TEST_LOGS)/$$s.log; \
+		{ $(MAKE) -s $$s; echo $$? >$$log.rc; } 2>&1 | tee $$log; \
+		if [ "$$(cat $$log.rc)" = 0 ]; then r=ok; else r=FAILED; rc=1; failed="$$failed $$s"; fi; \
 		summary="$$summary$$(printf '  %-17s %-7s %5ss' $$s $$r $$(($$(date +%s) - start)))\n"; \
 	done; \
 	printf "\nmake test: %s\n$$summary" "$$([ $$rc = 0 ] && echo 'every stage passed' || echo FAILED)"; \
+	for s in $$failed; do echo; $(RUBY) test/failures.rb $$s $(TEST_LOGS)/$$s.log; done; \
+	[ $$rc = 0 ] || printf '\nWhole logs: $(TEST_LOGS)/STAGE.log\n'; \
 	exit $$rc
 
 test-unit: test-deps client
 	$(MAKE) -s -C client test
 
+# TESTOPTS: minitest's own options (TESTOPTS="-n /HostileTest/" runs those tests only).
 test-integration: test-deps all
-	$(RUBY) -Ilib -Itest test/integration/all.rb
+	$(RUBY) -Ilib -Itest test/integration/all.rb $(TESTOPTS)
 
 # The unit and integration tests on Ruby 3.1, 3.3, 3.4 and 3.4 with YJIT (RUBIES="3.3 3.4"
 # picks some), each in a Debian root built once and cached: see script/rubies.

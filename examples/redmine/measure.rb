@@ -20,7 +20,8 @@ module RedmineLoad
     # examples/redmine/setup; raises with its output when it fails (a package it could not
     # install, not being root: setup says which and why).
     def self.setup(env)
-      out, status = Open3.capture2e(env, File.join(HERE, 'setup'))
+      setup = File.join(HERE, 'setup')
+      out, status = Open3.capture2e(env, [setup, setup]) # a lone string would be split at a space in the path
       raise "examples/redmine/setup failed:\n#{out}" unless status.success?
 
       out
@@ -29,7 +30,8 @@ module RedmineLoad
     def initialize(env, workers: 4)
       @env = env
       r, w = IO.pipe
-      pid = Process.spawn(env.merge('WORKERS' => workers.to_s), File.join(HERE, 'serve'), out: w, err: w, in: File::NULL)
+      serve = File.join(HERE, 'serve')
+      pid = Process.spawn(env.merge('WORKERS' => workers.to_s), [serve, serve], out: w, err: w, in: File::NULL)
       w.close
       # Should this process end while serve waits for the workers, serve stops what it started.
       at_exit { Process.kill('TERM', pid) rescue nil } # rubocop:disable Style/RescueModifier

@@ -31,7 +31,9 @@ have_func('rb_profile_thread_frames', 'ruby/debug.h')
 have_header('ruby/ractor.h') && (have_func('rb_ractor_main_p', 'ruby/ractor.h') ||
                                  have_func('rb_ractor_local_storage_value_newkey', 'ruby/ractor.h'))
 
-$INCFLAGS << " -I#{File.expand_path('../../include', __dir__)}"
+# Relative to where make runs (this directory): an absolute path breaks make and the compiler's
+# command line in a checkout whose path has a space.
+$INCFLAGS << ' -I$(srcdir)/../../include'
 $CFLAGS << ' -std=gnu11 -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter'
 if ENV['TRACER_WERROR']
   # Our own warnings are errors, deprecations included. The warning flags this Ruby was built
@@ -44,4 +46,4 @@ create_header
 create_makefile('tracer_agent/tracer_agent')
 # mkmf makes every object depend on this directory's headers, not on the protocol's, which
 # both sides share: without this line a change there left the agent built as before.
-File.open('Makefile', 'a') { |f| f.puts "\n$(OBJS): #{File.expand_path('../../include/tracer_protocol.h', __dir__)}" }
+File.open('Makefile', 'a') { |f| f.puts "\n$(OBJS): $(srcdir)/../../include/tracer_protocol.h" }

@@ -19,15 +19,19 @@ end
 
 def ready = puts("ready #{Process.pid}")
 
-# n threads of klass, named t0, t1..., each calling Worker#work in a loop; then ready, forever.
+# n threads of klass, named t0, t1..., each calling Worker#work in a loop; ready once every one
+# has its name (a client that came at "ready" saw threads yet to be made), then forever.
 def threads_calling_work(n, klass)
+  named = Queue.new
   threads = n.times.map do |i|
     klass.new do
       Thread.current.name = "t#{i}"
+      named << i
       w = Worker.new(i)
       loop { w.work(i); Thread.pass }
     end
   end
+  n.times { named.pop }
   ready
   threads.each(&:join)
 end
@@ -71,7 +75,10 @@ when 'select'
   ready
   IO.select([r])
 when 'cfunc'
-  big = Array.new(3_000_000) { |i| (i * 7919) % 3_000_017 }
+  # A sort of 1 M integers: some 150 ms of C call that holds Ruby's lock, seconds at load 30.
+  # The agent answers, and confirms a detach, only between two (3 M made a detach outlast the
+  # client's 1.8 s at load 10).
+  big = Array.new(1_000_000) { |i| (i * 7919) % 1_000_003 }
   ready
   loop { big.sort }
 when 'nested'
@@ -123,14 +130,18 @@ when 'work'
     sleep 0.005
   end
 when 'threads'
-  ready
+  # Ready once the three workers have their names: a client that came at "ready" saw them yet to be made.
+  named = Queue.new
   workers = 3.times.map do |i|
     Thread.new do
       Thread.current.name = "worker-#{i}"
+      named << i
       w = Worker.new(i)
       loop { w.work(i); sleep 0.002 }
     end
   end
+  3.times { named.pop }
+  ready
   workers.each(&:join)
 when 'thread_jobs'
   # A job thread at a time, every 5 ms: it names itself in its block (as Puma's and Sidekiq's

@@ -10,7 +10,9 @@ class AttachTest < Minitest::Test
     [['', {}], ['_mn_threads', { 'RUBY_MN_THREADS' => '1' }]].each do |suffix, env|
       define_method("test_attach_while_#{mode}#{suffix}") do
         t = target(mode, env: env)
-        out, err, status = tracer('-p', t.pid, '-e', '6 * 7')
+        # The agent answers between two C calls of the cfunc target (a sort of 1 M integers),
+        # which a loaded machine makes take longer than the default --timeout of 5 s.
+        out, err, status = tracer('-p', t.pid, '-e', '6 * 7', '--timeout', WAIT)
         assert status.success?, "exit #{status.exitstatus}: #{err}"
         assert_equal "=> 42\n", out
         assert_empty leftovers_for(t.pid)

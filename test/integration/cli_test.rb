@@ -20,7 +20,7 @@ class CliTest < Minitest::Test
     t = target('sleep')
     out, err, status = tracer('-p', t.pid, '-b', '1')
     assert status.success?, err
-    assert_match(/\Amain \(sleep\)\n  \S+target\.rb:\d+:in .(Kernel#)?sleep'\n\z/, out) # 3.4: 'Kernel#sleep'
+    assert_match(/\Amain \(sleep\)\n  #{Regexp.escape(TARGET)}:\d+:in .(Kernel#)?sleep'\n\z/, out) # 3.4: 'Kernel#sleep'
   end
 
   # rbtrace's --devmode: always on here, said in one line; rbtrace's -h is a heap dump.

@@ -12,7 +12,9 @@ class DemoTest < Minitest::Test
   end
 
   def test_demo_commands_paste_as_they_ran
-    out, err, status = Open3.capture3({ 'RUBY' => RUBY }, File.join(ROOT, 'script', 'demo'), chdir: ROOT)
+    # [path, argv0]: a lone string with a space in it (the checkout's path) would be split.
+    demo = File.join(ROOT, 'script', 'demo')
+    out, err, status = Open3.capture3({ 'RUBY' => RUBY }, [demo, demo], chdir: ROOT)
     assert status.success?, "script/demo: #{err}\n#{out}"
     pid = out[/^example app started: pid (\d+)$/, 1] or flunk("no pid in:\n#{out}")
     commands = out.scan(/^\$ (.*)$/).flatten

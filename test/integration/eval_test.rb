@@ -57,7 +57,7 @@ class EvalTest < Minitest::Test
   # process could not make a file there. tracer makes it and hands the process the descriptor,
   # so the dump is there, and it is the asker's.
   def test_heapdump_belongs_to_who_asked
-    assert Process.uid.zero?, 'this test runs the target as nobody and must run as root'
+    needs_root 'it runs the target as user nobody'
     t = target('sleep', prefix: AS_NOBODY)
     assert_equal Etc.getpwnam('nobody').uid, File.stat("/proc/#{t.pid}").uid
     Dir.mktmpdir do |dir|

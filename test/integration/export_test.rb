@@ -72,11 +72,12 @@ class ExportTest < Minitest::Test
     FileUtils.rm_rf(@dir)
   end
 
-  # Traces t for 1 s into a file; returns the path.
+  # Traces t for 2 s into a file; returns the path. (A file is whole only at the end: no line to
+  # wait for. The targets call every few ms; 2 s is hundreds of calls, some even at load 10.)
   def export(t, format, *specs, more: [])
     path = File.join(@dir, "trace.#{format}")
     specs = ['Worker#work', 'Worker#helper'] if specs.empty?
-    _, err, status = tracer('-p', t.pid, '-m', *specs, '--format', format, '-o', path, '--duration', 1, *more)
+    _, err, status = tracer('-p', t.pid, '-m', *specs, '--format', format, '-o', path, '--duration', 2, *more)
     assert status.success?, "exit #{status.exitstatus}: #{err}"
     assert_match(/detached from process #{t.pid}/, err)
     path
@@ -260,7 +261,7 @@ class ExportTest < Minitest::Test
     b = target('work')
     path = File.join(@dir, 'both.folded')
     _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#work', '--format', 'collapsed', '-o', path,
-                            '--duration', 1)
+                            '--duration', 2)
     assert status.success?, err
     lines = File.readlines(path, chomp: true)
     assert_includes lines.map { |l| l[/\A[^;]+/] }.uniq.sort, "ruby #{a.pid}"

@@ -8,6 +8,7 @@ class FilesTest < Minitest::Test
   # Runs tracer in a mount namespace of its own where dir is a 256 KiB tmpfs; returns
   # [stdout, stderr, status, the files left in dir (name => size)].
   def on_full_disk(dir, *args)
+    needs_root 'a tmpfs in a mount namespace of its own'
     script = 'mount -t tmpfs -o size=256k tmpfs "$0" || exit 99; "$@"; rc=$?; ' \
              'for f in "$0"/* "$0"/.[!.]*; do [ -e "$f" ] && echo "file ${f##*/} $(stat -c %s "$f")" >&2; done; exit $rc'
     out, err, status = tracer(*args, prefix: ['unshare', '-m', 'sh', '-c', script, dir])
@@ -55,6 +56,7 @@ class FilesTest < Minitest::Test
   # Another user made directories at the names the default --heapdump file would take: the
   # dump goes to a name beside them.
   def test_default_heapdump_name_taken_by_a_directory
+    needs_root "directories of user nobody's"
     t = target('sleep')
     Dir.mktmpdir do |tmp|
       File.chmod(0o1777, tmp)
@@ -73,6 +75,7 @@ class FilesTest < Minitest::Test
   # A world-writable sticky directory (/tmp) where another user planted the output's name as a
   # link to a file of root's: the link is replaced, the file it named is untouched.
   def test_output_does_not_follow_a_planted_link
+    needs_root 'links planted as user nobody'
     t = target('sleep')
     Dir.mktmpdir do |top|
       File.chmod(0o755, top)

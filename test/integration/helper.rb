@@ -10,7 +10,9 @@ require 'fileutils'
 ROOT = File.expand_path('../..', __dir__)
 TRACER = File.join(ROOT, 'client', 'tracer')
 TARGET = File.join(ROOT, 'test', 'apps', 'target.rb')
-WAIT = Float(ENV['TEST_WAIT'] || 30) # generous: a loaded 2-core machine is slow, never flaky
+# Generous: a loaded 2-core machine is slow, never flaky. At load 30 (other test runs, builds),
+# ActiveRecord's example app took over 30 s to run once. Only a failing wait takes this long.
+WAIT = Float(ENV['TEST_WAIT'] || 90)
 # The Ruby under test: the one running the tests (make test RUBY=...), never whatever `ruby` is
 # first in PATH. `make check-memory` puts a wrapper here.
 RUBY = ENV['TRACER_TEST_RUBY'] || RbConfig.ruby
@@ -42,8 +44,20 @@ module Nobody
              end
   end
 
-  def self.copy
-    d = Dir.mktmpdir('tracer-nobody')
+  def self.copy = Checkout.copy('tracer-nobody')
+
+  # path (under ROOT, or AGENT_LIB) as nobody can read it.
+  def self.path(path) = dir ? Checkout.path(dir, path) : path
+
+  def self.prefix?(prefix) = prefix[0, AS.size] == AS
+end
+
+# A copy of what a target and the client need (the agent's lib, the test apps, the client),
+# for a process that cannot see the checkout where it is.
+module Checkout
+  # A new directory (under base, else Dir.tmpdir) holding the copy, removed at exit.
+  def self.copy(prefix, base = nil)
+    d = Dir.mktmpdir(prefix, base)
     File.chmod(0o755, d)
     FileUtils.cp_r(File.expand_path(AGENT_LIB), File.join(d, 'lib'))
     FileUtils.mkdir_p(File.join(d, 'test'))
@@ -55,29 +69,29 @@ module Nobody
     d
   end
 
-  # path (under ROOT, or AGENT_LIB) as nobody can read it.
-  def self.path(path)
-    return path unless dir
-
+  # path (under ROOT, or AGENT_LIB) in the copy in dir.
+  def self.path(dir, path)
     lib = File.expand_path(AGENT_LIB)
     path.start_with?(lib) ? File.join(dir, 'lib', path.delete_prefix(lib)) : File.join(dir, path.delete_prefix(ROOT))
   end
 
-  def self.prefix?(prefix) = prefix[0, AS.size] == AS
+  # Whether path is where a private /tmp (systemd's PrivateTmp) hides it.
+  def self.under_tmp?(path) = "#{File.realpath(path)}/".start_with?('/tmp/')
 end
 
 # A Ruby process running test/apps/target.rb MODE with the agent loaded.
 class Target
   attr_reader :pid, :out
 
-  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [], chdir: nil, ready: nil)
+  def initialize(mode, env: {}, agent: true, script: TARGET, prefix: [], chdir: nil, ready: nil, lib: AGENT_LIB)
     # agent: false is a process without our lib/ at all (it may load an installed gem itself).
     # prefix: a command to run the target under (unshare ...), which execs it, or forks it:
     # then pid is the prefix's, and the target, which says its own pid, is its child.
     # chdir: its working directory (a relative script is found from there).
     # ready: what a script other than target.rb prints once it is ready.
+    # lib: where it loads the agent from (a copy of AGENT_LIB).
     args = prefix + [RUBY]
-    lib = File.expand_path(AGENT_LIB)
+    lib = File.expand_path(lib)
     lib, script = Nobody.path(lib), Nobody.path(script) if Nobody.prefix?(prefix)
     args += ["-I#{lib}", '-rtracer_agent'] if agent
     @out, @err = +'', +''
@@ -122,9 +136,26 @@ class Client
 
   def initialize(*args, chdir: nil)
     @out, @err = +'', +''
+    @lines = Queue.new
     @stdin, @stdout, @stderr, @wait = Open3.popen3(TRACER, *args.map(&:to_s), **(chdir ? { chdir: chdir } : {}))
     @stdin.close
-    @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new { @stderr.each_line { |l| @err << l } }]
+    @readers = [Thread.new { @stdout.each_line { |l| @out << l } }, Thread.new do
+      @stderr.each_line do |l|
+        @lines << [now, l]
+        @err << l
+      end
+    end]
+  end
+
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # When (CLOCK_MONOTONIC) a line of stderr (the notes: attached, detached) that matches re
+  # came, as soon as it could be read: earlier than a wait_for that polls for it saw it, on a
+  # loaded machine by much. nil if none came.
+  def came_at(re)
+    @came ||= []
+    @came << @lines.pop until @lines.empty?
+    @came.find { |_, l| l =~ re }&.first
   end
 
   def pid = @wait.pid
@@ -185,6 +216,22 @@ module TracerTest
       end
       [readers[0].value, readers[1].value, wait.value]
     end
+  end
+
+  # Runs the client until its standard output has what each of res matches, then ends it as
+  # Ctrl-C would: [stdout, stderr, status]. In place of a fixed --duration, which a loaded
+  # machine can let pass before the target made the calls a test reads.
+  def run_until(*args, res, within: WAIT)
+    c = client(*args)
+    Array(res).each { |re| c.wait_for(re, within: within, stream: :out) }
+    c.signal('INT')
+    [c.out, c.err, c.finish(within: within)]
+  end
+
+  # A test that cannot work but as root (another user's processes, namespaces, a tmpfs) is
+  # skipped as any other user, saying so: make test as another user runs the rest.
+  def needs_root(why)
+    skip "needs root: #{why}" unless Process.uid.zero?
   end
 
   # Runs a target as user nobody (setpriv execs it: the pid stays the target's).

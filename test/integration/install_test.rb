@@ -47,7 +47,8 @@ class InstallTest < Minitest::Test
       took = Time.now - start
       assert status.success?, "#{how}: #{err}"
       assert_equal "=> [0, 0]\n", out, how
-      assert_operator took, :<, 1.5, "#{how}: the next client waited #{took.round(2)} s (tracer itself starts in a few ms)"
+      # A second, and a whole tracer run measured from here, which a loaded machine makes slow.
+      assert_operator took, :<, 1.0 + 1.5, "#{how}: the next client waited #{took.round(2)} s (tracer itself starts in a few ms)"
     end
   end
 
@@ -128,15 +129,15 @@ class InstallTest < Minitest::Test
   end
 
   # --duration counts from when the wrappers are in place, one process or several (--ps): the
-  # time it took to put them there is no tracing.
+  # time it took to put them there is no tracing. (From when the line came: a loaded machine can
+  # keep this test from seeing it for a while, and from seeing the end.)
   def test_duration_counts_from_the_start_of_tracing
     t = target('many', env: { 'MANY' => MANY.to_s })
     [['-p', t.pid.to_s], ['--ps', "target\\.rb many$"]].each do |how|
       c = client(*how, '-f', '-o', '/dev/null', '--duration', '1')
       c.wait_for(/attached to process #{t.pid}/)
-      attached = Time.now
       assert c.finish.success?, c.err
-      assert_operator Time.now - attached, :>=, 0.95, "#{how.first}: traced for 1 s once in place"
+      assert_operator c.now - c.came_at(/attached to process #{t.pid}/), :>=, 0.95, "#{how.first}: traced for 1 s once in place"
     end
   end
 
@@ -147,9 +148,8 @@ class InstallTest < Minitest::Test
     t = target('many', env: { 'MANY' => MANY.to_s })
     c = client('--ps', "target\\.rb many$", '-f', '-o', '/dev/null', '--duration', '0.2')
     c.wait_for(/attached to process #{t.pid}/)
-    attached = Time.now
     assert c.finish.success?, c.err
-    assert_operator Time.now - attached, :>=, 0.15, 'traced for 0.2 s once in place'
+    assert_operator c.now - c.came_at(/attached to process #{t.pid}/), :>=, 0.15, 'traced for 0.2 s once in place'
     assert_match(/detached from process #{t.pid}/, c.err)
   end
 
@@ -162,9 +162,8 @@ class InstallTest < Minitest::Test
     c = client('--ps', "target\\.rb many$", '-f', '-o', '/dev/null', '--duration', '0.2')
     c.wait_for(/attached to process #{small.pid}/)
     c.wait_for(/attached to process #{big.pid}/)
-    attached = Time.now
     assert c.finish.success?, c.err
-    assert_operator Time.now - attached, :>=, 0.15, "the bigger one traced for 0.2 s once in place: #{c.err}"
+    assert_operator c.now - c.came_at(/attached to process #{big.pid}/), :>=, 0.15, "the bigger one traced for 0.2 s once in place: #{c.err}"
     assert_operator c.err.index("attached to process #{small.pid}"), :<, c.err.index("attached to process #{big.pid}"),
                     'the smaller one was in place first'
     [small, big].each { |t| assert_match(/detached from process #{t.pid}/, c.err) }

@@ -11,7 +11,7 @@ class NamespaceTest < Minitest::Test
 
   def setup
     super
-    assert Process.uid.zero?, 'namespaces need root: run the tests as root'
+    needs_root 'namespaces, and processes of user nobody'
   end
 
   # What the machine lets these tests make, asked once per run with the commands the tests use
@@ -79,8 +79,10 @@ class NamespaceTest < Minitest::Test
   # is not. Attaching, tracing and a heap dump into the client's /tmp all work.
   def test_private_tmp
     needs :mount
+    from = outside_tmp
     Dir.mktmpdir do |private_tmp|
-      t = target('work', prefix: ['unshare', '-m', 'sh', '-c', 'mount --bind "$0" /tmp && exec "$@"', private_tmp])
+      t = target('work', prefix: ['unshare', '-m', 'sh', '-c', 'mount --bind "$0" /tmp && exec "$@"', private_tmp],
+                         lib: from ? Checkout.path(from, AGENT_LIB) : AGENT_LIB, script: from ? Checkout.path(from, TARGET) : TARGET)
       assert_equal File.stat(private_tmp).ino, File.stat("/proc/#{t.pid}/root/tmp").ino, 'the target sees its own /tmp'
       check_eval_and_trace(t.pid, { 'Dir.children("/tmp").size' => '0' })
       check_heapdump(t.pid, File.join(Dir.tmpdir, "tracer-ns-test-#{t.pid}.json"))
@@ -161,6 +163,19 @@ class NamespaceTest < Minitest::Test
   end
 
   private
+
+  # Where the target of test_private_tmp runs from: nil for the checkout, or, when it is under
+  # /tmp (a clone in /tmp), which the private /tmp would hide, a copy of it in /var/tmp (a
+  # PrivateTmp service's own /var/tmp is private too, but this target keeps the machine's).
+  def outside_tmp
+    return unless [ROOT, AGENT_LIB].any? { |p| Checkout.under_tmp?(p) }
+
+    skip "the Ruby under test, #{RUBY}, is under /tmp, which the target's private /tmp hides" if Checkout.under_tmp?(RUBY)
+    base = ['/var/tmp', '/dev/shm'].find { |d| File.directory?(d) && File.writable?(d) && !Checkout.under_tmp?(d) } or
+      skip 'the checkout is under /tmp, which the target\'s private /tmp hides, and neither /var/tmp nor /dev/shm ' \
+           'is a writable directory elsewhere to run it from a copy'
+    @outside_tmp ||= Checkout.copy('tracer-ns-test', base)
+  end
 
   # The target's pid here (the child unshare forked) and inside (the last NSpid field).
   def container_pids(target)

@@ -110,11 +110,12 @@ class PsTest < Minitest::Test
   end
 
   # Every worker gone at once (a restart): tracer waits for the new ones, then --duration ends
-  # the run for all of them with 0.
+  # the run for all of them with 0. The duration holds the restart, which takes seconds on a
+  # loaded machine (4 s did not always: the new workers' lines never came).
   def test_duration_spans_a_restart
     m = cluster
     first = wait_workers(m, 2)
-    c = client('--ps', regex, '-m', 'Worker#helper', '--duration', '4')
+    c = client('--ps', regex, '-m', 'Worker#helper', '--duration', 15)
     first.each { |pid| c.wait_for(/^\[#{pid}\] Worker#helper/) }
     first.each { |pid| Process.kill('KILL', pid) }
     fresh = wait_workers(m, 4).last(2)

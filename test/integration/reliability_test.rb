@@ -23,7 +23,9 @@ class ReliabilityTest < Minitest::Test
       out, _e, st = tracer('-p', t.pid, '-e', 'TracerAgent.stats')
       st.success? && eval(out.sub(/\A=> /, ''))
     end
-    assert_operator Time.now - killed, :<, 1.0 + 0.5, 'agent noticed the dead client in about a second'
+    # About a second, and each try here is a whole tracer run, which a loaded machine makes slow:
+    # 2 s allowed for the last try (an agent that waited on would take 5 s and more).
+    assert_operator Time.now - killed, :<, 1.0 + 2.0, 'agent noticed the dead client in about a second'
     # What the agent says of the killed client's session, asked by a client that came after it.
     assert_equal({ client_pid: c.pid, ended: :gone, hooks_left: 0 }, s[:last_session].slice(:client_pid, :ended, :hooks_left))
     assert_equal 0, s[:hooks]
@@ -195,7 +197,7 @@ class ReliabilityTest < Minitest::Test
   end
 
   def test_foreign_user_queue_is_ignored_by_the_agent
-    assert Process.uid.zero?, 'this test creates a queue as user nobody and must run as root'
+    needs_root 'it creates a queue as user nobody'
     t = target('sleep')
     key = 0x74000000 | t.pid
     name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
@@ -238,7 +240,7 @@ class ReliabilityTest < Minitest::Test
   RUBY
 
   def test_a_queue_another_user_made_is_never_trusted
-    assert Process.uid.zero?, 'this test squats a queue as user nobody and must run as root'
+    needs_root 'it squats a queue as user nobody'
     t = target('sleep')
     key = 0x74000000 | t.pid
     name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"
@@ -314,7 +316,7 @@ class ReliabilityTest < Minitest::Test
   # agent trusts that names another user's listener (one who took a name after its client left,
   # say) gets a connection that is hung up at once: the agent checks who listens.
   def test_agent_hangs_up_on_a_listener_of_another_user
-    assert Process.uid.zero?, 'this test listens as user nobody and must run as root'
+    needs_root 'it listens as user nobody'
     t = target('sleep')
     key = 0x74000000 | t.pid
     name = "tracer-#{Process.pid}-#{t.pid}-#{format('%016x', rand(1 << 64))}"

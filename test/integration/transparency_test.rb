@@ -189,7 +189,8 @@ class TransparencyTest < Minitest::Test
                     "RSS in KiB (less YJIT's and the transient heap's) after each session: #{rss.inspect}; " \
                     "untraced beside it: #{quiet_rss.inspect}; YJIT's: #{probes.map { |p| p[3] }.inspect}; " \
                     "the transient heap's: #{probes.map { |p| p[4] }.inspect}"
-    assert_operator times.last(5).sum / 5, :<, [times.first(5).sum / 5 * 3, 1.0].max, "attach times: #{times.map { |x| x.round(3) }.inspect}"
+    # A floor of 3 s: a loaded machine makes any five attaches slow, growth or not.
+    assert_operator times.last(5).sum / 5, :<, [times.first(5).sum / 5 * 3, 3.0].max, "attach times: #{times.map { |x| x.round(3) }.inspect}"
     refute_match(/MISMATCH/, t.out)
   end
 end
