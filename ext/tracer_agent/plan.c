@@ -90,7 +90,7 @@ static struct {
 static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_methods, id_visibility_of,
     id_detached, id_detached_app, id_trace_detached, id_ignore_regexp, id_source_location, id_owner, id_name,
     id_instance_method, id_arity, id_bind_call, id_still_defined, id_found_all, id_files, id_file_verdict,
-    id_app_methods_among, id_plain, id_own_visibility;
+    id_app_methods_among, id_plain, id_own_visibility, id_boxed, id_box_only;
 
 uint64_t
 trc_plan_now(void)
@@ -309,11 +309,29 @@ select_detached(int i, VALUE owner, ID mid, struct trc_spec_result *r)
 	return n;
 }
 
+/*
+ * The class a spec names, or Qnil: under Ruby::Box (4.0) one that is no constant of the agent's
+ * box may be one of another box of the app's, which r's note then names (wrap.rb, boxed).
+ */
+static VALUE
+spec_class(const struct trc_spec *sp, struct trc_spec_result *r)
+{
+	VALUE found;
+
+	if (!NIL_P(sp->klass) || NIL_P(sp->name))
+		return sp->klass;
+	found = wrap_call(id_boxed, 1, &sp->name);
+	if (!RB_TYPE_P(found, T_ARRAY) || RARRAY_LEN(found) != 2)
+		return Qnil;
+	r->note = rb_sprintf("the class of %"PRIsVALUE", traced as that box sees it", RARRAY_AREF(found, 1));
+	return RARRAY_AREF(found, 0);
+}
+
 static int
 select_spec(int i, struct trc_spec_result *r)
 {
 	const struct trc_spec *sp = &plan.specs[i];
-	VALUE mods;
+	VALUE mods, klass = Qnil;
 	int n = 0;
 
 	switch (sp->kind) {
@@ -324,21 +342,30 @@ select_spec(int i, struct trc_spec_result *r)
 		break;
 	}
 	case TRC_SPEC_SINGLETON:
-		if (NIL_P(sp->klass))
+		if (NIL_P(klass = spec_class(sp, r)))
 			goto pending;
-		mods = rb_ary_new_from_args(1, rb_singleton_class(sp->klass));
+		mods = rb_ary_new_from_args(1, rb_singleton_class(klass));
 		break;
 	default:
-		if (NIL_P(sp->klass))
+		if (NIL_P(klass = spec_class(sp, r)))
 			goto pending;
-		mods = rb_ary_new_from_args(1, sp->klass);
+		mods = rb_ary_new_from_args(1, klass);
 		break;
 	}
 	for (long k = 0; k < RARRAY_LEN(mods); k++)
 		n += select_in(i, RARRAY_AREF(mods, k), sp->mid, r);
 	if (n == 0 && sp->mid != 0 && NIL_P(r->skipped))
 		n = select_detached(i, sp->kind == TRC_SPEC_ANY ? Qnil : RARRAY_AREF(mods, 0), sp->mid, r);
+	if (n == 0 && sp->mid != 0 && NIL_P(r->why) && !NIL_P(klass)) {
+		/* Ruby::Box: a builtin class that has the method in another box only. */
+		VALUE argv[3] = { klass, ID2SYM(sp->mid), sp->kind == TRC_SPEC_SINGLETON ? Qtrue : Qfalse };
+		VALUE why = wrap_call(id_box_only, 3, argv);
+
+		if (RB_TYPE_P(why, T_STRING))
+			r->why = why;
+	}
 	RB_GC_GUARD(mods);
+	RB_GC_GUARD(klass);
 	return n;
 pending:
 	r->pending = 1;
@@ -1342,6 +1369,8 @@ trc_plan_init(void)
 	id_app_methods_of = rb_intern("app_methods_of");
 	id_app_method = rb_intern("app_method");
 	id_owners_of = rb_intern("owners_of");
+	id_boxed = rb_intern("boxed");
+	id_box_only = rb_intern("box_only");
 	id_own_methods = rb_intern("own_methods");
 	id_visibility_of = rb_intern("visibility_of");
 	id_detached = rb_intern("detached");
