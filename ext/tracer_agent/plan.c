@@ -33,6 +33,19 @@ enum phase {
 #ifdef HAVE_RB_OBJSPACE_EACH_OBJECTS
 void rb_objspace_each_objects(int (*callback)(void *start, void *end, size_t stride, void *data), void *data);
 #endif
+#ifdef HAVE_RB_OBJSPACE_INTERNAL_OBJECT_P
+/*
+ * ObjectSpace.each_object's own test of what is the VM's and not the app's to see, exported for
+ * objspace.so, in no public header. Ruby 4.0 made RubyVM::FrozenCore (the receiver of what
+ * compiled code calls: core#define_method, lambda, ...) a plain class, which only this test
+ * leaves out (3.1-3.4 kept it an ICLASS); Kernel#singleton_class on it crashes 4.0.2, since
+ * its singleton class has no class of its own (class.c, make_metaclass).
+ */
+int rb_objspace_internal_object_p(VALUE obj);
+#define vm_internal(v) rb_objspace_internal_object_p(v)
+#else
+#define vm_internal(v) 0
+#endif
 #if defined(HAVE_RB_OBJSPACE_EACH_OBJECTS) && defined(HAVE_RB_RESOLVE_ME_LOCATION)
 #define FIND_BY_ENTRIES 1
 /* Exported by libruby for the coverage library, declared in no public header: the file and
@@ -990,7 +1003,7 @@ collect_modules(void *start, void *end, size_t stride, void *data)
 		int t = (int)(RBASIC(v)->flags & RUBY_T_MASK);
 
 		if ((t == RUBY_T_CLASS || t == RUBY_T_MODULE) && RBASIC_CLASS(v) != 0 &&
-		    !FL_TEST_RAW(v, FL_SINGLETON) && RBASIC_CLASS(v) != w->wrappers)
+		    !FL_TEST_RAW(v, FL_SINGLETON) && RBASIC_CLASS(v) != w->wrappers && !vm_internal(v))
 			modules_add(v);
 #ifdef FIND_BY_ENTRIES
 		else if (t == RUBY_T_IMEMO && plan.by_entries &&
