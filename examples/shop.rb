@@ -1,5 +1,7 @@
 # shop.rb: a small app for `make demo`: it prices orders in a loop, forever.
-$stdout.sync = true
+# Both: under Ruby::Box (4.0, RUBY_BOX=1) the main box has a $stdout of its own, and Kernel#puts
+# writes to STDOUT all the same.
+$stdout.sync = STDOUT.sync = true
 
 class Order
   attr_reader :items
