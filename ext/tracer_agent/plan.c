@@ -114,8 +114,7 @@ trc_plan_now(void)
 static VALUE
 wrap_module(void)
 {
-	VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	return rb_const_get(agent, rb_intern("Wrap"));
+	return rb_const_get(trc_wrap_agent(), rb_intern("Wrap"));
 }
 
 /* ---- calling wrap.rb, every exception rescued ---- */
@@ -919,7 +918,7 @@ entries_begin(void)
 static void
 entries_constants(void)
 {
-	VALUE wrap = wrap_module(), agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	VALUE wrap = wrap_module(), agent = trc_wrap_agent();
 
 	wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
 	holder = rb_const_get(wrap, rb_intern("HOLDER"));
@@ -1028,7 +1027,7 @@ walk_modules(uint64_t deadline)
 {
 	struct walk w = { .deadline = deadline };
 
-	w.wrappers = rb_const_get(rb_const_get(rb_cObject, rb_intern("TracerAgent")), rb_intern("Wrappers"));
+	w.wrappers = rb_const_get(trc_wrap_agent(), rb_intern("Wrappers"));
 	rb_objspace_each_objects(collect_modules, &w);
 	if (w.stopped)
 		return 0;

@@ -67,6 +67,20 @@ static struct {
 
 static ID id_bind_call, id_private, id_protected, id_expressions, id_box_copy;
 
+/*
+ * TracerAgent, as Init_ made it. Under Ruby::Box (4.0) it is a constant of the agent's box
+ * only, and the service may run where the current box is another: in a postponed job on an
+ * app's thread inside a builtin's Ruby code (ConditionVariable#wait is the root box's), where
+ * Object has no TracerAgent. So the agent never looks itself up by name.
+ */
+static VALUE agent_mod = Qnil;
+
+VALUE
+trc_wrap_agent(void)
+{
+	return agent_mod;
+}
+
 /* The Ruby half (lib/tracer_agent/wrap.rb), loaded after this extension: looked up at first use. */
 static void
 ruby_side(void)
@@ -75,7 +89,7 @@ ruby_side(void)
 
 	if (wraps.wrap_module != 0)
 		return;
-	agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	agent = agent_mod;
 	wraps.wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
 	wraps.anchor = rb_define_class_under(wraps.wrappers_class, "Anchor", rb_cObject);
 	wraps.wrap_module = rb_const_get(agent, rb_intern("Wrap"));
@@ -1102,6 +1116,8 @@ trc_wrap_init(VALUE mod)
 	for (size_t i = 0; i < sizeof(unwrappable) / sizeof(unwrappable[0]); i++)
 		unwrappable_ids[i] = rb_intern(unwrappable[i].name);
 	id_box_copy = rb_intern("__tracer_box_copy");
+	agent_mod = mod;
+	rb_gc_register_address(&agent_mod);
 	wraps.boxes = boxes_enabled();
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(true);
