@@ -180,7 +180,7 @@ refusals(void)
 static void
 table(void)
 {
-	struct trc_vmcode q, q4, b;
+	struct trc_vmcode q, q4, b, b2;
 	const struct trc_vmlayout *l;
 	char why[512] = "";
 
@@ -194,6 +194,15 @@ table(void)
 	test_cond("3.1.2 finds the 3.1 layout", l != NULL && strcmp(l->series, "3.1") == 0);
 	l = trc_vmlayout_find("3.1.2", EM_X86_64, &q, why, sizeof(why));
 	test_cond("3.1 with a queue's code: refused", l == NULL && strstr(why, "in a queue") != NULL);
+	/* 3.2 keeps the buffer 64 bytes further into the VM than 3.1. */
+	b2 = b;
+	b2.pj_buffer = 1024;
+	b2.pj_index = 1032;
+	l = trc_vmlayout_find("3.2.11", EM_X86_64, &b2, why, sizeof(why));
+	test_cond("3.2.11 with 3.2's offsets finds the 3.2 layout", l != NULL && strcmp(l->series, "3.2") == 0);
+	l = trc_vmlayout_find("3.2.11", EM_X86_64, &b, why, sizeof(why));
+	test_cond("3.2 with 3.1's offsets: refused, naming the buffer",
+		  l == NULL && strstr(why, "postponed_job_buffer at 984") != NULL && strstr(why, "at 1024") != NULL);
 	l = trc_vmlayout_find("3.0.7", EM_X86_64, &q, why, sizeof(why));
 	test_cond("3.0: no layout, and which there are",
 		  l == NULL && strstr(why, "no VM layout for Ruby 3.0.7") != NULL && strstr(why, "3.1, 3.2, 3.3") != NULL);
