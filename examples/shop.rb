@@ -1,7 +1,5 @@
 # shop.rb: a small app for `make demo`: it prices orders in a loop, forever.
-# Both: under Ruby::Box (4.0, RUBY_BOX=1) the main box has a $stdout of its own, and Kernel#puts
-# writes to STDOUT all the same.
-$stdout.sync = STDOUT.sync = true
+$stdout.sync = STDOUT.sync = true # both: in a Ruby::Box (4.0) Kernel#puts writes to STDOUT, not $stdout
 
 class Order
   attr_reader :items

@@ -2,9 +2,7 @@
 # or without it, the main program alone): Worker in the main box, and in a box of its own,
 # what boxed.rb defines there (Boxed, and String#shout on the builtin String). Prints "ready
 # PID", then calls into both every 5 ms, forever.
-# Both: under Ruby::Box (4.0, RUBY_BOX=1) the main box has a $stdout of its own, and Kernel#puts
-# writes to STDOUT all the same.
-$stdout.sync = STDOUT.sync = true
+$stdout.sync = STDOUT.sync = true # both: in a Ruby::Box (4.0) Kernel#puts writes to STDOUT, not $stdout
 
 class Worker
   def work(x) = x * 2
