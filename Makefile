@@ -62,8 +62,10 @@ test-unit: test-deps client
 test-integration: test-deps all
 	$(RUBY) -Ilib -Itest test/integration/all.rb $(TESTOPTS)
 
-# The unit and integration tests on Ruby 3.1, 3.3, 3.4 and 3.4 with YJIT (RUBIES="3.3 3.4"
-# picks some), each in a Debian root built once and cached: see script/rubies.
+# The unit and integration tests on Ruby 3.1, 3.2, 3.3, 3.4, 3.4 with YJIT and 4.0 with YJIT,
+# and on 4.0 without a JIT; those of the modes that wrap and attach on 4.0 with ZJIT and in a
+# Ruby::Box (RUBIES="3.3 3.4" picks some), each in a Debian root built once and cached: see
+# script/rubies.
 test-rubies:
 	@script/rubies $(RUBIES)
 
@@ -78,10 +80,11 @@ soak: all
 soak-inject: all
 	$(RUBY) test/soak/inject.rb $(or $(INJECT_COUNT),1000)
 
-# The benchmark on Ruby 3.1, 3.3, 3.4 and 3.4 with YJIT (RUBIES="3.1 3.4-yjit" picks some), each
-# in its root (script/rubies --run builds there afresh): one table per Ruby, under 10 minutes in
-# all, then the client's decode+format micro-benchmark, which no Ruby changes.
-BENCH_RUBIES = 3.1 3.3 3.4 3.4-yjit
+# The benchmark on Ruby 3.1, 3.3, 3.4, 3.4 with YJIT, 4.0 with YJIT and 4.0 with ZJIT (its table
+# marked experimental) (RUBIES="3.1 3.4-yjit" picks some), each in its root (script/rubies --run
+# builds there afresh): one table per Ruby, then the client's decode+format micro-benchmark,
+# which no Ruby changes.
+BENCH_RUBIES = 3.1 3.3 3.4 3.4-yjit 4.0-yjit 4.0-zjit
 bench:
 	@start=$$(date +%s); rc=0; \
 	commit=$$(git rev-parse --short HEAD)$$(git status --porcelain -- ext lib include client test/bench | \

@@ -49,10 +49,15 @@ trc_inject_enabled(void)
 	return enabled;
 }
 
+/*
+ * Under Ruby::Box (4.0, RUBY_BOX=1) an extension required in a user box is a copy Ruby makes
+ * and then deletes, named after the original's path with '+' for '/':
+ * /tmp/_ruby_box_p<pid>_<box>_+srv+app+lib+tracer_agent+tracer_agent.so (deleted).
+ */
 bool
 trc_inject_loaded(pid_t pid)
 {
-	return trc_rubyproc_maps_have(pid, "/" TRC_INJECT_AGENT);
+	return trc_rubyproc_maps_have(pid, "/" TRC_INJECT_AGENT) || trc_rubyproc_maps_have(pid, "+" TRC_INJECT_AGENT);
 }
 
 bool

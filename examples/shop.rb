@@ -1,5 +1,5 @@
 # shop.rb: a small app for `make demo`: it prices orders in a loop, forever.
-$stdout.sync = true
+$stdout.sync = STDOUT.sync = true # both: in a Ruby::Box (4.0) Kernel#puts writes to STDOUT, not $stdout
 
 class Order
   attr_reader :items

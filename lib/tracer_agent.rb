@@ -210,6 +210,7 @@ end
 require_relative 'tracer_agent/tracer_agent'
 Signal.singleton_class.prepend(TracerAgent::TrapHook)
 Kernel.singleton_class.prepend(TracerAgent::TrapHook)
+TracerAgent.__box_copy(Kernel) # under Ruby::Box, what makes the prepend reach Object (wrap.c)
 Kernel.prepend(TracerAgent::TrapHook)
 Process.singleton_class.prepend(TracerAgent::ForkHook)
 

@@ -13,6 +13,7 @@
 #include "tracer_protocol.h"
 #include "wire.h"
 #include "work.h"
+#include "wrap.h"
 
 /* ---- reading fields ---- */
 
@@ -30,8 +31,7 @@ str_value(const msgpack_object *o)
 static VALUE
 agent_query(VALUE name)
 {
-	VALUE mod = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	return rb_funcall(mod, SYM2ID(name), 0);
+	return rb_funcall(trc_wrap_agent(), SYM2ID(name), 0);
 }
 
 /* TracerAgent.__yjit? or __ractors, or fallback if the app has broken them. */

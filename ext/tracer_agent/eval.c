@@ -10,6 +10,7 @@
 #include "mem.h"
 #include "names.h"
 #include "tracer_protocol.h"
+#include "wrap.h"
 
 struct eval_job {
 	uint64_t session;
@@ -29,7 +30,7 @@ static uint64_t repl_session;
 static VALUE
 agent_module(void)
 {
-	return rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	return trc_wrap_agent();
 }
 
 static VALUE

@@ -17,6 +17,9 @@ have_func('rb_class_attached_object', 'ruby.h')
 # Not in Ruby's public headers, but exported by every libruby, and what objspace walks the heap
 # with: finding the app's modules without ObjectSpace.each_object's Ruby call per object.
 have_func('rb_objspace_each_objects')
+# ObjectSpace's own test of the VM's internal objects, exported for objspace.so: the walk above
+# leaves out what ObjectSpace.each_object does (Ruby 4.0's RubyVM::FrozenCore is a plain class).
+have_func('rb_objspace_internal_object_p')
 # Exported for the coverage library, in no public header: a method entry's file, read without
 # making an object (plan.c finds the app's methods by the heap's method entries with it).
 have_func('rb_resolve_me_location')

@@ -33,6 +33,19 @@ enum phase {
 #ifdef HAVE_RB_OBJSPACE_EACH_OBJECTS
 void rb_objspace_each_objects(int (*callback)(void *start, void *end, size_t stride, void *data), void *data);
 #endif
+#ifdef HAVE_RB_OBJSPACE_INTERNAL_OBJECT_P
+/*
+ * ObjectSpace.each_object's own test of what is the VM's and not the app's to see, exported for
+ * objspace.so, in no public header. Ruby 4.0 made RubyVM::FrozenCore (the receiver of what
+ * compiled code calls: core#define_method, lambda, ...) a plain class, which only this test
+ * leaves out (3.1-3.4 kept it an ICLASS); Kernel#singleton_class on it crashes 4.0.2, since
+ * its singleton class has no class of its own (class.c, make_metaclass).
+ */
+int rb_objspace_internal_object_p(VALUE obj);
+#define vm_internal(v) rb_objspace_internal_object_p(v)
+#else
+#define vm_internal(v) 0
+#endif
 #if defined(HAVE_RB_OBJSPACE_EACH_OBJECTS) && defined(HAVE_RB_RESOLVE_ME_LOCATION)
 #define FIND_BY_ENTRIES 1
 /* Exported by libruby for the coverage library, declared in no public header: the file and
@@ -90,7 +103,7 @@ static struct {
 static ID id_modules, id_app_methods_of, id_app_method, id_owners_of, id_own_methods, id_visibility_of,
     id_detached, id_detached_app, id_trace_detached, id_ignore_regexp, id_source_location, id_owner, id_name,
     id_instance_method, id_arity, id_bind_call, id_still_defined, id_found_all, id_files, id_file_verdict,
-    id_app_methods_among, id_plain, id_own_visibility;
+    id_app_methods_among, id_plain, id_own_visibility, id_boxed, id_box_only;
 
 uint64_t
 trc_plan_now(void)
@@ -101,8 +114,7 @@ trc_plan_now(void)
 static VALUE
 wrap_module(void)
 {
-	VALUE agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
-	return rb_const_get(agent, rb_intern("Wrap"));
+	return rb_const_get(trc_wrap_agent(), rb_intern("Wrap"));
 }
 
 /* ---- calling wrap.rb, every exception rescued ---- */
@@ -309,11 +321,29 @@ select_detached(int i, VALUE owner, ID mid, struct trc_spec_result *r)
 	return n;
 }
 
+/*
+ * The class a spec names, or Qnil: under Ruby::Box (4.0) one that is no constant of the agent's
+ * box may be one of another box of the app's, which r's note then names (wrap.rb, boxed).
+ */
+static VALUE
+spec_class(const struct trc_spec *sp, struct trc_spec_result *r)
+{
+	VALUE found;
+
+	if (!NIL_P(sp->klass) || NIL_P(sp->name))
+		return sp->klass;
+	found = wrap_call(id_boxed, 1, &sp->name);
+	if (!RB_TYPE_P(found, T_ARRAY) || RARRAY_LEN(found) != 2)
+		return Qnil;
+	r->note = rb_sprintf("the class of %"PRIsVALUE", traced as that box sees it", RARRAY_AREF(found, 1));
+	return RARRAY_AREF(found, 0);
+}
+
 static int
 select_spec(int i, struct trc_spec_result *r)
 {
 	const struct trc_spec *sp = &plan.specs[i];
-	VALUE mods;
+	VALUE mods, klass = Qnil;
 	int n = 0;
 
 	switch (sp->kind) {
@@ -324,21 +354,30 @@ select_spec(int i, struct trc_spec_result *r)
 		break;
 	}
 	case TRC_SPEC_SINGLETON:
-		if (NIL_P(sp->klass))
+		if (NIL_P(klass = spec_class(sp, r)))
 			goto pending;
-		mods = rb_ary_new_from_args(1, rb_singleton_class(sp->klass));
+		mods = rb_ary_new_from_args(1, rb_singleton_class(klass));
 		break;
 	default:
-		if (NIL_P(sp->klass))
+		if (NIL_P(klass = spec_class(sp, r)))
 			goto pending;
-		mods = rb_ary_new_from_args(1, sp->klass);
+		mods = rb_ary_new_from_args(1, klass);
 		break;
 	}
 	for (long k = 0; k < RARRAY_LEN(mods); k++)
 		n += select_in(i, RARRAY_AREF(mods, k), sp->mid, r);
 	if (n == 0 && sp->mid != 0 && NIL_P(r->skipped))
 		n = select_detached(i, sp->kind == TRC_SPEC_ANY ? Qnil : RARRAY_AREF(mods, 0), sp->mid, r);
+	if (n == 0 && sp->mid != 0 && NIL_P(r->why) && !NIL_P(klass)) {
+		/* Ruby::Box: a builtin class that has the method in another box only. */
+		VALUE argv[3] = { klass, ID2SYM(sp->mid), sp->kind == TRC_SPEC_SINGLETON ? Qtrue : Qfalse };
+		VALUE why = wrap_call(id_box_only, 3, argv);
+
+		if (RB_TYPE_P(why, T_STRING))
+			r->why = why;
+	}
 	RB_GC_GUARD(mods);
+	RB_GC_GUARD(klass);
 	return n;
 pending:
 	r->pending = 1;
@@ -879,7 +918,7 @@ entries_begin(void)
 static void
 entries_constants(void)
 {
-	VALUE wrap = wrap_module(), agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	VALUE wrap = wrap_module(), agent = trc_wrap_agent();
 
 	wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
 	holder = rb_const_get(wrap, rb_intern("HOLDER"));
@@ -963,7 +1002,7 @@ collect_modules(void *start, void *end, size_t stride, void *data)
 		int t = (int)(RBASIC(v)->flags & RUBY_T_MASK);
 
 		if ((t == RUBY_T_CLASS || t == RUBY_T_MODULE) && RBASIC_CLASS(v) != 0 &&
-		    !FL_TEST_RAW(v, FL_SINGLETON) && RBASIC_CLASS(v) != w->wrappers)
+		    !FL_TEST_RAW(v, FL_SINGLETON) && RBASIC_CLASS(v) != w->wrappers && !vm_internal(v))
 			modules_add(v);
 #ifdef FIND_BY_ENTRIES
 		else if (t == RUBY_T_IMEMO && plan.by_entries &&
@@ -988,7 +1027,7 @@ walk_modules(uint64_t deadline)
 {
 	struct walk w = { .deadline = deadline };
 
-	w.wrappers = rb_const_get(rb_const_get(rb_cObject, rb_intern("TracerAgent")), rb_intern("Wrappers"));
+	w.wrappers = rb_const_get(trc_wrap_agent(), rb_intern("Wrappers"));
 	rb_objspace_each_objects(collect_modules, &w);
 	if (w.stopped)
 		return 0;
@@ -1342,6 +1381,8 @@ trc_plan_init(void)
 	id_app_methods_of = rb_intern("app_methods_of");
 	id_app_method = rb_intern("app_method");
 	id_owners_of = rb_intern("owners_of");
+	id_boxed = rb_intern("boxed");
+	id_box_only = rb_intern("box_only");
 	id_own_methods = rb_intern("own_methods");
 	id_visibility_of = rb_intern("visibility_of");
 	id_detached = rb_intern("detached");

@@ -62,9 +62,24 @@ static struct {
 	VALUE wrap_module;      /* TracerAgent::Wrap */
 	uint64_t alloc_failures;
 	uint64_t definitions;   /* methods the app defined since DefinitionWatch is in place */
+	int boxes;              /* Ruby::Box is on (4.0, RUBY_BOX=1): see trc_wrap_box_copy */
 } wraps;
 
-static ID id_bind_call, id_private, id_protected, id_expressions;
+static ID id_bind_call, id_private, id_protected, id_expressions, id_box_copy;
+
+/*
+ * TracerAgent, as Init_ made it. Under Ruby::Box (4.0) it is a constant of the agent's box
+ * only, and the service may run where the current box is another: in a postponed job on an
+ * app's thread inside a builtin's Ruby code (ConditionVariable#wait is the root box's), where
+ * Object has no TracerAgent. So the agent never looks itself up by name.
+ */
+static VALUE agent_mod = Qnil;
+
+VALUE
+trc_wrap_agent(void)
+{
+	return agent_mod;
+}
 
 /* The Ruby half (lib/tracer_agent/wrap.rb), loaded after this extension: looked up at first use. */
 static void
@@ -74,7 +89,7 @@ ruby_side(void)
 
 	if (wraps.wrap_module != 0)
 		return;
-	agent = rb_const_get(rb_cObject, rb_intern("TracerAgent"));
+	agent = agent_mod;
 	wraps.wrappers_class = rb_const_get(agent, rb_intern("Wrappers"));
 	wraps.anchor = rb_define_class_under(wraps.wrappers_class, "Anchor", rb_cObject);
 	wraps.wrap_module = rb_const_get(agent, rb_intern("Wrap"));
@@ -628,6 +643,31 @@ struct prepend_args {
 	VALUE owner, w;
 };
 
+/*
+ * Under Ruby::Box (4.0.2, RUBY_BOX=1) a module the box still shares with the root box (Kernel,
+ * Enumerable: the builtins) takes a module prepended to it into its own ancestry but not into
+ * that of the classes that include it (Object.ancestors: [Object, Kernel, W]): nothing would
+ * call what is prepended. Once the box has a copy of its own of the module, which writing a
+ * field of it makes, a prepend reaches them; a module prepended before cannot be set right.
+ * So the first prepend into a module is preceded by this. The field, which no Ruby code can
+ * name (no '@'), stays.
+ */
+void
+trc_wrap_box_copy(VALUE mod)
+{
+	if (wraps.boxes && RB_TYPE_P(mod, T_MODULE) && !OBJ_FROZEN(mod))
+		rb_ivar_set(mod, id_box_copy, Qtrue);
+}
+
+/* TracerAgent.__box_copy(mod): the same, for the agent's own prepends (lib/tracer_agent.rb). */
+static VALUE
+agent_box_copy(VALUE self, VALUE mod)
+{
+	(void)self;
+	trc_wrap_box_copy(mod);
+	return Qnil;
+}
+
 static VALUE
 prepend_now(VALUE arg)
 {
@@ -635,6 +675,7 @@ prepend_now(VALUE arg)
 
 	if (RB_TYPE_P(a->owner, T_MODULE))
 		rb_include_module(wraps.anchor, a->owner);
+	trc_wrap_box_copy(a->owner);
 	rb_prepend_module(a->owner, a->w);
 	return Qnil;
 }
@@ -1036,6 +1077,34 @@ trc_wrap_watch(void)
 		rb_set_errinfo(Qnil);
 }
 
+static VALUE
+boxes_enabled_p(VALUE unused)
+{
+	VALUE ruby;
+
+	(void)unused;
+	if (!rb_const_defined(rb_cObject, rb_intern("Ruby")))
+		return Qfalse;
+	ruby = rb_const_get(rb_cObject, rb_intern("Ruby"));
+	if (!rb_const_defined(ruby, rb_intern("Box")))
+		return Qfalse;
+	return rb_funcall(rb_const_get(ruby, rb_intern("Box")), rb_intern("enabled?"), 0);
+}
+
+/* Whether Ruby::Box is on (Ruby 4.0 with RUBY_BOX=1): fixed for the life of the process. */
+static int
+boxes_enabled(void)
+{
+	int state = 0;
+	VALUE on = rb_protect(boxes_enabled_p, Qnil, &state);
+
+	if (state) {
+		rb_set_errinfo(Qnil);
+		return 0;
+	}
+	return RTEST(on);
+}
+
 void
 trc_wrap_init(VALUE mod)
 {
@@ -1046,6 +1115,10 @@ trc_wrap_init(VALUE mod)
 	id_new = rb_intern("new");
 	for (size_t i = 0; i < sizeof(unwrappable) / sizeof(unwrappable[0]); i++)
 		unwrappable_ids[i] = rb_intern(unwrappable[i].name);
+	id_box_copy = rb_intern("__tracer_box_copy");
+	agent_mod = mod;
+	rb_gc_register_address(&agent_mod);
+	wraps.boxes = boxes_enabled();
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
 	rb_ext_ractor_safe(true);
 #endif
@@ -1058,5 +1131,6 @@ trc_wrap_init(VALUE mod)
 #endif
 	rb_define_singleton_method(mod, "__defined", agent_defined, 2);
 	rb_define_singleton_method(mod, "__changed", agent_changed, 2);
+	rb_define_singleton_method(mod, "__box_copy", agent_box_copy, 1);
 }
 

@@ -97,5 +97,10 @@ int trc_wrapped(void);
 /* Memory the wrappers' tables could not get, so far. */
 uint64_t trc_wrap_alloc_failures(void);
 void trc_wrap_mark(void);
+/* GVL held. Under Ruby::Box, gives the app's box a copy of its own of module mod, which a
+ * prepend into mod then reaches the includers of (wrap.c says why); else nothing. */
+void trc_wrap_box_copy(VALUE mod);
+/* The TracerAgent module, as Init_ made it (never looked up by name: wrap.c says why). */
+VALUE trc_wrap_agent(void);
 
 #endif

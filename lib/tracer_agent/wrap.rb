@@ -62,6 +62,10 @@ module TracerAgent
     PRIVATE_P = Module.instance_method(:private_method_defined?)
     PROTECTED_P = Module.instance_method(:protected_method_defined?)
     METHOD_P = Module.instance_method(:method_defined?)
+    MODULE_NAME = Module.instance_method(:name)
+    CONST_DEFINED_P = Module.instance_method(:const_defined?)
+    CONST_GET = Module.instance_method(:const_get)
+    AUTOLOAD_P = Module.instance_method(:autoload?)
     ANCESTORS = Module.instance_method(:ancestors)
 
     # A method of each kind, whose entries plan.c finds in the heap and reads before it trusts
@@ -400,6 +404,58 @@ module TracerAgent
       end
 
       def label_of(owner) = TracerAgent.__label(owner)
+
+      # ---- Ruby::Box (4.0, RUBY_BOX=1) ----
+      # A class the app defines in a box of its own (Ruby::Box.new, then box.require) is a
+      # constant of that box, not of the box the agent runs in (the main one, or the one that
+      # loaded it): -m finds it there and traces it as that box sees it (a wrapper prepended
+      # from here is in its ancestry there too). A builtin class reopened in such a box has
+      # methods of that box's own, which a wrapper put in place from here would not reach: -m
+      # says so rather than waiting for the method to appear.
+
+      # The app's boxes other than the agent's, and than the root one (whose classes every box
+      # has); none when Ruby::Box is off or unknown.
+      def other_boxes
+        return [] unless defined?(Ruby::Box) && Ruby::Box.enabled?
+
+        here = Ruby::Box.current
+        root = Ruby::Box.root
+        found = []
+        ObjectSpace.each_object(Ruby::Box) { |box| found << box unless box.equal?(here) || box.equal?(root) }
+        found
+      end
+
+      # The module named path ("Billing::Invoice") in one box other than the agent's, as [mod,
+      # "#<Ruby::Box:3,user,optional>"]: nil when no box, or more than one, has it. Sets off no
+      # autoload, calls no method of the app's.
+      def boxed(path)
+        found = other_boxes.filter_map do |box|
+          mod = path.split('::').inject(box) do |m, name|
+            break nil unless Module === m && CONST_DEFINED_P.bind_call(m, name, false) && !AUTOLOAD_P.bind_call(m, name, false)
+
+            CONST_GET.bind_call(m, name, false)
+          end
+          [mod, box.inspect] if Module === mod
+        rescue StandardError
+          nil
+        end
+        found.uniq! { |mod, _| mod.__id__ }
+        found.size == 1 ? found.first : nil
+      end
+
+      # Why mod has no method name here when a box of the app's gives its builtin class one
+      # (singleton: a class method): a String, or nil when no other box has it either.
+      def box_only(mod, name, singleton)
+        mod_name = MODULE_NAME.bind_call(mod) or return nil
+        receiver = singleton ? "::#{mod_name}.singleton_class" : "::#{mod_name}"
+        check = "m = #{receiver}; m.method_defined?(#{name.inspect}) || m.private_method_defined?(#{name.inspect})"
+        boxes = other_boxes.select { |box| box.eval(check) == true rescue false } # rubocop:disable Style/RescueModifier
+        return nil if boxes.empty?
+
+        "#{mod_name}#{singleton ? '.' : '#'}#{name} is defined in #{boxes.map(&:inspect).join(', ')} only: " \
+          "a builtin class reopened in a Ruby::Box has methods of that box's own, which tracer, in " \
+          "#{Ruby::Box.current.inspect}, cannot wrap"
+      end
 
       def own?(mod, name)
         METHOD_P.bind_call(mod, name, false) || PRIVATE_P.bind_call(mod, name, false)

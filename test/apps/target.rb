@@ -1,7 +1,7 @@
 # target.rb MODE: a Ruby process for the integration tests, with the agent loaded (-rtracer_agent).
 # It prints "ready PID" once it is in MODE, then stays there until killed (exit_when_told: until a
 # line comes on its stdin).
-$stdout.sync = true
+$stdout.sync = STDOUT.sync = true # both: in a Ruby::Box (4.0) Kernel#puts writes to STDOUT, not $stdout
 
 class Worker
   def initialize(n) = @n = n

@@ -4,7 +4,7 @@
 # root). It prints "ready PID", waits until the file named by ENV['GO'] exists, runs one burst of
 # work whose counts are known exactly, prints "done" and sleeps until killed. TAG only makes the
 # command line unique, for --ps. Lines marked "# MARK" are found by the tests by their marks.
-$stdout.sync = true
+$stdout.sync = STDOUT.sync = true # both: in a Ruby::Box (4.0) Kernel#puts writes to STDOUT, not $stdout
 
 class Widget
 end

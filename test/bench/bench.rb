@@ -897,8 +897,14 @@ module Bench
     load = File.read('/proc/loadavg').split.first(3).join(' ') rescue '?'
     ["tracer benchmark, started #{Time.now.utc.strftime('%Y-%m-%d %H:%M:%S UTC')}",
      "kernel #{`uname -r`.strip}, CPU #{cpu}, nproc #{Etc.nprocessors}, load average at the start #{load}",
-     "#{ruby_v.strip}; YJIT #{yjit? ? 'on (RUBY_YJIT_ENABLE=1)' : 'off'}",
+     "#{ruby_v.strip}; YJIT #{yjit? ? 'on (RUBY_YJIT_ENABLE=1)' : 'off'}#{zjit_note}",
      "tracer #{commit}"]
+  end
+
+  # Ruby 4.0's ZJIT (RUBY_ZJIT_ENABLE=1): its rows are marked, as Ruby's NEWS marks it.
+  def zjit_note
+    out, = Open3.capture2e(RUBY, '-e', 'print(defined?(RubyVM::ZJIT) && RubyVM::ZJIT.enabled? ? 1 : 0)')
+    out.strip == '1' ? '; ZJIT on (RUBY_ZJIT_ENABLE=1): experimental, not for production (Ruby 4.0 NEWS)' : ''
   end
 
   def commit

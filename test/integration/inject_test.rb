@@ -9,8 +9,9 @@ class InjectTest < Minitest::Test
 
   # A container: its own pid, mount, IPC and network namespaces (namespace_test.rb's).
   CONTAINER = %w[unshare --fork --kill-child --pid --mount --ipc --net --mount-proc].freeze
-  # A bare `ruby`: no agent on its command line, nothing in RUBYOPT.
-  BARE = { 'RUBYOPT' => nil, 'TRACER_AGENT_INJECT' => nil }.freeze
+  # A bare `ruby`: no agent on its command line, nothing in RUBYOPT (but, under Ruby::Box, what
+  # keeps Ruby's warning that it is experimental off the target's stderr).
+  BARE = { 'RUBYOPT' => ENV['RUBY_BOX'] == '1' ? '-W:no-experimental' : nil, 'TRACER_AGENT_INJECT' => nil }.freeze
   LOADED = /\A\*\*\* loaded tracer_agent into process (\d+) \(Ruby ([\d.]+); the process was held still ([\d.]+) ms\)\n/
   INSTEAD = "or have the app load the agent itself (require 'tracer_agent')"
   # The postponed-job queue (3.3 on) wakes an idle process with SIGCHLD; the buffer (3.1) with
@@ -32,7 +33,9 @@ class InjectTest < Minitest::Test
     m.post_match
   end
 
-  def agent_mappings(pid) = File.readlines("/proc/#{pid}/maps").grep(%r{/tracer_agent\.so$}).map { |l| l.split.last }.uniq
+  # The agent's file, or under Ruby::Box the copy of it Ruby loads in a box and deletes
+  # (/tmp/_ruby_box_p<pid>_<box>_+...+tracer_agent.so (deleted)).
+  def agent_mappings(pid) = File.readlines("/proc/#{pid}/maps").grep(%r{[/+]tracer_agent\.so( \(deleted\))?$}).map { |l| l.split[5..].join(' ') }.uniq
 
   # Each state, and each with Ruby 3.3's M:N scheduler (older Rubies ignore the variable).
   # A busy process lets the loading thread have Ruby's lock a time slice at a time, a long C

@@ -91,7 +91,11 @@ class ReliabilityTest < Minitest::Test
 
   def test_attach_detach_1000_times_leaks_nothing
     t = target('work')
-    cycle = ->(_) { _o, e, s = tracer('-p', t.pid, '-m', 'Worker#work', '--duration', '0.001'); assert s.success?, e }
+    cycle = lambda do |i|
+      _o, e, s = tracer('-p', t.pid, '-m', 'Worker#work', '--duration', '0.001')
+      # A target that exited says how (a crash's report, YJIT's panic) on its stderr.
+      assert s.success?, "cycle #{i + 1}: #{e}#{"target #{t.status.inspect}, its stderr:\n#{t.err}" unless t.alive?}"
+    end
     100.times(&cycle) # warm up: Ruby's heap and malloc arenas settle
     before = footprint(t.pid)
     1000.times(&cycle)

@@ -1,27 +1,41 @@
-# yjit_test.rb: targets run with YJIT exactly when the suite does (make test-rubies runs it with
-# RUBY_YJIT_ENABLE=1 on a Ruby built with YJIT), and no mode turns YJIT off.
+# yjit_test.rb: targets run with the JIT the suite runs with, and no mode turns it off: YJIT
+# when make test-rubies runs it with RUBY_YJIT_ENABLE=1 (3.4 and 4.0 built with YJIT), ZJIT
+# with RUBY_ZJIT_ENABLE=1 (4.0), neither otherwise; in a Ruby::Box with RUBY_BOX=1 (4.0).
 require_relative 'helper'
 
 class YjitTest < Minitest::Test
   include TracerTest
 
   EXPECTED = ENV['RUBY_YJIT_ENABLE'] == '1'
+  EXPECTED_ZJIT = ENV['RUBY_ZJIT_ENABLE'] == '1'
   MODES = [%w[-m Worker#work(x)], %w[-m Hash#key?], %w[-f], %w[-s 1], %w[--top calls --json],
            %w[--top time --json], %w[--top objects --json], %w[-f --all --yes]].freeze
 
-  def yjit?(t)
-    out, err, status = tracer('-p', t.pid, '-e', '!!(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?)')
+  # [YJIT on, ZJIT on], as the target says.
+  def jits(t)
+    out, err, status = tracer('-p', t.pid, '-e', '[!!(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?), ' \
+                                                 '!!(defined?(RubyVM::ZJIT) && RubyVM::ZJIT.enabled?)]')
     assert status.success?, err
-    out == "=> true\n"
+    out.scan(/true|false/).map { |b| b == 'true' }
   end
 
   def test_targets_run_with_yjit_as_the_suite_does_and_every_mode_leaves_it_on
     t = target('work')
-    assert_equal EXPECTED, yjit?(t), "RUBY_YJIT_ENABLE=#{ENV['RUBY_YJIT_ENABLE'].inspect}"
+    assert_equal [EXPECTED, EXPECTED_ZJIT], jits(t),
+                 "RUBY_YJIT_ENABLE=#{ENV['RUBY_YJIT_ENABLE'].inspect} RUBY_ZJIT_ENABLE=#{ENV['RUBY_ZJIT_ENABLE'].inspect}"
     MODES.each do |args|
       _, err, status = tracer('-p', t.pid, *args, '--duration', '0.3')
       assert status.success?, "#{args.join(' ')}: #{err}"
-      assert_equal EXPECTED, yjit?(t), "YJIT after #{args.join(' ')}"
+      assert_equal [EXPECTED, EXPECTED_ZJIT], jits(t), "the JITs after #{args.join(' ')}"
     end
+  end
+
+  # make test-rubies' 4.0-box run: the targets, and the agent's evals, run with Ruby::Box on.
+  def test_targets_run_in_a_box_as_the_suite_does
+    t = target('work')
+    out, err, status = tracer('-p', t.pid, '-e', 'defined?(Ruby::Box) ? Ruby::Box.enabled? : :none')
+    assert status.success?, err
+    expected = if defined?(Ruby::Box) then ENV['RUBY_BOX'] == '1' ? 'true' : 'false' else ':none' end
+    assert_equal "=> #{expected}\n", out
   end
 end

@@ -17,7 +17,8 @@ RUBY = ENV['TRACER_TEST_RUBY'] || RbConfig.ruby
 COUNT = Integer(ARGV[0] || 1000)
 JOBS = Integer(ARGV[1] || 2)
 LIMIT = Float(ENV.fetch('SOAK_LIMIT', '120')) # seconds for one run: beyond, it is a deadlock
-BARE = { 'RUBYOPT' => nil, 'TRACER_AGENT_INJECT' => nil }.freeze
+# (Under Ruby::Box, RUBYOPT keeps Ruby's warning that it is experimental off the apps' stderr.)
+BARE = { 'RUBYOPT' => ENV['RUBY_BOX'] == '1' ? '-W:no-experimental' : nil, 'TRACER_AGENT_INJECT' => nil }.freeze
 HELD = /held still ([\d.]+) ms/
 
 # One run of the app: [stdout, stderr, status]; yields its pid once it said ready, and closes

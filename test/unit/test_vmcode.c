@@ -176,11 +176,11 @@ refusals(void)
 		  read_fn(trc_fx_vex, &c, why, sizeof(why)) < 0 && strstr(why, "does not know") != NULL);
 }
 
-/* The generated table, against the code: the offsets agree for 3.1, 3.3 and 3.4. */
+/* The generated table, against the code: the offsets agree for 3.1, 3.2, 3.3, 3.4 and 4.0. */
 static void
 table(void)
 {
-	struct trc_vmcode q, b;
+	struct trc_vmcode q, q4, b, b2;
 	const struct trc_vmlayout *l;
 	char why[512] = "";
 
@@ -194,9 +194,27 @@ table(void)
 	test_cond("3.1.2 finds the 3.1 layout", l != NULL && strcmp(l->series, "3.1") == 0);
 	l = trc_vmlayout_find("3.1.2", EM_X86_64, &q, why, sizeof(why));
 	test_cond("3.1 with a queue's code: refused", l == NULL && strstr(why, "in a queue") != NULL);
-	l = trc_vmlayout_find("3.2.3", EM_X86_64, &q, why, sizeof(why));
-	test_cond("3.2: no layout, and which there are",
-		  l == NULL && strstr(why, "no VM layout for Ruby 3.2.3") != NULL && strstr(why, "3.1, 3.3") != NULL);
+	/* 3.2 keeps the buffer 64 bytes further into the VM than 3.1. */
+	b2 = b;
+	b2.pj_buffer = 1024;
+	b2.pj_index = 1032;
+	l = trc_vmlayout_find("3.2.11", EM_X86_64, &b2, why, sizeof(why));
+	test_cond("3.2.11 with 3.2's offsets finds the 3.2 layout", l != NULL && strcmp(l->series, "3.2") == 0);
+	l = trc_vmlayout_find("3.2.11", EM_X86_64, &b, why, sizeof(why));
+	test_cond("3.2 with 3.1's offsets: refused, naming the buffer",
+		  l == NULL && strstr(why, "postponed_job_buffer at 984") != NULL && strstr(why, "at 1024") != NULL);
+	l = trc_vmlayout_find("3.0.7", EM_X86_64, &q, why, sizeof(why));
+	test_cond("3.0: no layout, and which there are",
+		  l == NULL && strstr(why, "no VM layout for Ruby 3.0.7") != NULL && strstr(why, "3.1, 3.2, 3.3") != NULL);
+	/* 4.0 keeps the queue where 3.3 kept it less 48 bytes, and the ractor's running_ec 72 sooner. */
+	q4 = q;
+	q4.pj_queue = 1136;
+	q4.ractor_running_ec = 312;
+	l = trc_vmlayout_find("4.0.2", EM_X86_64, &q4, why, sizeof(why));
+	test_cond("4.0.2 with 4.0's offsets finds the 4.0 layout", l != NULL && strcmp(l->series, "4.0") == 0);
+	l = trc_vmlayout_find("4.0.2", EM_X86_64, &q, why, sizeof(why));
+	test_cond("4.0 with 3.3's offsets: refused, naming the queue",
+		  l == NULL && strstr(why, "postponed_job_queue at 1184") != NULL && strstr(why, "at 1136") != NULL);
 	l = trc_vmlayout_find("3.40.0", EM_X86_64, &q, why, sizeof(why));
 	test_cond("3.40 is not 3.4", l == NULL);
 	l = trc_vmlayout_find("3.3.8", EM_AARCH64, &q, why, sizeof(why));
