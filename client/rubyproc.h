@@ -38,6 +38,7 @@ enum trc_rubyproc_miss {
 	TRC_RUBYPROC_NOT_RUBY = 1,      /* no libruby, and an executable without ruby_version */
 	TRC_RUBYPROC_UNSUPPORTED = 2,   /* a Ruby, but one tracer cannot work with: why says */
 	TRC_RUBYPROC_UNREADABLE = 3,    /* its memory or maps could not be read: errno */
+	TRC_RUBYPROC_STARTING = 4,      /* a Ruby whose VM is not made yet (a process still booting) */
 };
 
 /*
