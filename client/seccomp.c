@@ -67,11 +67,14 @@ struct call {
  * mode (-e, -m, -f, --top, --gc, --heapdump, --memory, --backtraces), on each Ruby of the
  * matrix: the loader's dlopen and require, Ruby's thread creation and scheduling, the agent's
  * signal handler, queue, socket and threads. What a filter may look at is passed as Ruby and
- * the agent pass it (flags, families, options); pointers are 0.
+ * the agent pass it (flags, families, options); pointers are 0. Left out: what only the copy
+ * --memory and --fork make does after the fork (its kill(SIGSTOP), its exit_group), which a
+ * filter can stop without touching the process.
  */
 static const struct call calls[] = {
 	{ "openat(O_RDONLY)", LOADING, SYS_openat, { CWD, 0, O_RDONLY | O_CLOEXEC }, NEEDED },
 	{ "openat(O_RDONLY|O_NONBLOCK)", LOADING, SYS_openat, { CWD, 0, O_RDONLY | O_NONBLOCK | O_CLOEXEC }, NEEDED },
+	{ "openat(O_RDONLY|O_NONBLOCK, inherited)", LOADING, SYS_openat, { CWD, 0, O_RDONLY | O_NONBLOCK }, NEEDED },
 	{ "read", LOADING, SYS_read, { FD }, NEEDED },
 	{ "pread64", LOADING, SYS_pread64, { FD }, NEEDED },
 	{ "close", LOADING, SYS_close, { FD }, NEEDED },
@@ -86,7 +89,9 @@ static const struct call calls[] = {
 	{ "fcntl(F_GETFD)", LOADING, SYS_fcntl, { FD, F_GETFD }, NEEDED },
 	{ "fcntl(F_SETFD)", LOADING, SYS_fcntl, { FD, F_SETFD, FD_CLOEXEC }, NEEDED },
 	{ "ioctl(TCGETS)", LOADING, SYS_ioctl, { FD, TCGETS }, MAY_FAIL },
+	{ "ioctl(TCGETS2)", LOADING, SYS_ioctl, { FD, 0x802c542a }, MAY_FAIL },        /* glibc 2.41 isatty */
 	{ "mmap(PROT_READ, file)", LOADING, SYS_mmap, { 0, 4096, PROT_READ, MAP_PRIVATE | MAP_DENYWRITE, FD }, NEEDED },
+	{ "mmap(PROT_READ, private file)", LOADING, SYS_mmap, { 0, 4096, PROT_READ, MAP_PRIVATE, FD }, NEEDED },
 	{ "mmap(PROT_READ|PROT_EXEC, file)", LOADING, SYS_mmap,
 	  { 0, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED | MAP_DENYWRITE, FD }, NEEDED },
 	{ "mmap(PROT_READ|PROT_WRITE, file)", LOADING, SYS_mmap,
@@ -97,6 +102,8 @@ static const struct call calls[] = {
 	  { 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, ANON }, NEEDED },
 	{ "mmap(PROT_READ|PROT_WRITE, fixed anonymous)", LOADING, SYS_mmap,
 	  { 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, ANON }, NEEDED },
+	{ "mmap(PROT_READ|PROT_WRITE, stack)", THREADS, SYS_mmap,
+	  { 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, ANON }, NEEDED },
 	{ "mmap(PROT_NONE, stack)", THREADS, SYS_mmap,
 	  { 0, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, ANON }, NEEDED },
 	{ "mmap(PROT_NONE, reserve)", LOADING, SYS_mmap,
@@ -105,6 +112,8 @@ static const struct call calls[] = {
 	{ "mprotect(PROT_READ|PROT_WRITE)", THREADS, SYS_mprotect, { 0, 4096, PROT_READ | PROT_WRITE }, NEEDED },
 	{ "munmap", LOADING, SYS_munmap, { 0, 4096 }, NEEDED },
 	{ "madvise(MADV_DONTNEED)", THREADS, SYS_madvise, { 0, 4096, MADV_DONTNEED }, MAY_FAIL },
+	/* glibc 2.41's thread stack guard (MADV_GUARD_INSTALL), mprotect where refused. */
+	{ "madvise(MADV_GUARD_INSTALL)", THREADS, SYS_madvise, { 0, 4096, 102 }, MAY_FAIL },
 	{ "brk", LOADING, SYS_brk, { 0 }, NEEDED },
 	{ "clone3(thread)", THREADS, SYS_clone3, { 0, 88 }, CLONE3 },
 	{ "clone(thread)", THREADS, SYS_clone, { THREAD_FLAGS }, NEEDED },
@@ -115,6 +124,7 @@ static const struct call calls[] = {
 	{ "rt_sigprocmask(SIG_BLOCK)", THREADS, SYS_rt_sigprocmask, { SIG_BLOCK, 0, 0, 8 }, NEEDED },
 	{ "sched_getaffinity", THREADS, SYS_sched_getaffinity, { 0 }, MAY_FAIL },
 	{ "prctl(PR_SET_NAME)", THREADS, SYS_prctl, { PR_SET_NAME }, MAY_FAIL },
+	{ "prctl(PR_SET_VMA)", THREADS, SYS_prctl, { 0x53564d41, 0 }, MAY_FAIL },      /* Ruby 3.4 names its maps */
 	{ "prlimit64(RLIMIT_STACK)", THREADS, SYS_prlimit64, { 0, RLIMIT_STACK }, NEEDED },
 	{ "prlimit64(RLIMIT_AS)", THREADS, SYS_prlimit64, { 0, RLIMIT_AS }, NEEDED },
 	{ "gettid", THREADS, SYS_gettid, { 0 }, NEEDED },
@@ -145,6 +155,7 @@ static const struct call calls[] = {
 	{ "tgkill(SIGVTALRM)", THREADS, SYS_tgkill, { 1, 1, SIGVTALRM }, NEEDED },
 	{ "rt_sigaction(SIGURG)", "the agent's signal", SYS_rt_sigaction, { SIGURG, 0, 0, 8 }, NEEDED },
 	{ "rt_sigreturn", "the agent's signal", SYS_rt_sigreturn, { 0 }, NEEDED },
+	{ "restart_syscall", "the agent's signal", SYS_restart_syscall, { 0 }, NEEDED },
 	{ "getuid", QUEUE, SYS_getuid, { 0 }, NEEDED },
 	{ "geteuid", QUEUE, SYS_geteuid, { 0 }, NEEDED },
 	{ "getgid", QUEUE, SYS_getgid, { 0 }, NEEDED },
