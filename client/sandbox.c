@@ -185,14 +185,14 @@ check_nofile(pid_t pid, enum trc_sandbox_for what, char *why, size_t n)
 {
 	char path[64];
 	struct dirent *de;
-	long limit = soft_limit(pid, "Max open files"), used = 0, fd;
+	long limit = soft_limit(pid, "Max open files"), used = 0;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 	if (limit < 0 || (d = opendir(path)) == NULL)
 		return 0;
 	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.' && (fd = strtol(de->d_name, NULL, 10)) < limit)
+		if (de->d_name[0] != '.' && strtol(de->d_name, NULL, 10) < limit)
 			used++;
 	closedir(d);
 	if (used + needs[what].fds <= limit)
