@@ -113,15 +113,16 @@ class SandboxTest < Minitest::Test
 
   # ---- limits ----
 
-  # ulimit -u 1 for a user of its own: the agent's threads could not start.
+  # ulimit -u for a user of its own, at the threads the process runs: the agent's could not
+  # start. (Set from inside: a Ruby started under `ulimit -u 1` may not even boot, 3.3 on.)
   def test_process_limit
     uid = 61_000 + rand(3000)
-    t = ticking(['setpriv', "--reuid=#{uid}", "--regid=#{uid}", '--clear-groups', 'prlimit', '--nproc=1:1'])
+    at_limit = 'Process.setrlimit(:NPROC, File.read("/proc/self/status")[/^Threads:\s+(\d+)/, 1].to_i); ' + TICKING
+    t = target(at_limit, agent: false, script: '-e', env: BARE, prefix: ['setpriv', "--reuid=#{uid}", "--regid=#{uid}", '--clear-groups'])
+    limit = Integer(File.read("/proc/#{t.pid}/limits")[/^Max processes\s+(\d+)/, 1])
     _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', 5)
     assert_equal 1, status.exitstatus, err
-    assert_equal "tracer: process #{t.pid} is at its user's limit: uid #{uid} may run 1 processes and threads (RLIMIT_NPROC, " \
-                 'ulimit -u) and runs 1 already, and the agent needs up to 4 more threads, so tracer does not load the agent ' \
-                 "into it; raise the limit (prlimit --pid #{t.pid} --nproc=21) and run tracer again\n", err
+    assert_match(/\Atracer: process #{t.pid} is at its user's limit: uid #{uid} may run #{limit} processes and threads \(RLIMIT_NPROC, ulimit -u\) and runs #{limit} already, and the agent needs up to 4 more threads, so tracer does not load the agent into it; raise the limit \(prlimit --pid #{t.pid} --nproc=#{limit + 20}\) and run tracer again\n\z/, err)
     assert_ticks_on(t)
   end
 
