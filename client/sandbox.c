@@ -356,6 +356,18 @@ can_read_filters(void)
 	       status_number("/proc/self/status", "Seccomp:", 10) == 0;
 }
 
+/* What would let this client read a filter, for the refusal. */
+static const char *
+how_to_read(void)
+{
+	if (status_number("/proc/self/status", "Seccomp:", 10) > 0)
+		return "tracer runs under a seccomp filter itself: run it without one";
+	if (geteuid() == 0)
+		return "tracer runs as root without CAP_SYS_ADMIN (a container?): give it that capability, or "
+		       "run it from the host";
+	return "run tracer as root";
+}
+
 static int
 check_filters(pid_t pid, enum trc_sandbox_for what, long filters, uint64_t *held_ns, bool *denied,
 	      char *why, size_t n)
@@ -369,7 +381,7 @@ check_filters(pid_t pid, enum trc_sandbox_for what, long filters, uint64_t *held
 		return trc_permit_say(why, n, "process %d runs under a seccomp filter (Seccomp_filters: %ld in "
 			   "/proc/%d/status), which only root can read (CAP_SYS_ADMIN, tracer itself unfiltered): "
 			   "tracer cannot tell whether it would kill the process for a call the agent makes, so it "
-			   "does not %s; run tracer as root", (int)pid, filters, (int)pid, needs[what].doing);
+			   "does not %s; %s", (int)pid, filters, (int)pid, needs[what].doing, how_to_read());
 	}
 	if (trc_freeze(&f, pid, FREEZE_MS) < 0) {
 		err = errno;

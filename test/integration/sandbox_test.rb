@@ -90,6 +90,18 @@ class SandboxTest < Minitest::Test
     assert_ticks_on(t)
   end
 
+  # Root without CAP_SYS_ADMIN (a container's root) may ptrace but not read the filter either.
+  def test_filter_unreadable_without_cap_sys_admin
+    t = ticking(seccomp('allow', "#{NR['socket']}=kill_process"))
+    _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', 5, prefix: %w[setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin])
+    assert_equal 4, status.exitstatus, err
+    assert_equal "tracer: process #{t.pid} runs under a seccomp filter (Seccomp_filters: 1 in /proc/#{t.pid}/status), " \
+                 'which only root can read (CAP_SYS_ADMIN, tracer itself unfiltered): tracer cannot tell whether it ' \
+                 'would kill the process for a call the agent makes, so it does not load the agent into it; tracer runs ' \
+                 "as root without CAP_SYS_ADMIN (a container?): give it that capability, or run it from the host\n", err
+    assert_ticks_on(t)
+  end
+
   # ---- filters that let the agent's calls through: traced as any process ----
 
   def test_docker_default_profile
