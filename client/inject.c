@@ -195,7 +195,10 @@ is_ours(const struct trc_inject *in, const uint64_t entry[2])
 	return entry[0] == in->ruby.load_fn && entry[1] == in->code_at;
 }
 
-/* Which entry: 0 with in->slot for writing, 1 when ours is queued already, -1 failed. */
+/*
+ * Which entry: 0 with in->slot for writing, 1 when ours is queued already, 2 when the VM has
+ * no queue yet (a process still booting), -1 failed.
+ */
 static int
 pick_queue_slot(struct trc_inject *in, struct vmstate *st)
 {
@@ -203,8 +206,11 @@ pick_queue_slot(struct trc_inject *in, struct vmstate *st)
 	uint64_t table[64][2];
 	int free_slot = -1;
 
-	if (l->pj_slots > 64 || l->pj_entry != sizeof(table[0]) ||
-	    rd64(in, in->ruby.vm + l->pj_queue, &st->pj) < 0 || st->pj == 0 ||
+	if (l->pj_slots > 64 || l->pj_entry != sizeof(table[0]) || rd64(in, in->ruby.vm + l->pj_queue, &st->pj) < 0)
+		st->pj = UINT64_MAX;
+	if (st->pj == 0 && (in->starting = young(in->ruby.pid)))
+		return 2;       /* made as the VM boots: look again */
+	if (st->pj == UINT64_MAX || st->pj == 0 ||
 	    trc_rubyproc_read(&in->ruby, st->pj + l->pj_table, table, l->pj_slots * sizeof(table[0])) < 0 ||
 	    rd32(in, st->pj + l->pj_bitset, &st->bits) < 0) {
 		fail(in, false, "cannot read the postponed-job queue of process %d", (int)in->ruby.pid);
@@ -233,8 +239,11 @@ pick_buffer_slot(struct trc_inject *in, struct vmstate *st)
 	const struct trc_vmlayout *l = in->ruby.layout;
 	uint64_t entries[MAX_BUFFER_SCAN][2];
 
-	if (l->pj_entry != sizeof(entries[0]) || rd64(in, in->ruby.vm + l->pj_buffer, &st->pj) < 0 ||
-	    st->pj == 0 || rd32(in, in->ruby.vm + l->pj_index, &st->index) < 0 || st->index > l->pj_max ||
+	if (l->pj_entry != sizeof(entries[0]) || rd64(in, in->ruby.vm + l->pj_buffer, &st->pj) < 0)
+		st->pj = UINT64_MAX;
+	if (st->pj == 0 && (in->starting = young(in->ruby.pid)))
+		return 2;       /* made as the VM boots: look again */
+	if (st->pj == UINT64_MAX || st->pj == 0 || rd32(in, in->ruby.vm + l->pj_index, &st->index) < 0 || st->index > l->pj_max ||
 	    st->index > MAX_BUFFER_SCAN ||
 	    (st->index > 0 && trc_rubyproc_read(&in->ruby, st->pj, entries, st->index * sizeof(entries[0])) < 0)) {
 		fail(in, false, "cannot read the postponed-job buffer of process %d", (int)in->ruby.pid);
@@ -326,6 +335,8 @@ frozen_write(struct trc_inject *in)
 	if ((rc = read_contexts(in, &st)) != 0)
 		return rc < 0 ? -1 : 2;
 	queued = in->ruby.layout->pj_kind == TRC_PJ_QUEUE ? pick_queue_slot(in, &st) : pick_buffer_slot(in, &st);
+	if (queued == 2)
+		return 2;
 	if (queued != 0)
 		return queued < 0 ? -1 : 0;     /* an earlier client's job waits: so do we */
 	if (check_spare(in, &text_there) < 0)
