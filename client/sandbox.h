@@ -26,8 +26,9 @@ int trc_sandbox_check(pid_t pid, enum trc_sandbox_for what, uint64_t *held_ns, b
 		      size_t whylen);
 
 /*
- * After a load or an attach that did not finish: what in pid's confinement explains it now (a
- * seccomp filter, a limit reached), as one line into why; or -1 when nothing does. Any thread.
+ * After a load or an attach that did not finish: whether a limit reached since the check
+ * explains it (the process's threads or descriptors), as one line into why; or -1 when none
+ * does. Any thread.
  */
 int trc_sandbox_explain(pid_t pid, char *why, size_t whylen);
 
