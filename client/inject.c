@@ -157,9 +157,25 @@ struct vmstate {
 };
 
 /*
+ * Whether Ruby is done making its VM: ruby_setup (the Init functions, the thread system among
+ * them) has returned once ruby_options sets rb_argv0. A job run before, at an interrupt check
+ * inside an Init function, starts a thread in a VM not ready for one: Ruby 3.4 was left hung
+ * (its main thread waiting for the GVL for good, in ruby_setup). Where libruby does not export
+ * rb_argv0, only the contexts below tell.
+ */
+static bool
+vm_made(const struct trc_inject *in)
+{
+	uint64_t argv0 = 0;
+
+	return in->ruby.argv0 == 0 || (rd64(in, in->ruby.argv0, &argv0) == 0 && argv0 != 0);
+}
+
+/*
  * The main thread's context, which must point back at it, and the running one, if sound.
- * Returns 0; 1 when they do not, in a process young enough to be still making them (Ruby
- * sets its main thread up in steps while it boots: the next look will tell); -1 failed.
+ * Returns 0; 1 when they do not, or the VM is not made yet, in a process young enough to be
+ * still making them (Ruby sets its main thread up in steps while it boots: the next look will
+ * tell); -1 failed.
  */
 static int
 read_contexts(struct trc_inject *in, struct vmstate *st)
@@ -167,6 +183,14 @@ read_contexts(struct trc_inject *in, struct vmstate *st)
 	const struct trc_vmlayout *l = in->ruby.layout;
 	uint64_t vm = in->ruby.vm, back = 0, self = 0, flags = 0, ractor = 0, th = 0, ec = 0;
 
+	if (!vm_made(in)) {
+		if ((in->starting = young(in->ruby.pid)))
+			return 1;
+		fail(in, false, "Ruby %s in process %d has not finished making its VM (rb_argv0 is not set) in %d s: "
+		     "tracer writes nothing into a VM still being made; " TRC_PERMIT_INSTEAD, in->ruby.version,
+		     (int)in->ruby.pid, STARTING_FOR);
+		return -1;
+	}
 	if (rd64(in, vm + l->vm_main_thread, &st->main_thread) < 0 || st->main_thread == 0 ||
 	    rd64(in, st->main_thread + l->thread_ec, &st->main_ec) < 0 || st->main_ec == 0 ||
 	    rd64(in, st->main_ec + l->ec_thread_ptr, &back) < 0 || back != st->main_thread ||

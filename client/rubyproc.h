@@ -29,6 +29,7 @@ struct trc_rubyproc {
 	struct trc_vmcode code;         /* what rb_postponed_job_trigger or _register_one names */
 	const struct trc_vmlayout *layout;
 	uint64_t vm;                    /* the rb_vm_t: what ruby_current_vm_ptr holds */
+	uint64_t argv0;                 /* rb_argv0, set once ruby_setup is done; 0: not exported */
 	uint64_t spare, spare_end;      /* zero bytes after libruby's data, up to its page's end */
 };
 
