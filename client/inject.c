@@ -267,8 +267,8 @@ pick_buffer_slot(struct trc_inject *in, struct vmstate *st)
 		st->pj = UINT64_MAX;
 	if (st->pj == 0 && (in->starting = young(in->ruby.pid)))
 		return 2;       /* made as the VM boots: look again */
-	if (st->pj == UINT64_MAX || st->pj == 0 || rd32(in, in->ruby.vm + l->pj_index, &st->index) < 0 || st->index > l->pj_max ||
-	    st->index > MAX_BUFFER_SCAN ||
+	if (st->pj == UINT64_MAX || st->pj == 0 || rd32(in, in->ruby.vm + l->pj_index, &st->index) < 0 ||
+	    st->index > l->pj_max || st->index > MAX_BUFFER_SCAN ||
 	    (st->index > 0 && trc_rubyproc_read(&in->ruby, st->pj, entries, st->index * sizeof(entries[0])) < 0)) {
 		fail(in, false, "cannot read the postponed-job buffer of process %d", (int)in->ruby.pid);
 		return -1;
@@ -634,7 +634,8 @@ begin(struct trc_inject *in)
 	}
 	in->starting = false;
 	if (!in->checked) {
-		if (trc_agentfile_check(&in->agent, in->lib[0] ? in->lib : NULL, &in->ruby, in->owner, in->error, sizeof(in->error)) < 0) {
+		if (trc_agentfile_check(&in->agent, in->lib[0] ? in->lib : NULL, &in->ruby, in->owner, in->error,
+					sizeof(in->error)) < 0) {
 			in->phase = TRC_INJECT_FAILED;
 			return;
 		}
