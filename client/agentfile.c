@@ -1,14 +1,18 @@
 /* agentfile.c: the agent's files: owners and modes up to /, the target's view of them, their libruby. */
+#define _GNU_SOURCE     /* O_PATH */
 #include "agentfile.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "permit.h"
 
@@ -85,6 +89,175 @@ same_in_target(const char *path, pid_t pid, char *why, size_t n)
 		return trc_permit_say(why, n, "process %d does not see the agent's %s (its file system is another: a "
 			   "container?): mount the directory there at the same path, read-only, "
 			   TRC_PERMIT_INSTEAD, (int)pid, path);
+	return 0;
+}
+
+/* ---- the process's own view: what it resolves when it loads, not what tracer sees ---- */
+
+static const char *
+uid_name(uid_t uid, char *buf, size_t size)
+{
+	struct passwd pw, *found = NULL;
+	char scratch[1024];
+
+	if (getpwuid_r(uid, &pw, scratch, sizeof(scratch), &found) == 0 && found != NULL)
+		snprintf(buf, size, "uid %u (%s)", (unsigned)uid, found->pw_name);
+	else
+		snprintf(buf, size, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+/* Whether the process's root is another directory than ours (a chroot), for the message. */
+static const char *
+whose_view(pid_t pid)
+{
+	struct stat mine, theirs;
+	char root[64];
+
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	if (stat("/", &mine) == 0 && stat(root, &theirs) == 0 &&
+	    (mine.st_dev != theirs.st_dev || mine.st_ino != theirs.st_ino))
+		return " (its root is not tracer's: a chroot or a container)";
+	return "";
+}
+
+/*
+ * One step of the process's path, as it resolves it: st is what the step's fd points at, shown
+ * is the path up to it. Only root or the process's user may be able to replace what is below
+ * it (rename, or a new entry where one was removed).
+ */
+static int
+target_step(const struct stat *st, const char *shown, uid_t owner, pid_t pid, char *why, size_t n)
+{
+	char who[96];
+
+	if (S_ISLNK(st->st_mode))
+		return trc_permit_say(why, n, "process %d would load the agent through %s, which is a symbolic link "
+			   "in its view of the file system%s: tracer loads only a path whose every part is a real "
+			   "directory or file; point TRACER_AGENT_LIB at the directory itself, "
+			   TRC_PERMIT_INSTEAD, (int)pid, shown, whose_view(pid));
+	if (st->st_uid != 0 && st->st_uid != owner)
+		return trc_permit_say(why, n, "process %d would load the agent through %s, which belongs to %s in its "
+			   "view of the file system%s, neither root nor the user of the process: that user could put "
+			   "code of their own there (by renaming what is in it) to run as the process's user; "
+			   "reach the agent there only through directories of root's (a bind mount at a root-owned "
+			   "path), " TRC_PERMIT_INSTEAD, (int)pid, shown, uid_name(st->st_uid, who, sizeof(who)),
+			   whose_view(pid));
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)))
+		return trc_permit_say(why, n, "process %d would load the agent through %s, which is writable by %s in "
+			   "its view of the file system%s: they could put code of their own there to run as the "
+			   "process's user; make it writable by its owner only, " TRC_PERMIT_INSTEAD, (int)pid,
+			   shown, st->st_mode & S_IWOTH ? "anyone" : "its group", whose_view(pid));
+	return 0;
+}
+
+/*
+ * Opens path as the process resolves it: from its root (/proc/PID/root: its chroot, its mount
+ * namespace), a component at a time with O_NOFOLLOW, each checked by what was opened, so that
+ * what is checked is what is walked. Returns an O_PATH descriptor of path, or -1 with why set.
+ */
+static int
+open_in_target(const char *path, pid_t pid, uid_t owner, char *why, size_t n)
+{
+	char root[64], shown[PATH_MAX + 64], part[NAME_MAX + 1];
+	const char *p = path, *end;
+	struct stat st;
+	int fd, next;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	snprintf(shown, sizeof(shown), "/");
+	if ((fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return trc_permit_say(why, n, "cannot open the root of process %d (%s): %s", (int)pid, root,
+				      strerror(errno));
+	for (;;) {
+		if (fstat(fd, &st) < 0) {
+			trc_permit_say(why, n, "cannot check %s in process %d: %s", shown, (int)pid, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (target_step(&st, shown, owner, pid, why, n) < 0) {
+			close(fd);
+			return -1;
+		}
+		p += strspn(p, "/");
+		if (*p == '\0')
+			return fd;
+		end = p + strcspn(p, "/");
+		if ((size_t)(end - p) >= sizeof(part)) {
+			close(fd);
+			return trc_permit_say(why, n, "the agent's path %s has a part too long", path);
+		}
+		memcpy(part, p, (size_t)(end - p));
+		part[end - p] = '\0';
+		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), "%s%s", strcmp(shown, "/") ? "/" : "", part);
+		next = openat(fd, part, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (next < 0)
+			return trc_permit_say(why, n, "process %d does not see the agent's %s (its file system is another: "
+				   "a container?): mount the directory there at the same path, read-only, "
+				   TRC_PERMIT_INSTEAD, (int)pid, path);
+		fd = next;
+		p = end;
+	}
+}
+
+/* Each entry of the directory fd (an O_PATH descriptor of dir, already checked). */
+static int
+target_entries(int fd, const char *dir, pid_t pid, uid_t owner, char *why, size_t n)
+{
+	char shown[PATH_MAX + 2 * NAME_MAX + 64];
+	struct dirent *de;
+	struct stat st;
+	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	DIR *d;
+
+	if (dfd < 0 || (d = fdopendir(dfd)) == NULL) {
+		if (dfd >= 0)
+			close(dfd);
+		return trc_permit_say(why, n, "cannot list the agent's %s in process %d: %s", dir, (int)pid,
+				      strerror(errno));
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(shown, sizeof(shown), "%s/%s", dir, de->d_name);
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			rc = trc_permit_say(why, n, "cannot check the agent's %s in process %d: %s", shown, (int)pid,
+					    strerror(errno));
+		else
+			rc = target_step(&st, shown, owner, pid, why, n);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * What the process will open, as it will open it: tracer_inject.so (dlopen), tracer_agent.rb
+ * beside it (require) and every file of lib/tracer_agent/ (require_relative, the library),
+ * each reached through directories only root or the process's user can change. Then nobody
+ * else can swap any of them between this check and the load (the issue's rename of a
+ * directory above a bind mount); root and that user could, but they can run what they like
+ * as that user anyway. The files the agent requires later by name (objspace, ripper) come
+ * through the app's own $LOAD_PATH, which its own requires trust already.
+ */
+static int
+safe_in_target(const struct trc_agentfile *a, const char *sub, pid_t pid, uid_t owner, char *why, size_t n)
+{
+	int fd;
+
+	if ((fd = open_in_target(a->rb, pid, owner, why, n)) < 0)
+		return -1;
+	close(fd);
+	if ((fd = open_in_target(a->loader, pid, owner, why, n)) < 0)
+		return -1;
+	close(fd);
+	if ((fd = open_in_target(sub, pid, owner, why, n)) < 0)
+		return -1;
+	if (target_entries(fd, sub, pid, owner, why, n) < 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -185,7 +358,7 @@ trc_agentfile_check(struct trc_agentfile *a, const char *lib, const struct trc_r
 	    safe_path(a->loader, owner, r->pid, why, n) < 0 || safe_dir_files(sub, owner, r->pid, why, n) < 0)
 		return -1;
 	if (same_in_target(a->rb, r->pid, why, n) < 0 || same_in_target(a->so, r->pid, why, n) < 0 ||
-	    same_in_target(a->loader, r->pid, why, n) < 0)
+	    same_in_target(a->loader, r->pid, why, n) < 0 || safe_in_target(a, sub, r->pid, owner, why, n) < 0)
 		return -1;
 	return built_for_ruby(dir, a->so, r, why, n);
 }

@@ -374,6 +374,35 @@ find_target(struct trc_attach *a)
 	return 0;
 }
 
+/* Entering the target's namespace of kind, and back, as the attach will. */
+static int
+try_enter(struct trc_attach *a, enum trc_ns_kind kind)
+{
+	if (trc_ns_enter(&a->ns, kind) < 0)
+		return enter_failed(a, kind);
+	if (trc_ns_leave(&a->ns, kind) < 0)
+		return leave_failed(a, kind);
+	return 0;
+}
+
+int
+trc_attach_check(pid_t pid, bool *denied, char *why, size_t n)
+{
+	struct trc_attach a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.pid = pid;
+	trc_ns_init(&a.ns);
+	rc = find_target(&a) < 0 || try_enter(&a, TRC_NS_NET) < 0 || try_enter(&a, TRC_NS_IPC) < 0 ? -1 : 0;
+	trc_ns_close(&a.ns);
+	if (rc < 0) {
+		snprintf(why, n, "%s", a.error);
+		*denied = a.failure == TRC_ATTACH_DENIED;
+	}
+	return rc;
+}
+
 int
 trc_attach_start(struct trc_attach *a, struct ev_loop *loop, pid_t pid,
 		 trc_attach_done_fn *done, void *ctx)

@@ -47,6 +47,13 @@ struct trc_attach {
 };
 
 /*
+ * What trc_attach_start would refuse before it rings pid (its user namespace does not map
+ * ours; its network or IPC namespace cannot be entered), asked before tracer loads the agent
+ * into it. Returns 0, or -1 with why set to one line and *denied (exit code 4). Main thread.
+ */
+int trc_attach_check(pid_t pid, bool *denied, char *why, size_t whylen);
+
+/*
  * Starts attaching to pid: makes the listener in the target's network namespace, queues the
  * hello in its IPC namespace and signals the target, then keeps re-signalling every TRC_RESIGNAL_MS from the loop until the
  * target connects. Returns 0, or -1 with a->failure/a->error set and nothing left behind.

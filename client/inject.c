@@ -13,9 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "freeze.h"
 #include "permit.h"
 #include "proc.h"
+#include "sandbox.h"
 
 #define FREEZE_MS 250                   /* every thread stops within this, or nothing is done */
 #define MAX_SLOW_FREEZES 4              /* then a thread is in uninterruptible I/O: give up */
@@ -28,6 +30,8 @@
 #define MAX_ATTEMPTS 3
 #define LOADER_THREAD "tracer-inject"   /* the name of the thread that requires the agent */
 #define MAX_BUFFER_SCAN 1024
+#define STARTING_FOR 10                 /* s: a process this young may not have made its VM yet */
+#define STARTING_EVERY (20 * MS)        /* then it is looked at again this often */
 
 /*
  * The job is libruby's own dln_load, given the path of lib/tracer_agent/tracer_inject.so: Ruby
@@ -98,6 +102,36 @@ fail(struct trc_inject *in, bool denied, const char *fmt, ...)
 	in->denied = denied;
 }
 
+/* Whether pid started less than STARTING_FOR seconds ago (its start time in /proc/PID/stat). */
+static bool
+young(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	double uptime = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* After "pid (comm) ", field 22 is the start time in clock ticks since boot. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return false;
+	for (int field = 2; field < 22 && p != NULL; field++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p, "%llu", &start) != 1 ||     /* NOLINT(cert-err34-c): the kernel's digits */
+	    (f = fopen("/proc/uptime", "re")) == NULL)
+		return false;
+	if (fscanf(f, "%lf", &uptime) != 1)     /* NOLINT(cert-err34-c) */
+		uptime = 0;
+	fclose(f);
+	return uptime - (double)start / (double)sysconf(_SC_CLK_TCK) < STARTING_FOR;
+}
+
 /* ---- the process's memory ---- */
 
 static int
@@ -127,23 +161,54 @@ struct vmstate {
 	uint32_t index;                 /* BUFFER: postponed_job_index */
 };
 
-/* The main thread's context, which must point back at it, and the running one, if sound. */
+/*
+ * Whether Ruby is done making its VM: ruby_setup (the Init functions, the thread system among
+ * them) has returned once ruby_options sets rb_argv0. A job run before, at an interrupt check
+ * inside an Init function, starts a thread in a VM not ready for one: Ruby 3.4 was left hung
+ * (its main thread waiting for the GVL for good, in ruby_setup). Where libruby does not export
+ * rb_argv0, only the contexts below tell.
+ */
+static bool
+vm_made(const struct trc_inject *in)
+{
+	uint64_t argv0 = 0;
+
+	return in->ruby.argv0 == 0 || (rd64(in, in->ruby.argv0, &argv0) == 0 && argv0 != 0);
+}
+
+/*
+ * The main thread's context, which must point back at it, and the running one, if sound.
+ * Returns 0; 1 when they do not, or the VM is not made yet, in a process young enough to be
+ * still making them (Ruby sets its main thread up in steps while it boots: the next look will
+ * tell); -1 failed.
+ */
 static int
 read_contexts(struct trc_inject *in, struct vmstate *st)
 {
 	const struct trc_vmlayout *l = in->ruby.layout;
 	uint64_t vm = in->ruby.vm, back = 0, self = 0, flags = 0, ractor = 0, th = 0, ec = 0;
 
+	if (!vm_made(in)) {
+		if ((in->starting = young(in->ruby.pid)))
+			return 1;
+		fail(in, false, "Ruby %s in process %d has not finished making its VM (rb_argv0 is not set) in %d s: "
+		     "tracer writes nothing into a VM still being made; " TRC_PERMIT_INSTEAD, in->ruby.version,
+		     (int)in->ruby.pid, STARTING_FOR);
+		return -1;
+	}
 	if (rd64(in, vm + l->vm_main_thread, &st->main_thread) < 0 || st->main_thread == 0 ||
 	    rd64(in, st->main_thread + l->thread_ec, &st->main_ec) < 0 || st->main_ec == 0 ||
 	    rd64(in, st->main_ec + l->ec_thread_ptr, &back) < 0 || back != st->main_thread ||
 	    rd64(in, st->main_thread + l->thread_self, &self) < 0 ||
 	    rd64(in, self + l->rbasic_flags, &flags) < 0 || (flags & l->t_mask) != l->t_data) {
+		if ((in->starting = young(in->ruby.pid)))
+			return 1;
 		fail(in, false, "Ruby %s in process %d does not look as tracer's table (from %s) says: its "
 		     "main thread and context do not point at each other, " TRC_PERMIT_INSTEAD,
 		     in->ruby.version, (int)in->ruby.pid, l->source);
 		return -1;
 	}
+	in->starting = false;
 	st->running_ec = 0;
 	if (rd64(in, vm + l->vm_main_ractor, &ractor) == 0 && ractor != 0 &&
 	    rd64(in, ractor + l->ractor_running_ec, &ec) == 0 && ec != 0 && ec != st->main_ec &&
@@ -159,7 +224,10 @@ is_ours(const struct trc_inject *in, const uint64_t entry[2])
 	return entry[0] == in->ruby.load_fn && entry[1] == in->code_at;
 }
 
-/* Which entry: 0 with in->slot for writing, 1 when ours is queued already, -1 failed. */
+/*
+ * Which entry: 0 with in->slot for writing, 1 when ours is queued already, 2 when the VM has
+ * no queue yet (a process still booting), -1 failed.
+ */
 static int
 pick_queue_slot(struct trc_inject *in, struct vmstate *st)
 {
@@ -167,8 +235,11 @@ pick_queue_slot(struct trc_inject *in, struct vmstate *st)
 	uint64_t table[64][2];
 	int free_slot = -1;
 
-	if (l->pj_slots > 64 || l->pj_entry != sizeof(table[0]) ||
-	    rd64(in, in->ruby.vm + l->pj_queue, &st->pj) < 0 || st->pj == 0 ||
+	if (l->pj_slots > 64 || l->pj_entry != sizeof(table[0]) || rd64(in, in->ruby.vm + l->pj_queue, &st->pj) < 0)
+		st->pj = UINT64_MAX;
+	if (st->pj == 0 && (in->starting = young(in->ruby.pid)))
+		return 2;       /* made as the VM boots: look again */
+	if (st->pj == UINT64_MAX || st->pj == 0 ||
 	    trc_rubyproc_read(&in->ruby, st->pj + l->pj_table, table, l->pj_slots * sizeof(table[0])) < 0 ||
 	    rd32(in, st->pj + l->pj_bitset, &st->bits) < 0) {
 		fail(in, false, "cannot read the postponed-job queue of process %d", (int)in->ruby.pid);
@@ -197,9 +268,12 @@ pick_buffer_slot(struct trc_inject *in, struct vmstate *st)
 	const struct trc_vmlayout *l = in->ruby.layout;
 	uint64_t entries[MAX_BUFFER_SCAN][2];
 
-	if (l->pj_entry != sizeof(entries[0]) || rd64(in, in->ruby.vm + l->pj_buffer, &st->pj) < 0 ||
-	    st->pj == 0 || rd32(in, in->ruby.vm + l->pj_index, &st->index) < 0 || st->index > l->pj_max ||
-	    st->index > MAX_BUFFER_SCAN ||
+	if (l->pj_entry != sizeof(entries[0]) || rd64(in, in->ruby.vm + l->pj_buffer, &st->pj) < 0)
+		st->pj = UINT64_MAX;
+	if (st->pj == 0 && (in->starting = young(in->ruby.pid)))
+		return 2;       /* made as the VM boots: look again */
+	if (st->pj == UINT64_MAX || st->pj == 0 || rd32(in, in->ruby.vm + l->pj_index, &st->index) < 0 ||
+	    st->index > l->pj_max || st->index > MAX_BUFFER_SCAN ||
 	    (st->index > 0 && trc_rubyproc_read(&in->ruby, st->pj, entries, st->index * sizeof(entries[0])) < 0)) {
 		fail(in, false, "cannot read the postponed-job buffer of process %d", (int)in->ruby.pid);
 		return -1;
@@ -278,18 +352,20 @@ write_job(struct trc_inject *in, const struct vmstate *st, bool text_there)
 	return 0;
 }
 
-/* Under the freeze: read, check, write. 0 queued (now or before), -1 failed. */
+/* Under the freeze: read, check, write. 0 queued (now or before), 2 still starting, -1 failed. */
 static int
 frozen_write(struct trc_inject *in)
 {
 	struct vmstate st;
 	bool text_there = false;
-	int queued;
+	int queued, rc;
 
 	memset(&st, 0, sizeof(st));
-	if (read_contexts(in, &st) < 0)
-		return -1;
+	if ((rc = read_contexts(in, &st)) != 0)
+		return rc < 0 ? -1 : 2;
 	queued = in->ruby.layout->pj_kind == TRC_PJ_QUEUE ? pick_queue_slot(in, &st) : pick_buffer_slot(in, &st);
+	if (queued == 2)
+		return 2;
 	if (queued != 0)
 		return queued < 0 ? -1 : 0;     /* an earlier client's job waits: so do we */
 	if (check_spare(in, &text_there) < 0)
@@ -324,7 +400,7 @@ freeze_failed(struct trc_inject *in, int err)
 /*
  * Holds the process still and writes the job. Returns 0 queued, 1 to try again shortly (a
  * thread was inside Ruby's postponed-job functions, which change what is written here, or
- * another tracer holds the process), -1 failed.
+ * another tracer holds the process), 2 to look again once it has made its VM, -1 failed.
  */
 static int
 queue_job(struct trc_inject *in)
@@ -363,7 +439,9 @@ queue_or_retry(struct trc_inject *in)
 	int rc = queue_job(in);
 
 	in->retry_ns = 0;
-	if (rc == 1 && ++in->retries < MAX_RETRIES)
+	if (rc == 2)
+		in->retry_ns = now_ns() + STARTING_EVERY;
+	else if (rc == 1 && ++in->retries < MAX_RETRIES)
 		in->retry_ns = now_ns() + RETRY_EVERY;
 	else if (rc == 1)
 		fail(in, false, "process %d was always inside Ruby's postponed-job functions, or held by "
@@ -520,34 +598,56 @@ check_process(struct trc_inject *in, pid_t pid, uid_t *owner)
 	return 0;
 }
 
-void
-trc_inject_start(struct trc_inject *in, pid_t pid, const char *lib)
+/*
+ * What would break the agent in the process, or refuse the attach after it, checked before
+ * anything is written: the namespaces the attach enters (a user namespace that does not map
+ * tracer's uid: issue 43), then its seccomp filters and limits (sandbox.c).
+ */
+static int
+check_confinement(struct trc_inject *in)
+{
+	uint64_t held = 0;
+
+	if (trc_attach_check(in->ruby.pid, &in->denied, in->error, sizeof(in->error)) < 0 ||
+	    trc_sandbox_check(in->ruby.pid, TRC_SANDBOX_LOAD, &held, &in->denied, in->error, sizeof(in->error)) < 0) {
+		in->phase = TRC_INJECT_FAILED;
+		return -1;
+	}
+	in->frozen_ns = held;
+	return 0;
+}
+
+/* From the process's Ruby on: again, while a young process has not made its VM yet. */
+static void
+begin(struct trc_inject *in)
 {
 	enum trc_rubyproc_miss miss;
-	uid_t owner;
+	pid_t pid = in->ruby.pid;
 
-	memset(in, 0, sizeof(*in));
-	in->slot = -1;
-	in->ruby.pid = pid;
-	if (trc_inject_loaded(pid)) {
-		in->phase = TRC_INJECT_LOADED;
-		return;
-	}
-	if (check_process(in, pid, &owner) < 0)
-		return;
+	in->retry_ns = 0;
+	in->restart = false;
 	if ((miss = trc_rubyproc_find(&in->ruby, pid, in->error, sizeof(in->error))) != TRC_RUBYPROC_OK) {
-		if (miss == TRC_RUBYPROC_UNREADABLE && (errno == EPERM || errno == EACCES))
+		if (miss == TRC_RUBYPROC_STARTING && (in->starting = young(pid))) {
+			in->restart = true;
+			in->retry_ns = now_ns() + STARTING_EVERY;
+		} else if (miss == TRC_RUBYPROC_UNREADABLE && (errno == EPERM || errno == EACCES)) {
 			freeze_failed(in, errno);
-		else
+		} else {
 			in->phase = TRC_INJECT_FAILED;
+		}
 		return;
 	}
-	if (trc_agentfile_check(&in->agent, lib, &in->ruby, owner, in->error, sizeof(in->error)) < 0) {
-		in->phase = TRC_INJECT_FAILED;
-		return;
+	in->starting = false;
+	if (!in->checked) {
+		if (trc_agentfile_check(&in->agent, in->lib[0] ? in->lib : NULL, &in->ruby, in->owner, in->error,
+					sizeof(in->error)) < 0) {
+			in->phase = TRC_INJECT_FAILED;
+			return;
+		}
+		if (make_code(in) < 0 || check_confinement(in) < 0)
+			return;
+		in->checked = true;
 	}
-	if (make_code(in) < 0)
-		return;
 	/* Another client's job ran already, and its thread loads the agent now: wait for it. */
 	if (loader_running(pid)) {
 		in->phase = TRC_INJECT_RAN;
@@ -555,6 +655,23 @@ trc_inject_start(struct trc_inject *in, pid_t pid, const char *lib)
 		return;
 	}
 	queue_or_retry(in);
+}
+
+void
+trc_inject_start(struct trc_inject *in, pid_t pid, const char *lib)
+{
+	memset(in, 0, sizeof(*in));
+	in->slot = -1;
+	in->ruby.pid = pid;
+	if (trc_inject_loaded(pid)) {
+		in->phase = TRC_INJECT_LOADED;
+		return;
+	}
+	if (check_process(in, pid, &in->owner) < 0)
+		return;
+	if (lib != NULL)
+		snprintf(in->lib, sizeof(in->lib), "%s", lib);
+	begin(in);
 }
 
 /* ---- after: did it run, did it load, wake it ---- */
@@ -723,7 +840,9 @@ trc_inject_poll(struct trc_inject *in)
 	if (in->phase == TRC_INJECT_FAILED || in->phase == TRC_INJECT_LOADED)
 		return in->phase;
 	if (in->retry_ns != 0) {
-		if (now >= in->retry_ns)
+		if (now >= in->retry_ns && in->restart)
+			begin(in);
+		else if (now >= in->retry_ns)
 			queue_or_retry(in);
 		return in->phase;
 	}
@@ -757,8 +876,16 @@ const char *
 trc_inject_stalled(struct trc_inject *in, double secs)
 {
 	pid_t pid = in->ruby.pid;
+	char why[512];
 
-	if (in->phase == TRC_INJECT_RAN && loader_running(pid))
+	if (in->starting)
+		snprintf(in->error, sizeof(in->error), "process %d is still starting: its Ruby had not made its VM "
+			 "and main thread yet whenever tracer looked, for %g s; run tracer again once it runs",
+			 (int)pid, secs);
+	else if (in->phase == TRC_INJECT_RAN && trc_sandbox_explain(pid, why, sizeof(why)) == 0)
+		snprintf(in->error, sizeof(in->error), "process %d ran the job that loads the agent, but the agent "
+			 "has not loaded within %g s: %s", (int)pid, secs, why);
+	else if (in->phase == TRC_INJECT_RAN && loader_running(pid))
 		snprintf(in->error, sizeof(in->error), "process %d is loading the agent, in its thread "
 			 LOADER_THREAD ", and has not finished within %g s: its other threads hold Ruby's lock "
 			 "for long stretches (long C calls?), which the load waits for each time it reads a "

@@ -41,6 +41,11 @@ struct trc_inject {
 	int wakes;
 	bool idle_untouched;    /* idle, but tracer would not wake it: error says why */
 	bool busy_in_c;         /* its main thread ran (a long C call?) when last looked at */
+	bool starting;          /* its VM was not made yet when last looked at (a young process) */
+	bool restart;           /* the retry looks for its Ruby again (it was starting) */
+	bool checked;           /* its agent's files and confinement were checked */
+	uid_t owner;
+	char lib[PATH_MAX];     /* where the agent is (TRACER_AGENT_LIB, or beside tracer) */
 	uint64_t frozen_ns;     /* the longest the process was held still, writing the job */
 	uint64_t cleanup_ns;    /* and taking it back out */
 };

@@ -295,6 +295,7 @@ trc_rubyproc_find(struct trc_rubyproc *r, pid_t pid, char *why, size_t n)
 {
 	struct module_search s = { .r = r };
 	enum trc_rubyproc_miss m;
+	uint64_t size;
 	char exe[64];
 	struct stat st;
 
@@ -317,8 +318,10 @@ trc_rubyproc_find(struct trc_rubyproc *r, pid_t pid, char *why, size_t n)
 		return miss(TRC_RUBYPROC_UNREADABLE, why, n, "cannot read the VM pointer of process %d: %s",
 			    (int)pid, strerror(errno));
 	if (r->vm == 0)
-		return miss(TRC_RUBYPROC_UNSUPPORTED, why, n, "Ruby %s is loaded in process %d but its VM "
+		return miss(TRC_RUBYPROC_STARTING, why, n, "Ruby %s is loaded in process %d but its VM "
 			    "is not running", r->version, (int)pid);
+	if (symbol(r, "rb_argv0", &r->argv0, &size) < 0)
+		r->argv0 = 0;
 	guard(r, "rb_postponed_job_register");
 	guard(r, "rb_postponed_job_register_one");
 	guard(r, "rb_postponed_job_preregister");

@@ -29,6 +29,7 @@ struct trc_rubyproc {
 	struct trc_vmcode code;         /* what rb_postponed_job_trigger or _register_one names */
 	const struct trc_vmlayout *layout;
 	uint64_t vm;                    /* the rb_vm_t: what ruby_current_vm_ptr holds */
+	uint64_t argv0;                 /* rb_argv0, set once ruby_setup is done; 0: not exported */
 	uint64_t spare, spare_end;      /* zero bytes after libruby's data, up to its page's end */
 };
 
@@ -38,6 +39,7 @@ enum trc_rubyproc_miss {
 	TRC_RUBYPROC_NOT_RUBY = 1,      /* no libruby, and an executable without ruby_version */
 	TRC_RUBYPROC_UNSUPPORTED = 2,   /* a Ruby, but one tracer cannot work with: why says */
 	TRC_RUBYPROC_UNREADABLE = 3,    /* its memory or maps could not be read: errno */
+	TRC_RUBYPROC_STARTING = 4,      /* a Ruby whose VM is not made yet (a process still booting) */
 };
 
 /*

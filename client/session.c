@@ -15,6 +15,7 @@
 #include "escape.h"
 #include "exec.h"
 #include "inject.h"
+#include "sandbox.h"
 #include "newfile.h"
 #include "proc.h"
 #include "progress.h"
@@ -796,10 +797,15 @@ static void
 on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct trc_session *s = w->data;
+	char why[512];
 
 	(void)loop, (void)revents;
+
 	if (s->state == S_ATTACHING && s->inject != NULL)
 		finish(s, TRC_EXIT_ERROR, "%s", trc_inject_stalled(s->inject, s->job->timeout));
+	else if (s->state == S_ATTACHING && trc_sandbox_explain(s->pid, why, sizeof(why)) == 0)
+		finish(s, TRC_EXIT_ERROR, "process %d did not answer within %g s: %s", (int)s->pid,
+		       s->job->timeout, why);
 	else if (s->state == S_ATTACHING)
 		finish(s, TRC_EXIT_ERROR, "process %d did not answer; is tracer_agent loaded?",
 		       (int)s->pid);
@@ -1081,6 +1087,24 @@ may_have_agent(struct trc_session *s)
 	return true;
 }
 
+/*
+ * A process that loaded the agent itself makes the agent's calls when it is rung, under
+ * whatever confines it: its seccomp filter and limits are read first (sandbox.c), as before a
+ * load. False when the session is over for that.
+ */
+static bool
+confinement_allows(struct trc_session *s)
+{
+	char why[1024];
+	uint64_t held;
+	bool denied;
+
+	if (s->job->exec || trc_sandbox_check(s->pid, TRC_SANDBOX_ATTACH, &held, &denied, why, sizeof(why)) == 0)
+		return true;
+	finish(s, denied ? TRC_EXIT_DENIED : TRC_EXIT_ERROR, "%s", why);
+	return false;
+}
+
 void
 trc_session_start(struct trc_session *s)
 {
@@ -1094,7 +1118,7 @@ trc_session_start(struct trc_session *s)
 		return;
 	s->state = S_ATTACHING;
 	ev_timer_start(s->loop, &s->timeout_w);
-	if (!start_inject(s))
+	if (!start_inject(s) && confinement_allows(s))
 		attach(s);
 }
 

@@ -162,6 +162,24 @@ class NamespaceTest < Minitest::Test
     assert_equal "=> #{t.pid}\n", out
   end
 
+  # The same process without the agent: each client that would be refused after the load is
+  # refused before it (issue 43), and the process is left as it was.
+  def test_user_namespace_refused_before_the_load
+    needs :user
+    t = target('sleep', agent: false, env: { 'RUBYOPT' => nil, 'TRACER_AGENT_INJECT' => nil },
+                        prefix: AS_NOBODY + %w[unshare --user --map-root-user --net])
+    _, err, status = tracer('-p', t.pid, '-e', '1')
+    assert_equal 4, status.exitstatus, err
+    assert_equal "tracer: process #{t.pid} is in another user namespace (a rootless container?) that has no mapping " \
+                 "for uid 0, so its agent cannot trust tracer: run tracer inside that namespace\n", err
+    refute File.read("/proc/#{t.pid}/maps").include?('tracer_'), 'the agent was loaded, then the attach refused'
+    _, err, status = tracer('-p', t.pid, '-e', '1', prefix: AS_NOBODY)
+    assert_equal 4, status.exitstatus, err
+    assert_equal "tracer: process #{t.pid} is in another network namespace (a container?): attaching needs root\n", err
+    refute File.read("/proc/#{t.pid}/maps").include?('tracer_'), 'the agent was loaded, then the attach refused'
+    assert_empty leftovers_for(t.pid)
+  end
+
   private
 
   # Where the target of test_private_tmp runs from: nil for the checkout, or, when it is under

@@ -42,6 +42,7 @@ test_str_check(const char *descr, const char *got, const char *want, const char 
 #define test_str(descr, got, want) test_str_check((descr), (got), (want), __FILE__, __LINE__)
 
 /* The suites, one per test_*.c file. */
+void test_bpf(void);
 void test_compress(void);
 void test_conn(void);
 void test_decode(void);
@@ -58,6 +59,7 @@ void test_output(void);
 void test_pace(void);
 void test_pprof(void);
 void test_ring(void);
+void test_seccomp(void);
 void test_spec(void);
 void test_spool(void);
 void test_top(void);

@@ -42,6 +42,7 @@ static const struct suite {
 	const char *name;
 	void (*run)(void);
 } suites[] = {
+	{ "bpf", test_bpf },
 	{ "compress", test_compress },
 	{ "conn", test_conn },
 	{ "decode", test_decode },
@@ -58,6 +59,7 @@ static const struct suite {
 	{ "pprof", test_pprof },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
+	{ "seccomp", test_seccomp },
 	{ "spec", test_spec },
 	{ "spool", test_spool },
 	{ "top", test_top },
