@@ -700,8 +700,9 @@ test_marks(void)
 	test_str("chrome: marks are instant events", finish(e),
 		 "{\"traceEvents\":[\n"
 		 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":42,\"args\":{\"name\":\"ruby 42\"}},\n"
-		 "{\"name\":\"THREAD BEGIN #<Thread:0x1 a.rb:2 run>\",\"cat\":\"ruby\",\"ph\":\"i\",\"s\":\"p\","
-		 "\"pid\":42,\"ts\":0.000},\n"
+		 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":42,\"tid\":999998,\"args\":{\"name\":\"threads\"}},\n"
+		 "{\"name\":\"THREAD BEGIN #<Thread:0x1 a.rb:2 run>\",\"cat\":\"ruby\",\"ph\":\"i\",\"s\":\"t\","
+		 "\"pid\":42,\"tid\":999998,\"ts\":0.000},\n"
 		 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":42,\"tid\":1,\"args\":{\"name\":\"job\"}},\n"
 		 "{\"name\":\"Worker#work\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,\"tid\":1,"
 		 "\"ts\":1.000,\"dur\":2.000},\n"
