@@ -804,14 +804,39 @@ start_live(struct run *r, const struct trc_run_opts *o, bool full_screen)
 				 on_quit, r);
 }
 
+/* "tracer -f", "tracer -m Order#total ...": what the trace was, for a flame graph's heading. */
+static void
+trace_title(const struct trc_run_opts *o, char *buf, size_t size)
+{
+	size_t len;
+
+	if (o->firehose)
+		snprintf(buf, size, "tracer -f%s", o->all ? " --all" : "");
+	else if (o->slow && o->nspecs == 0)
+		snprintf(buf, size, "tracer -s %u", o->slow_ms);
+	else
+		snprintf(buf, size, "tracer -m");
+	for (size_t i = 0; i < o->nspecs && (len = strlen(buf)) + 8 < size; i++) {
+		if (i == 4) {
+			snprintf(buf + len, size - len, " ...");
+			break;
+		}
+		snprintf(buf + len, size - len, " %s", o->specs[i].text);
+	}
+}
+
 static struct trc_export *
 new_export(struct trc_output *out, const struct trc_run_opts *o, bool watching)
 {
+	static char title[256];
 	struct trc_export_opts eo = {
 		.format = o->format, .tool = "tracer " TRC_CLIENT_VERSION, .specs = o->specs,
-		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching,
+		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching, .split = o->split,
+		.min_share = o->min_share, .html = o->output != NULL && trc_format_html(o->output),
+		.title = title, .prefixes = o->filters.v, .nprefixes = o->filters.n,
 	};
 
+	trace_title(o, title, sizeof(title));
 	return trc_export_new(out, &eo);
 }
 
@@ -1024,8 +1049,12 @@ finish_run(struct run *r)
 	if (r->execing)
 		exec_report(r);
 	/* Every session has ended its part: the file can be completed. */
-	if (r->export != NULL)
+	if (r->export != NULL) {
+		for (size_t i = 0; i < r->nsessions; i++)
+			if (trc_session_cwd(r->sessions[i]) != NULL)
+				trc_export_app_dir(r->export, trc_session_cwd(r->sessions[i]));
 		trc_export_finish(r->export);
+	}
 	if (r->top != NULL && r->o->format == TRC_FORMAT_PPROF)
 		write_top_profile(r);
 	end_output(r);

@@ -231,9 +231,9 @@ class ExportTest < Minitest::Test
     path = export(t, 'collapsed', 'Worker#work', 'Worker#helper', 'Worker#fail_once')
     lines = File.readlines(path, chomp: true)
     refute_empty lines
-    lines.each { |l| assert_match(/\Amain(;[^; ]+)+ [1-9]\d*\z/, l) }
+    lines.each { |l| assert_match(/\AWorker[#.]\w+(;[^; ]+)* [1-9]\d*\z/, l) }
     assert_equal lines.map { |l| l[/\A\S+/] }.uniq.size, lines.size, 'one line per stack'
-    assert lines.any? { |l| l.start_with?('main;Worker#work;Worker#helper ') }, lines.inspect
+    assert lines.any? { |l| l.start_with?('Worker#work;Worker#helper ') }, lines.inspect
 
     # flamegraph.pl draws a box per frame: helper's sits on work's, within its width.
     svg, err, status = Open3.capture3('perl', FLAMEGRAPH, '--countname=ns', path)
@@ -243,8 +243,8 @@ class ExportTest < Minitest::Test
       { name: g.elements['title'].text[/\A(.*) \([\d,]+ ns/, 1], x: r['x'].to_f, y: r['y'].to_f, w: r['width'].to_f }
     end
     box = ->(name) { boxes.find { |b| b[:name] == name } || flunk("no box for #{name} in #{boxes}") }
-    main, work, helper = box.call('main'), box.call('Worker#work'), box.call('Worker#helper')
-    assert_operator work[:y], :<, main[:y]
+    all, work, helper = box.call('all'), box.call('Worker#work'), box.call('Worker#helper')
+    assert_operator work[:y], :<, all[:y]
     assert_operator helper[:y], :<, work[:y]
     assert_operator helper[:x], :>=, work[:x]
     assert_operator helper[:x] + helper[:w], :<=, work[:x] + work[:w] + 0.1
@@ -255,17 +255,42 @@ class ExportTest < Minitest::Test
     assert_nested(view['profiles'][0]['calls'], 'Worker#work', 'Worker#helper')
   end
 
-  def test_collapsed_with_several_processes
-    a = target('work')
-    b = target('work')
-    path = File.join(@dir, 'both.folded')
-    _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#work', '--format', 'collapsed', '-o', path,
-                            '--duration', 1)
-    assert status.success?, err
-    lines = File.readlines(path, chomp: true)
-    assert_includes lines.map { |l| l[/\A[^;]+/] }.uniq.sort, "ruby #{a.pid}"
-    assert_includes lines.map { |l| l[/\A[^;]+/] }.uniq.sort, "ruby #{b.pid}"
-    lines.each { |l| assert_match(/\Aruby \d+;main;Worker#work \d+\z/, l) }
+  # Folded stacks of a file: "stack" => weight.
+  def folded(path)
+    File.readlines(path, chomp: true).to_h do |l|
+      stack, weight = l.split(/ (?=\d+\z)/)
+      [stack, Integer(weight)]
+    end
+  end
+
+  # Two processes, one with three long-lived threads and one that starts and ends a thread every
+  # few milliseconds: the same stacks merge across all of them by default; --split process and
+  # --split thread keep them apart.
+  def test_collapsed_merges_threads_and_processes
+    a = target('threads')
+    b = target('thread_jobs')
+    stacks = lambda do |*more|
+      path = File.join(@dir, "stacks#{more.join}.folded")
+      _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#work', 'Worker#helper', '--format', 'collapsed',
+                              '-o', path, '--duration', 1, *more)
+      assert status.success?, err
+      folded(path)
+    end
+
+    merged = stacks.call
+    assert_equal ['Worker#work', 'Worker#work;Worker#helper'], merged.keys.sort
+
+    by_process = stacks.call('--split', 'process')
+    assert_equal ["ruby #{a.pid};Worker#work", "ruby #{a.pid};Worker#work;Worker#helper",
+                  "ruby #{b.pid};Worker#work", "ruby #{b.pid};Worker#work;Worker#helper"].sort, by_process.keys.sort
+
+    by_thread = stacks.call('--split', 'thread')
+    tops = by_thread.keys.map { |k| k.split(';').first(2) }
+    assert_equal %w[worker-0 worker-1 worker-2], tops.select { |p, _| p == "ruby #{a.pid}" }.map(&:last).uniq.sort
+    jobs = tops.select { |p, _| p == "ruby #{b.pid}" }.map(&:last).uniq
+    assert_operator jobs.size, :>=, 2, "threads that began and ended: #{jobs}"
+    jobs.each { |j| assert_match(/\Ajob-\d+\z/, j) }
+    by_thread.each_key { |k| assert_match(/\Aruby (#{a.pid}|#{b.pid});[^;]+;Worker#work(;Worker#helper)?\z/, k) }
   end
 
   def test_jsonl_has_one_object_per_event
@@ -314,7 +339,7 @@ class ExportTest < Minitest::Test
       [['--top', 'calls', '--format', 'jsonl'], /--format goes with tracing/],
       [['--backtraces', '--format', 'jsonl'], /--format goes with tracing/],
       [['--heapdump', '--format', 'jsonl'], /--format goes with tracing/],
-      [['-m', 'A#b', '--format', 'json'], /invalid --format 'json': expected text, chrome, speedscope, collapsed, jsonl or pprof/],
+      [['-m', 'A#b', '--format', 'json'], /invalid --format 'json': expected text, chrome, speedscope, collapsed, jsonl, pprof or flamegraph/],
       [['-m', 'A#b', '--format', 'chrome', '-o', '/dev/null', '-a'], /--append/],
       [['-m', 'A#b', '--format', 'jsonl', '-t'], /--start-time goes with --format text/],
     ].each do |args, message|

@@ -115,14 +115,21 @@ slow(struct trc_sink *k, uint32_t meth, uint64_t start, uint64_t dur, uint32_t d
 }
 
 static struct trc_export *
-start(enum trc_format f, bool label_pids)
+start_split(enum trc_format f, bool label_pids, enum trc_split split)
 {
 	struct trc_export_opts o = { .format = f, .tool = "tracer test", .specs = &spec,
-				     .nspecs = 1, .label_pids = label_pids };
+				     .nspecs = 1, .label_pids = label_pids, .split = split,
+				     .min_share = 0.001, .title = "tracer test" };
 
 	trc_output_release(&out);
 	trc_output_init(&out, -1, -1);
 	return trc_export_new(&out, &o);
+}
+
+static struct trc_export *
+start(enum trc_format f, bool label_pids)
+{
+	return start_split(f, label_pids, TRC_SPLIT_NONE);
 }
 
 /* The file so far, NUL-terminated in place. */
@@ -222,9 +229,49 @@ test_collapsed(void)
 
 	play_basic(e, PID);
 	/* work: 10 us in all, 1.5 of them in helper: 8.5 rounds to 9; helper 1.5 to 2. */
-	test_str("collapsed: self time in ns, thread as the root, sorted", finish(e),
+	test_str("collapsed: self time in ns, sorted, threads merged", finish(e),
+		 "Worker#work 8500\n"
+		 "Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+
+	e = start_split(TRC_FORMAT_COLLAPSED, false, TRC_SPLIT_THREAD);
+	play_basic(e, PID);
+	test_str("collapsed --split thread: the thread at the top", finish(e),
 		 "main;Worker#work 8500\n"
 		 "main;Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+
+	e = start_split(TRC_FORMAT_COLLAPSED, false, TRC_SPLIT_PROCESS);
+	play_basic(e, PID);
+	test_str("collapsed --split process: the process at the top, with one target too", finish(e),
+		 "ruby 42;Worker#work 8500\n"
+		 "ruby 42;Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+}
+
+/* Two methods of one name (defined again elsewhere) on two threads: one line, summed. */
+static void
+test_collapsed_merge(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_COLLAPSED, false);
+	struct trc_sink k = trc_export_sink(e, PID);
+	struct trc_message m = { .type = TRC_EV_METHOD };
+
+	method(&k, 0, "work", 7);
+	m.method.idx = 1;
+	m.method.cls = S("Worker");
+	m.method.sep = S("#");
+	m.method.name = S("work");
+	m.method.path = S("other.rb");
+	m.method.line = 70;
+	feed(&k, m);
+	thread(&k, 0, "main");
+	call(&k, 0, 0);
+	ret(&k, 0, 1000);
+	call(&k, 1, 2000);
+	ret(&k, 1, 2500);
+	trc_sink_close(&k);
+	test_str("collapsed: one line for one name", finish(e), "Worker#work 1500\n");
 	trc_export_free(e);
 }
 
@@ -295,11 +342,30 @@ test_collapsed_pids(void)
 
 	play_basic(e, 43);
 	play_basic(e, PID);
-	test_str("collapsed with several targets: the process above the thread", finish(e),
+	test_str("collapsed with several targets: merged", finish(e),
+		 "Worker#work 17000\n"
+		 "Worker#work;Worker#helper 3000\n");
+	trc_export_free(e);
+
+	e = start_split(TRC_FORMAT_COLLAPSED, true, TRC_SPLIT_THREAD);
+	play_basic(e, 43);
+	play_basic(e, PID);
+	test_str("collapsed --split thread with several targets: the process above the thread",
+		 finish(e),
 		 "ruby 42;main;Worker#work 8500\n"
 		 "ruby 42;main;Worker#work;Worker#helper 1500\n"
 		 "ruby 43;main;Worker#work 8500\n"
 		 "ruby 43;main;Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+
+	e = start_split(TRC_FORMAT_COLLAPSED, true, TRC_SPLIT_PROCESS);
+	play_basic(e, 43);
+	play_basic(e, PID);
+	test_str("collapsed --split process", finish(e),
+		 "ruby 42;Worker#work 8500\n"
+		 "ruby 42;Worker#work;Worker#helper 1500\n"
+		 "ruby 43;Worker#work 8500\n"
+		 "ruby 43;Worker#work;Worker#helper 1500\n");
 	trc_export_free(e);
 }
 
@@ -397,8 +463,8 @@ test_repair(void)
 	play_broken(e);
 	/* work: 5 us - 4 in helper, then 2 - 1: 2 us; helper: 4 + 1. */
 	test_str("collapsed: repaired calls count", finish(e),
-		 "main;Worker#work 2000\n"
-		 "main;Worker#work;Worker#helper 5000\n");
+		 "Worker#work 2000\n"
+		 "Worker#work;Worker#helper 5000\n");
 	trc_export_free(e);
 }
 
@@ -434,8 +500,8 @@ test_slow(void)
 	e = start(TRC_FORMAT_COLLAPSED, false);
 	play_slow(e);
 	test_str("collapsed: slow calls nested", finish(e),
-		 "main;Worker#work 4000\n"
-		 "main;Worker#work;Worker#helper 1000\n");
+		 "Worker#work 4000\n"
+		 "Worker#work;Worker#helper 1000\n");
 	trc_export_free(e);
 
 	e = start(TRC_FORMAT_CHROME, false);
@@ -462,7 +528,7 @@ test_slow(void)
 static void
 test_odd_names(void)
 {
-	struct trc_export *e = start(TRC_FORMAT_COLLAPSED, false);
+	struct trc_export *e = start_split(TRC_FORMAT_COLLAPSED, false, TRC_SPLIT_THREAD);
 	struct trc_sink k = trc_export_sink(e, PID);
 
 	method(&k, 0, "a;b\nc", 1);
@@ -632,6 +698,7 @@ static void
 test_gc(void)
 {
 	struct trc_export *e = start(TRC_FORMAT_CHROME, false);
+	const char *s;
 
 	play_gc(e);
 	test_str("chrome: collections on a GC track", finish(e),
@@ -661,7 +728,21 @@ test_gc(void)
 	trc_export_free(e);
 	e = start(TRC_FORMAT_COLLAPSED, false);
 	play_gc(e);
-	test_str("collapsed: no collections", finish(e), "main;Worker#work 2000\n");
+	test_str("collapsed: no collections", finish(e), "Worker#work 2000\n");
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_FLAMEGRAPH, false);
+	play_gc(e);
+	s = finish(e);
+	/* work: 2 us, 0.7 of them stopped by a minor collection; a major one outside any call. */
+	test_cond("flamegraph: the whole", strstr(s, "data-x=\"0\" data-v=\"2700\" data-k=\"6\"><title>all\n") != NULL);
+	test_cond("flamegraph: a collection outside calls at the top", strstr(s,
+		  "data-x=\"0\" data-v=\"700\" data-k=\"4\"><title>GC major\n") != NULL);
+	test_cond("flamegraph: the call, its collection taken from its own time", strstr(s,
+		  "data-x=\"700\" data-v=\"2000\" data-k=\"6\"><title>Worker#work\napp.rb:7\n"
+		  "2.00 \xc2\xb5s (74.07% of all), self 1.30 \xc2\xb5s</title>") != NULL);
+	test_cond("flamegraph: the collection inside", strstr(s,
+		  "data-x=\"700\" data-v=\"700\" data-k=\"4\"><title>GC minor\n") != NULL);
 	trc_export_free(e);
 }
 
@@ -724,7 +805,7 @@ test_marks(void)
 	trc_export_free(e);
 	e = start(TRC_FORMAT_COLLAPSED, false);
 	play_marks(e);
-	test_str("collapsed: no marks", finish(e), "job;Worker#work 2000\n");
+	test_str("collapsed: no marks", finish(e), "Worker#work 2000\n");
 	trc_export_free(e);
 }
 
@@ -757,6 +838,7 @@ test_export(void)
 	test_pprof_export();
 	test_speedscope();
 	test_collapsed();
+	test_collapsed_merge();
 	test_collapsed_pids();
 	test_jsonl();
 	test_repair();
