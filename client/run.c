@@ -19,6 +19,7 @@
 
 #include "compress.h"
 #include "exec.h"
+#include "flame.h"
 #include "httpd.h"
 #include "live.h"
 #include "metrics.h"
@@ -511,7 +512,8 @@ make_job(struct run *r, const struct trc_run_opts *o)
 	j->export = r->export;
 	j->top.mode = o->top_mode;
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
-	j->top.flags = (o->gc ? TRC_TOP_GC : 0) | (o->sample_by_time ? TRC_TOP_BY_TIME : 0);
+	j->top.flags = (o->gc ? TRC_TOP_GC : 0) | (o->sample_by_time ? TRC_TOP_BY_TIME : 0) |
+		       (o->format == TRC_FORMAT_FLAMEGRAPH ? TRC_TOP_PATHS : 0);
 	j->top.sample = o->sample;
 	j->scope.all = o->all;
 	j->scope.prefixes = o->filters.v;
@@ -778,6 +780,8 @@ new_top(const struct trc_run_opts *o)
 
 	for (size_t i = 0; i < o->ignores.n; i++)
 		trc_top_ignore(t, o->ignores.v[i], why, sizeof(why));
+	if (o->format == TRC_FORMAT_FLAMEGRAPH)
+		trc_top_keep_paths(t);
 	return t;
 }
 
@@ -802,6 +806,13 @@ start_live(struct run *r, const struct trc_run_opts *o, bool full_screen)
 
 	r->live = trc_live_start(r->loop, &r->out, r->top, r->sessions, r->nsessions, &lo,
 				 on_quit, r);
+}
+
+/* A flame graph to -o FILE.html is a page; else an SVG document. */
+static enum trc_flame_doc
+flame_doc(const struct trc_run_opts *o)
+{
+	return o->output != NULL && trc_format_html(o->output) ? TRC_FLAME_HTML : TRC_FLAME_SVG;
 }
 
 /* "tracer -f", "tracer -m Order#total ...": what the trace was, for a flame graph's heading. */
@@ -832,7 +843,7 @@ new_export(struct trc_output *out, const struct trc_run_opts *o, bool watching)
 	struct trc_export_opts eo = {
 		.format = o->format, .tool = "tracer " TRC_CLIENT_VERSION, .specs = o->specs,
 		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching, .split = o->split,
-		.min_share = o->min_share, .html = o->output != NULL && trc_format_html(o->output),
+		.min_share = o->min_share, .html = flame_doc(o) == TRC_FLAME_HTML,
 		.title = title, .prefixes = o->filters.v, .nprefixes = o->filters.n,
 	};
 
@@ -1037,6 +1048,49 @@ write_top_profile(struct run *r)
 	trc_buf_release(&b);
 }
 
+/* --top time --format flamegraph: the whole session's paths, drawn once, as the sessions have all ended. */
+static void
+write_top_flame(struct run *r)
+{
+	const struct trc_run_opts *o = r->o;
+	struct trc_flame *f = trc_flame_new("ns");
+	const char **dirs = xcalloc(r->nsessions + 1, sizeof(*dirs));
+	struct trc_flame_scope scope = { o->filters.v, o->filters.n };
+	struct trc_buf title, sub;
+	struct trc_flame_opts fo = { flame_doc(o), NULL, NULL, o->min_share };
+	size_t n = 0;
+
+	if (o->filters.n == 0) {
+		for (size_t i = 0; i < r->nsessions; i++)
+			if (trc_session_cwd(r->sessions[i]) != NULL)
+				dirs[n++] = trc_session_cwd(r->sessions[i]);
+		scope = (struct trc_flame_scope){ dirs, n };
+	}
+	trc_top_paths_flame(trc_top_paths(r->top), f, o->split == TRC_SPLIT_PROCESS, &scope);
+	trc_buf_init(&title);
+	trc_buf_addf(&title, "tracer --top time%s: %s", o->all ? " --all" : "",
+		     r->nsessions > 1 ? "processes" : "process");
+	for (size_t i = 0; i < r->nsessions && i < 8; i++)
+		trc_buf_addf(&title, "%s %d", i > 0 ? "," : "", (int)trc_session_pid(r->sessions[i]));
+	if (r->nsessions > 8)
+		trc_buf_addf(&title, " and %zu more", r->nsessions - 8);
+	trc_buf_addc(&title, '\0');
+	trc_buf_init(&sub);
+	trc_buf_addf(&sub, "self time (wall clock) per call path, counted in the process%s: %.3f s in all%s; "
+		     "frames under %g%% merged", r->nsessions > 1 ? "es" : "",
+		     (double)trc_flame_total(f) / 1e9,
+		     o->split == TRC_SPLIT_PROCESS ? "" : ", threads and processes merged",
+		     o->min_share * 100);
+	trc_buf_addc(&sub, '\0');
+	fo.title = title.data;
+	fo.subtitle = sub.data;
+	trc_flame_write(f, &fo, &r->out);
+	trc_buf_release(&title);
+	trc_buf_release(&sub);
+	free(dirs);
+	trc_flame_free(f);
+}
+
 /* After the loop: the terminal back, the last words, the file completed; the exit code. */
 static int
 finish_run(struct run *r)
@@ -1057,6 +1111,8 @@ finish_run(struct run *r)
 	}
 	if (r->top != NULL && r->o->format == TRC_FORMAT_PPROF)
 		write_top_profile(r);
+	if (r->top != NULL && r->o->format == TRC_FORMAT_FLAMEGRAPH)
+		write_top_flame(r);
 	end_output(r);
 	/* --ps processes that all went away, or refused: then their outcome is the run's. */
 	if (!r->worked && r->churn > r->code)
@@ -1080,7 +1136,7 @@ trc_run(const struct trc_run_opts *o)
 	start_sessions(&r);
 	/* Sessions may all have failed already (then without a loop to break). */
 	r.top_start = ev_time();
-	if (o->mode == TRC_MODE_TOP && o->format != TRC_FORMAT_PPROF && o->metrics == NULL && has_work(&r))
+	if (o->mode == TRC_MODE_TOP && o->format == TRC_FORMAT_TEXT && o->metrics == NULL && has_work(&r))
 		start_live(&r, o, full_screen);
 	start_rescans(&r, o);
 	if (has_work(&r))

@@ -39,7 +39,8 @@ class Browser {
       '--disable-extensions', '--disable-default-apps', '--mute-audio', '--hide-scrollbars',
       `--user-data-dir=${this.profile}`, `--window-size=${WIDTH},${HEIGHT}`,
       '--remote-debugging-pipe', 'about:blank',
-    ], { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] })
+    ], { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true })
+    this.exit = new Promise(resolve => this.proc.on('exit', resolve))
     this.stderr = ''
     this.proc.stderr.on('data', d => { this.stderr = (this.stderr + d).slice(-4000) })
     this.proc.on('exit', (code, sig) => {
@@ -94,9 +95,16 @@ class Browser {
     })
   }
 
-  close() {
-    if (!this.exited) this.proc.kill('SIGKILL')
-    fs.rmSync(this.profile, { recursive: true, force: true })
+  // Chromium's own processes (its group: it was started detached) go first, then its profile,
+  // which they write to until they are gone.
+  async close() {
+    if (!this.exited) {
+      try { await Promise.race([this.send('Browser.close'), new Promise(r => setTimeout(r, 5000))]) } catch (e) { /* gone */ }
+      try { process.kill(-this.proc.pid, 'SIGKILL') } catch (e) { /* gone */ }
+      await Promise.race([this.exit, new Promise(r => setTimeout(r, 10000))])
+    }
+    try { process.kill(-this.proc.pid, 'SIGKILL') } catch (e) { /* the group is gone */ }
+    fs.rmSync(this.profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
   }
 }
 
@@ -134,7 +142,13 @@ async function main() {
   const [file, png, name, ...hostile] = process.argv.slice(2)
   if (!file || !png || !name) fail('usage: browser.js FILE PNG NAME [HOSTILE...]')
   const b = new Browser()
-  const timer = setTimeout(() => { b.close(); fail(`no result within ${DEADLINE_MS} ms: ${b.stderr}`) }, DEADLINE_MS)
+  const timer = setTimeout(() => {
+    try { process.kill(-b.proc.pid, 'SIGKILL') } catch (e) { /* gone */ }
+    setTimeout(() => {
+      fs.rmSync(b.profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
+      fail(`no result within ${DEADLINE_MS} ms: ${b.stderr}`)
+    }, 500)
+  }, DEADLINE_MS)
   const result = { console: [], errors: [], dialogs: [], requests: [], screenshots: [] }
   try {
     const { targetId } = await b.send('Target.createTarget', { url: 'about:blank' })
@@ -220,8 +234,8 @@ async function main() {
     result.marker = await evaluate('window.__pwned === undefined ? null : String(window.__pwned)')
     result.title = await evaluate('document.title')
   } finally {
+    await b.close()
     clearTimeout(timer)
-    b.close()
   }
   process.stdout.write(JSON.stringify(result) + '\n')
 }

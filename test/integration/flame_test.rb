@@ -86,7 +86,7 @@ class FlameTest < Minitest::Test
 
   # The hottest frame by self time, its label, its hover, its search and its zoom, in the
   # page a person opens; names that are markup stay text; nothing runs but the page's own.
-  def check_in_browser(t, path)
+  def check_in_browser(t, path, title: "tracer -f: process #{t.pid}")
     list = frames(path)
     root = list.first
     assert_equal 'all', root[:name]
@@ -105,7 +105,7 @@ class FlameTest < Minitest::Test
     assert_empty view['dialogs'], 'no name ran as script'
     assert_nil view['marker'], 'no name ran as script'
     assert_equal ["file://#{File.realpath(path)}"], view['requests'], 'nothing fetched but the file itself'
-    assert_equal "tracer -f: process #{t.pid}", view['title']
+    assert_equal title, view['title']
 
     # The root spans the picture: its 1180 px between 10 px margins, drawn where it says.
     assert_in_delta 10, view['root']['x'], 0.5
@@ -163,6 +163,41 @@ class FlameTest < Minitest::Test
     assert File.read(path).start_with?('<?xml version="1.0" encoding="UTF-8"')
     assert_only_own_markup(path)
     check_in_browser(t, path)
+  end
+
+  # --top time: the agent counts each call path's self time, the client draws them at the end.
+  def test_top_time_flamegraph_in_chromium
+    t = target('markup')
+    path = File.join(@dir, 'top.html')
+    _, err, status = tracer('-p', t.pid, '--top', 'time', '--format', 'flamegraph', '-o', path, '--duration', 2)
+    assert status.success?, err
+    assert_only_own_markup(path)
+    list = frames(path)
+    run = list.find { |f| f[:name] == 'Markup#run' } or flunk(list.map { |f| f[:name] }.inspect)
+    assert_equal 1, run[:y] - list.first[:y] - 16, 'Markup#run right under the root'
+    check_in_browser(t, path, title: "tracer --top time: process #{t.pid}")
+  end
+
+  # --top time of two processes: merged, or one tree each with --split process.
+  def test_top_time_flamegraph_of_processes
+    a = target('threads')
+    b = target('thread_jobs')
+    merged = File.join(@dir, 'merged.svg')
+    split = File.join(@dir, 'split.svg')
+    [[merged], [split, '--split', 'process']].each do |file, *more|
+      _, err, status = tracer('-p', a.pid, '-p', b.pid, '--top', 'time', '--format', 'flamegraph', '-o', file,
+                              '--duration', 1, *more)
+      assert status.success?, err
+    end
+    m = frames(merged)
+    assert_equal 1, m.count { |f| f[:name] == 'Worker#work' }, m.map { |f| f[:name] }.inspect
+    assert_equal 1, m.count { |f| f[:name] == 'Worker#helper' }
+    s = frames(split)
+    assert_equal ["ruby #{a.pid}", "ruby #{b.pid}"].sort, s.select { |f| f[:kind] == 7 }.map { |f| f[:name] }.sort
+    assert_equal 2, s.count { |f| f[:name] == 'Worker#work' }
+    work = m.find { |f| f[:name] == 'Worker#work' }
+    assert_match(%r{\A#{Regexp.escape(TARGET)}:\d+\z}, work[:where])
+    assert_equal 0, work[:kind], 'the app: under the targets\' working directory'
   end
 
   # Threads (and processes) are one picture by default; --split keeps them apart.
