@@ -768,7 +768,9 @@ put_head(struct trc_buf *b, const struct layout *l, const struct trc_flame_opts 
 		     "width=\"%d\" height=\"%u\" viewBox=\"0 0 %d %u\" data-width=\"%d\" data-top=\"%d\" "
 		     "data-unit=\"", WIDTH, height, WIDTH, height, WIDTH, TOP);
 	trc_flame_xml(b, l->f->unit, strlen(l->f->unit));
-	trc_buf_adds(b, "\">\n");
+	trc_buf_adds(b, "\">\n<title>");
+	trc_flame_xml(b, title, strlen(title));
+	trc_buf_adds(b, "</title>\n");
 	trc_buf_adds(b, style);
 	trc_buf_addf(b, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n"
 		     "<text id=\"title\" x=\"%d\" y=\"22\">", WIDTH / 2);
