@@ -2,6 +2,7 @@
 #include "export.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,26 @@ trc_split_parse(const char *name, enum trc_split *s)
 }
 
 /* ---- helpers for the formats ---- */
+
+void
+trc_xp_fail(struct trc_export *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e->failed[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(e->failed, sizeof(e->failed), fmt, ap);
+	va_end(ap);
+	trc_output_note(e->out, "the %s file cannot be made whole: %s", formats[e->opts.format].name,
+			e->failed);
+}
+
+const char *
+trc_export_failed(const struct trc_export *e)
+{
+	return e->failed[0] != '\0' ? e->failed : NULL;
+}
 
 void
 trc_xp_emit(struct trc_export *e)

@@ -61,6 +61,9 @@ struct trc_export_opts {
 	 * directory, trc_export_app_dir()), to tell its frames from the others */
 	const char *const *prefixes;
 	size_t nprefixes;
+	/* where a format that keeps more than memory should puts it (speedscope): a directory on
+	 * the output's file system; NULL: $TMPDIR, else /tmp */
+	const char *scratch_dir;
 };
 
 struct trc_export;
@@ -82,6 +85,9 @@ struct trc_sink trc_export_sink(struct trc_export *e, pid_t pid);
 void trc_export_app_dir(struct trc_export *e, const char *dir);
 /* Ends every target's part still open, then writes the end of the file (or all of it). */
 void trc_export_finish(struct trc_export *e);
+/* Why the file could not be made whole (a scratch file that failed), or NULL: then the run
+ * fails, and the file is not left looking whole. */
+const char *trc_export_failed(const struct trc_export *e);
 void trc_export_free(struct trc_export *e);
 
 #endif

@@ -116,6 +116,7 @@ struct trc_export {
 	bool finished;
 	char **app_dirs;                /* trc_export_app_dir() */
 	size_t napp_dirs;
+	char failed[256];               /* why the file cannot be made whole (trc_xp_fail), or "" */
 };
 
 extern const struct trc_xp_format trc_xp_chrome, trc_xp_speedscope, trc_xp_collapsed,
@@ -171,6 +172,11 @@ trc_xp_thread(const struct trc_xp_source *s, uint32_t idx)
 	return trc_replay_thread(&s->replay, idx);
 }
 
+/*
+ * The format cannot make its file whole (its scratch file failed): says why in a note, once,
+ * and keeps the reason for trc_export_failed(). The format then writes no more than it must.
+ */
+void trc_xp_fail(struct trc_export *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes e->line to the output and empties it. */
 void trc_xp_emit(struct trc_export *e);
 /* The bytes of string id (see struct trc_export.strings). */

@@ -837,7 +837,7 @@ trace_title(const struct trc_run_opts *o, char *buf, size_t size)
 }
 
 static struct trc_export *
-new_export(struct trc_output *out, const struct trc_run_opts *o, bool watching)
+new_export(struct trc_output *out, const struct trc_run_opts *o, bool watching, const char *scratch)
 {
 	static char title[256];
 	struct trc_export_opts eo = {
@@ -845,6 +845,7 @@ new_export(struct trc_output *out, const struct trc_run_opts *o, bool watching)
 		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching, .split = o->split,
 		.min_share = o->min_share, .html = flame_doc(o) == TRC_FLAME_HTML,
 		.title = title, .prefixes = o->filters.v, .nprefixes = o->filters.n,
+		.scratch_dir = scratch,
 	};
 
 	trace_title(o, title, sizeof(title));
@@ -990,7 +991,7 @@ set_up(struct run *r, const struct trc_run_opts *o)
 		r->top = new_top(o);
 	r->spool_dir = spool_dir(fd, o->mode);
 	if (o->mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
-		r->export = new_export(&r->out, o, r->ps != NULL || o->exec.n > 0);
+		r->export = new_export(&r->out, o, r->ps != NULL || o->exec.n > 0, r->spool_dir);
 	make_job(r, o);
 	if (o->exec.n > 0)
 		trc_exec_init(&r->exec);     /* before libev changes the signal mask */

@@ -103,30 +103,49 @@ class ExportTest < Minitest::Test
   end
 
   # The Trace Event Format, as Perfetto and chrome://tracing read it, checked by hand: no viewer
-  # of those runs here. Numbers are read exactly (BigDecimal) so nesting compares exactly.
-  def check_chrome(text, pid)
+  # of those runs here. Numbers are read exactly (BigDecimal) so nesting compares exactly. Every
+  # event has the fields its phase has in the format; all but a process's name have a pid and a
+  # tid, which viewers attach them to (speedscope's importer fails on one without).
+  def check_chrome(text, *pids)
     doc = JSON.parse(text, decimal_class: BigDecimal)
     assert_equal 'ms', doc['displayTimeUnit']
     events = doc.fetch('traceEvents')
     meta = events.select { |e| e['ph'] == 'M' }
-    assert_includes meta, { 'name' => 'process_name', 'ph' => 'M', 'pid' => pid, 'args' => { 'name' => "ruby #{pid}" } }
-    names = meta.select { |e| e['name'] == 'thread_name' }.to_h { |e| [e['tid'], e['args']['name']] }
+    pids.each do |pid|
+      assert_includes meta, { 'name' => 'process_name', 'ph' => 'M', 'pid' => pid, 'args' => { 'name' => "ruby #{pid}" } }
+    end
+    events.each do |e|
+      assert_includes %w[M X i], e['ph'], e.inspect
+      assert_kind_of String, e['name']
+      assert_includes pids, e['pid'], e.inspect
+      next if e['ph'] == 'M' && e['name'] == 'process_name'
+
+      assert_kind_of Integer, e['tid'], "an event without its tid: #{e}"
+      assert_operator e['tid'], :>, 0
+      case e['ph']
+      when 'M' then assert_equal 'thread_name', e['name']
+      when 'i'
+        assert_includes %w[g p t], e['s']
+        assert_kind_of Numeric, e['ts']
+        assert_operator e['ts'], :>=, 0
+      end
+    end
+    names = meta.select { |e| e['name'] == 'thread_name' }.to_h { |e| [[e['pid'], e['tid']], e['args']['name']] }
+    assert_equal names.size, meta.count { |e| e['name'] == 'thread_name' }, 'one name per track'
+    events.reject { |e| e['ph'] == 'M' }.each do |e|
+      assert names.key?([e['pid'], e['tid']]), "no thread_name for #{e['pid']}/#{e['tid']}: #{e}"
+    end
     spans = events.select { |e| e['ph'] == 'X' }
     refute_empty spans
     spans.each do |e|
       %w[name cat ph ts dur pid tid].each { |k| assert e.key?(k), "X event without #{k}: #{e}" }
-      assert_kind_of String, e['name']
       assert_equal 'ruby', e['cat']
-      assert_equal pid, e['pid']
-      assert_kind_of Integer, e['tid']
-      assert_operator e['tid'], :>, 0
       assert_kind_of Numeric, e['ts']
       assert_kind_of Numeric, e['dur']
       assert_operator e['ts'], :>=, 0
       assert_operator e['dur'], :>=, 0
-      assert names.key?(e['tid']), "no thread_name for tid #{e['tid']}"
     end
-    spans.group_by { |e| e['tid'] }.each_value do |list|
+    spans.group_by { |e| [e['pid'], e['tid']] }.each_value do |list|
       stack = []
       list.sort_by { |e| [e['ts'], -e['dur']] }.each do |e|
         stack.pop while stack.any? && stack.last['ts'] + stack.last['dur'] <= e['ts']
@@ -137,7 +156,7 @@ class ExportTest < Minitest::Test
         stack << e
       end
     end
-    [events, names]
+    [events, names.transform_keys { |_, tid| tid }]
   end
 
   def test_chrome_is_well_formed_and_speedscope_reads_it
@@ -291,6 +310,91 @@ class ExportTest < Minitest::Test
     assert_operator jobs.size, :>=, 2, "threads that began and ended: #{jobs}"
     jobs.each { |j| assert_match(/\Ajob-\d+\z/, j) }
     by_thread.each_key { |k| assert_match(/\Aruby (#{a.pid}|#{b.pid});[^;]+;Worker#work(;Worker#helper)?\z/, k) }
+  end
+
+  # Two processes, one with three threads and one that starts and ends a thread every few
+  # milliseconds: each export opens in the viewer it is for.
+  def test_every_viewer_reads_threads_and_processes
+    a = target('threads')
+    b = target('thread_jobs')
+    files = %w[chrome speedscope pprof].to_h do |format|
+      path = File.join(@dir, "both.#{format}")
+      _, err, status = tracer('-p', a.pid, '-p', b.pid, '-m', 'Worker#work', 'Worker#helper', '--format', format,
+                              '-o', path, '--duration', 1)
+      assert status.success?, "#{format}: #{err}"
+      [format, path]
+    end
+
+    events, = check_chrome(File.read(files['chrome']), a.pid, b.pid)
+    begins = events.select { |e| e['name'].start_with?('THREAD BEGIN ') }
+    ends = events.select { |e| e['name'].start_with?('THREAD END ') }
+    refute_empty begins, 'threads began'
+    refute_empty ends, 'threads ended'
+    begins.each { |e| assert_equal [b.pid, 999_998, 't'], [e['pid'], e['tid'], e['s']] }
+    assert_includes events, { 'name' => 'thread_name', 'ph' => 'M', 'pid' => b.pid, 'tid' => 999_998, 'args' => { 'name' => 'threads' } }
+    view = speedscope(files['chrome'])
+    assert_equal 'Trace Event Format profile', view['format']
+    assert_empty view['warnings']
+    assert_operator view['profiles'].size, :>=, 5, view['profiles'].map { |p| p['name'] }.inspect
+    view['profiles'].select { |p| p['calls'].any? { |c| c['depth'].positive? } }.each do |p|
+      assert_nested(p['calls'], 'Worker#work', 'Worker#helper', anywhere: true)
+    end
+
+    view = speedscope(files['speedscope'], '--schema')
+    assert_empty view['schema_errors']
+    names = view['profiles'].map { |p| p['name'] }
+    %w[worker-0 worker-1 worker-2].each { |t| assert_includes names, "#{t} (pid #{a.pid})" }
+    assert_operator names.grep(/\Ajob-\d+ \(pid #{b.pid}\)\z/).size, :>=, 2, names.inspect
+
+    tags, err, status = Open3.capture3('go', 'tool', 'pprof', '-tags', files['pprof'])
+    assert status.success?, err
+    [a.pid, b.pid, 'worker-0', 'worker-1', 'worker-2'].each { |v| assert_match(/: #{v}$/, tags) }
+    assert_match(/: job-\d+$/, tags)
+    top, err, status = Open3.capture3('go', 'tool', 'pprof', '-top', files['pprof'])
+    assert status.success?, err
+    assert_match(/ Worker#work$/, top)
+    assert_match(/ Worker#helper$/, top)
+  end
+
+  # Speedscope's file needs every event until the end: past a few megabytes they wait in a
+  # scratch file, not in memory. A busy target makes millions of events a second; the client's
+  # peak memory stays far below what they take.
+  def test_speedscope_memory_is_bounded
+    t = target('busy')
+    path = File.join(@dir, 'busy.speedscope.json')
+    c = client('-p', t.pid, '-f', '--format', 'speedscope', '-o', path, '--duration', 3)
+    peak = 0
+    # VmHWM: the most it was ever resident, until it exits (a zombie has none).
+    loop do
+      hwm = (File.read("/proc/#{c.pid}/status")[/^VmHWM:\s+(\d+) kB/, 1] rescue nil) or break # rubocop:disable Style/RescueModifier
+      peak = [peak, Integer(hwm) * 1024].max
+      sleep 0.05
+    end
+    status = c.finish(within: 300)
+    assert status.success?, c.err
+    size = File.size(path)
+    events = size / 40 # an event is 35 to 45 bytes of JSON
+    assert_operator events * 16, :>, 3 * peak, "too few events to tell (#{events}, #{peak} bytes at the peak)"
+    assert_operator peak, :<, 64 << 20, "the client's peak: #{peak >> 20} MB for #{size >> 20} MB of file"
+    File.open(path) do |f|
+      assert f.read(100).start_with?('{"$schema":"https://www.speedscope.app/file-format-schema.json","shared":')
+      f.seek(-200, IO::SEEK_END)
+      assert_match(/\]\}\],"name":"tracer #{t.pid}","activeProfileIndex":0,"exporter":"tracer [^"]+"\}\n\z/, f.read)
+    end
+  end
+
+  # A trace big enough to go through the scratch file still imports, calls nested.
+  def test_speedscope_through_its_scratch_file_imports
+    t = target('bursts')
+    path = File.join(@dir, 'bursts.speedscope.json')
+    _, err, status = tracer('-p', t.pid, '-f', '--format', 'speedscope', '-o', path, '--duration', 2)
+    assert status.success?, err
+    assert_operator File.size(path), :>, 10 << 20, 'more events than memory keeps (4 MiB, some 250000)'
+    view = speedscope(path, '--schema', '--summary')
+    assert_empty view['schema_errors']
+    assert_equal 1, view['profiles'].size
+    assert_operator view['profiles'][0]['ncalls'], :>, 250_000
+    assert_equal 0, view['profiles'][0]['unnested']
   end
 
   def test_jsonl_has_one_object_per_event

@@ -1,4 +1,5 @@
 /* test_export.c: the exporters and their JSON escaping: event sequences in, exact files out. */
+#define _GNU_SOURCE     /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -246,6 +247,117 @@ test_collapsed(void)
 	test_str("collapsed --split process: the process at the top, with one target too", finish(e),
 		 "ruby 42;Worker#work 8500\n"
 		 "ruby 42;Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+}
+
+/*
+ * More events than speedscope keeps in memory (4 MiB of them): they go to a scratch file and
+ * come back in order, each thread's apart.
+ */
+/* Opens and closes of the events in s[0..n), and whether their times never go back. */
+static void
+count_events(const char *s, size_t n, size_t *opens, size_t *closes, bool *ordered)
+{
+	long long last = -1;
+
+	*opens = *closes = 0;
+	*ordered = true;
+	for (const char *q = s; (q = memmem(q, n - (size_t)(q - s), "{\"type\":\"", 9)) != NULL; q += 9) {
+		long long at;
+
+		if (q[9] != 'O' && q[9] != 'C')
+			continue;
+		*opens += q[9] == 'O';
+		*closes += q[9] == 'C';
+		at = atoll(strstr(q, "\"at\":") + 5);
+		*ordered &= at >= last;
+		last = at;
+	}
+}
+
+/*
+ * More events than speedscope keeps in memory (4 MiB of them): they go to a scratch file and
+ * come back in order, each thread's apart.
+ */
+static void
+test_speedscope_spill(void)
+{
+	struct trc_export_opts o = { .format = TRC_FORMAT_SPEEDSCOPE, .tool = "tracer test", .specs = &spec,
+				     .nspecs = 1, .scratch_dir = "/tmp" };
+	struct trc_export *e;
+	struct trc_sink k;
+	struct trc_message m = { .type = TRC_EV_THREAD };
+	const char *s, *main_p, *other_p;
+	size_t opens, closes;
+	bool ordered;
+	int bad = 0;
+
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	e = trc_export_new(&out, &o);
+	k = trc_export_sink(e, PID);
+	method(&k, 0, "work", 7);
+	method(&k, 1, "helper", 8);
+	thread(&k, 0, "main");
+	m.thread.idx = 1;
+	m.thread.name = S("other");
+	feed(&k, m);
+	/* 150000 calls on each of two threads: 600000 events, 9.6 MB. */
+	for (uint64_t i = 0; i < 150000; i++) {
+		for (uint32_t th = 0; th < 2; th++) {
+			m = (struct trc_message){ .type = TRC_EV_CALL };
+			m.call.thread = th;
+			m.call.method = th;
+			m.call.ts = BASE + i * 10 + th;
+			bad += trc_sink_feed(&k, &m) != 0;
+			m.type = TRC_EV_RETURN;
+			m.call.ts += 5;
+			bad += trc_sink_feed(&k, &m) != 0;
+		}
+	}
+	trc_sink_close(&k);
+	s = finish(e);
+	test_note("speedscope: events past what memory keeps, through a scratch file");
+	test_cond("every event taken", bad == 0);
+	test_cond("not failed", trc_export_failed(e) == NULL);
+	main_p = strstr(s, "\"name\":\"main (pid 42)\"");
+	other_p = main_p ? strstr(main_p, "\"name\":\"other (pid 42)\"") : NULL;
+	test_cond("main's profile, then other's", main_p != NULL && other_p != NULL);
+	if (other_p == NULL)
+		return;
+	count_events(main_p, (size_t)(other_p - main_p), &opens, &closes, &ordered);
+	test_cond("main: every call and return, in order", opens == 150000 && closes == 150000 && ordered);
+	test_cond("main: its frame", memmem(main_p, (size_t)(other_p - main_p), "\"frame\":1,", 10) == NULL);
+	count_events(other_p, strlen(other_p), &opens, &closes, &ordered);
+	test_cond("other: every call and return, in order", opens == 150000 && closes == 150000 && ordered);
+	test_cond("other: its frame", strstr(other_p, "\"frame\":0,") == NULL);
+	test_cond("the document ends", strstr(other_p, "],\"name\":\"tracer 42\"") != NULL);
+	trc_export_free(e);
+
+	test_note("speedscope: a scratch file that cannot be made fails the file, saying why");
+	o.scratch_dir = "/nonexistent/dir";
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	e = trc_export_new(&out, &o);
+	k = trc_export_sink(e, PID);
+	method(&k, 0, "work", 7);
+	thread(&k, 0, "main");
+	m = (struct trc_message){ .type = TRC_EV_CALL };
+	for (uint64_t i = 0; i < 300000; i++) {
+		m.type = TRC_EV_CALL;
+		m.call.ts = BASE + i * 10;
+		bad += trc_sink_feed(&k, &m) != 0;
+		m.type = TRC_EV_RETURN;
+		m.call.ts += 5;
+		bad += trc_sink_feed(&k, &m) != 0;
+	}
+	trc_sink_close(&k);
+	trc_export_finish(e);
+	test_cond("failed", trc_export_failed(e) != NULL &&
+		  strstr(trc_export_failed(e), "cannot make its scratch file in '/nonexistent/dir'") != NULL);
+	test_cond("no document at all", out.out.len == 0);
+	trc_buf_addc(&out.err, '\0');
+	test_cond("a note says so", strstr(out.err.data, "the speedscope file cannot be made whole") != NULL);
 	trc_export_free(e);
 }
 
@@ -839,6 +951,7 @@ test_export(void)
 	test_speedscope();
 	test_collapsed();
 	test_collapsed_merge();
+	test_speedscope_spill();
 	test_collapsed_pids();
 	test_jsonl();
 	test_repair();
