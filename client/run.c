@@ -966,6 +966,18 @@ start_metrics(struct run *r, const struct trc_run_opts *o)
 	return 0;
 }
 
+/*
+ * Whether the output is only good whole: a JSON document, a profile, a picture, stacks
+ * written at the end. Text and JSON lines are good as far as they go.
+ */
+static bool
+whole_file(const struct trc_run_opts *o)
+{
+	if (o->mode == TRC_MODE_TOP)
+		return o->format != TRC_FORMAT_TEXT;
+	return o->mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT && o->format != TRC_FORMAT_JSONL;
+}
+
 /* The output, the table or exporter, the job and the loop. Returns 0, or an exit code (said). */
 static int
 set_up(struct run *r, const struct trc_run_opts *o)
@@ -973,8 +985,8 @@ set_up(struct run *r, const struct trc_run_opts *o)
 	char why[PATH_MAX + 256];
 	int fd = STDOUT_FILENO;
 
-	if (o->output != NULL && (fd = trc_outfile_open(&r->file, o->output, o->append, why,
-							 sizeof(why))) < 0)
+	if (o->output != NULL && (fd = trc_outfile_open(&r->file, o->output, o->append,
+							 whole_file(o), why, sizeof(why))) < 0)
 		return setup_failed(TRC_EXIT_ERROR, "%s", why);
 	trc_output_init(&r->out, fd, STDERR_FILENO);
 	trc_progress_init(STDERR_FILENO);
@@ -1013,25 +1025,63 @@ has_work(const struct run *r)
 	return !r->stopping && (r->running > 0 || r->ps != NULL || r->execing);
 }
 
+/* Why a whole file is not whole: a session's trace cut short, or the exporter's own failure. */
+static const char *
+not_whole(const struct run *r)
+{
+	for (size_t i = 0; i < r->nsessions; i++)
+		if (trc_session_cut_short(r->sessions[i]))
+			return "the trace was cut short";
+	if (r->export != NULL && trc_export_failed(r->export) != NULL)
+		return trc_export_failed(r->export);
+	return NULL;
+}
+
+/*
+ * A whole file that is not (a trace cut short, a write that failed: a full disk) is not left
+ * at FILE, where it would look complete: removed (what was at FILE stays as it was), or, when
+ * written in place through one's own link, emptied. The run fails, saying so.
+ */
+static bool
+discard_output(struct run *r, const char *cause)
+{
+	const char *done = trc_outfile_discard(&r->file);
+
+	if (done != NULL)
+		fprintf(stderr, "tracer: '%s' not written: %s; the incomplete %s file was %s\n",
+			r->o->output, cause, trc_format_name(r->o->format), done);
+	else
+		fprintf(stderr, "tracer: '%s' is incomplete: %s\n", r->o->output, cause);
+	return true;
+}
+
 /*
  * The last bytes out, and -o FILE in place. A write that failed (a full disk) leaves a trace
- * cut short: the file keeps what was written, and the run fails, saying so.
+ * cut short: a text file keeps what was written, and the run fails, saying so.
  */
 static void
 end_output(struct run *r)
 {
 	char why[PATH_MAX * 2 + 256];
 	bool failed = trc_output_end(&r->out) < 0 && r->out.error != EPIPE;
+	const char *cause = not_whole(r);
 
-	if (failed && r->o->output != NULL)
-		fprintf(stderr, "tracer: cannot write '%s': %s: the trace in it is partial\n",
-			r->o->output, strerror(r->out.error));
-	else if (failed)
-		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(r->out.error));
-	if (r->o->output != NULL && trc_outfile_commit(&r->file, why, sizeof(why)) < 0) {
-		fprintf(stderr, "tracer: %s\n", why);
-		failed = true;
+	if (r->o->output != NULL && whole_file(r->o) && (failed || cause != NULL)) {
+		snprintf(why, sizeof(why), "%s", failed ? strerror(r->out.error) : cause);
+		failed = discard_output(r, why);
+	} else {
+		if (failed && r->o->output != NULL)
+			fprintf(stderr, "tracer: cannot write '%s': %s: the trace in it is partial\n",
+				r->o->output, strerror(r->out.error));
+		else if (failed)
+			fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(r->out.error));
+		if (r->o->output != NULL && trc_outfile_commit(&r->file, why, sizeof(why)) < 0) {
+			fprintf(stderr, "tracer: %s\n", why);
+			failed = true;
+		}
 	}
+	if (cause != NULL)
+		failed = true;
 	if (failed && r->code < TRC_EXIT_ERROR)
 		r->code = TRC_EXIT_ERROR;
 }

@@ -186,16 +186,20 @@ class ExportTest < Minitest::Test
     assert_nested(view['profiles'][0]['calls'], 'Worker#work', 'Worker#helper')
   end
 
-  # SIGINT is how a trace usually ends: the file must still be one complete JSON document.
+  # SIGINT is how a trace usually ends: the file must still be one complete JSON document. It
+  # is written under a temporary name beside its own, and takes its name once whole.
   def test_chrome_is_complete_after_sigint
     t = target('work')
     path = File.join(@dir, 'trace.json')
     c = client('-p', t.pid, '-m', 'Worker#work', 'Worker#helper', '--format', 'chrome', '-o', path)
-    wait_until(message: 'events in the file') { File.exist?(path) && File.read(path).scan('"Worker#helper"').size >= 3 }
+    growing = -> { Dir[File.join(@dir, 'trace.json.??????.tmp')].first }
+    wait_until(message: 'events in the file') { growing.call && File.read(growing.call).scan('"Worker#helper"').size >= 3 }
+    refute File.exist?(path), 'not at its name before it is whole'
     c.signal('INT')
     status = c.finish
     assert status.success?, c.err
     assert_match(/detached from process #{t.pid}/, c.err)
+    assert_equal ['trace.json'], Dir.children(@dir)
     text = File.read(path)
     assert text.end_with?("}}\n"), text[-200..]
     check_chrome(text, t.pid)
