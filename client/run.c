@@ -1130,7 +1130,8 @@ write_top_flame(struct run *r)
 	trc_buf_addf(&sub, "self time (wall clock) per call path, counted in the process%s: %.3f s in all%s; "
 		     "frames under %g%% merged", r->nsessions > 1 ? "es" : "",
 		     (double)trc_flame_total(f) / 1e9,
-		     o->split == TRC_SPLIT_PROCESS ? "" : ", threads and processes merged",
+		     o->split == TRC_SPLIT_PROCESS ? ", threads merged" :
+		     r->nsessions > 1 ? ", threads and processes merged" : ", threads merged",
 		     o->min_share * 100);
 	trc_buf_addc(&sub, '\0');
 	fo.title = title.data;

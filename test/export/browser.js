@@ -177,9 +177,11 @@ async function main() {
       if (r.exceptionDetails) throw new Error(`${expr}: ${r.exceptionDetails.text}`)
       return r.result.value
     }
+    // FULL_PAGE=1: the whole picture, however tall, for documentation; else what the window shows.
     const shot = async suffix => {
       const out = png.replace(/\.png$/, '') + suffix + '.png'
-      const { data } = await b.send('Page.captureScreenshot', { format: 'png' }, s)
+      const clip = process.env.FULL_PAGE ? { x: 0, y: 0, width: result.svg.width, height: result.svg.height, scale: 1 } : undefined
+      const { data } = await b.send('Page.captureScreenshot', { format: 'png', clip, captureBeyondViewport: !!clip }, s)
       fs.writeFileSync(out, Buffer.from(data, 'base64'))
       result.screenshots.push(out)
     }
@@ -204,6 +206,9 @@ async function main() {
       b.send('Input.dispatchMouseEvent', { type, x, y, button: type === 'mouseMoved' ? 'none' : 'left', clickCount: 1 }, s)
 
     result.viewport = await evaluate('({ width: innerWidth, height: innerHeight })')
+    // From the request to the end of the load event: the page's script has run by then.
+    result.load_ms = await evaluate("(function () { var n = performance.getEntriesByType('navigation')[0]; return n ? Math.round(n.loadEventEnd - n.startTime) : null; })()")
+    result.frames_drawn = await evaluate("document.querySelectorAll('#frames g.f').length")
     result.svg = await evaluate("(function () { var r = document.getElementById('flame').getBoundingClientRect(); return { x: r.x, width: r.width, height: r.height }; })()")
     result.root = await evaluate(`${LOOK}('all')`)
     result.frames = {}
