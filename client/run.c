@@ -1025,13 +1025,22 @@ has_work(const struct run *r)
 	return !r->stopping && (r->running > 0 || r->ps != NULL || r->execing);
 }
 
-/* Why a whole file is not whole: a session's trace cut short, or the exporter's own failure. */
+/*
+ * Why a whole file is not whole: a session's trace cut short, the exporter's own failure, or
+ * no process traced at all (an empty document would look like a quiet app).
+ */
 static const char *
 not_whole(const struct run *r)
 {
-	for (size_t i = 0; i < r->nsessions; i++)
+	size_t traced = 0;
+
+	for (size_t i = 0; i < r->nsessions; i++) {
 		if (trc_session_cut_short(r->sessions[i]))
 			return "the trace was cut short";
+		traced += trc_session_traced(r->sessions[i]);
+	}
+	if (traced == 0)
+		return "no process was traced";
 	if (r->export != NULL && trc_export_failed(r->export) != NULL)
 		return trc_export_failed(r->export);
 	return NULL;
