@@ -408,7 +408,7 @@ put_fill(struct trc_buf *b, uint32_t kind, const char *name)
 	static const uint8_t base[TRC_FLAME_KINDS][6] = {
 		/* r, g, b, then how much each varies */
 		[TRC_FLAME_APP] = { 225, 90, 40, 30, 45, 25 },
-		[TRC_FLAME_GEM] = { 205, 185, 55, 30, 35, 30 },
+		[TRC_FLAME_GEM] = { 200, 190, 50, 15, 30, 40 },
 		[TRC_FLAME_RUBY] = { 105, 190, 95, 50, 40, 40 },
 		[TRC_FLAME_CMETHOD] = { 90, 170, 215, 45, 40, 30 },
 		[TRC_FLAME_GC] = { 170, 115, 220, 30, 30, 30 },
