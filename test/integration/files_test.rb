@@ -62,6 +62,22 @@ class FilesTest < Minitest::Test
     assert t.alive?
   end
 
+  # A run that traced no process leaves no empty document that would look like a quiet app.
+  def test_whole_file_of_no_process_is_not_left
+    pid = spawn('sleep', '60')
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, 'trace.svg')
+      _, err, status = tracer('-p', pid, '-m', 'Worker#work', '--format', 'flamegraph', '-o', path)
+      assert_equal 1, status.exitstatus, err
+      assert_match(/^tracer: process #{pid} is no Ruby program/, err)
+      assert_match(/^tracer: '#{Regexp.escape(path)}' not written: no process was traced; the incomplete flamegraph file was removed$/, err)
+      assert_empty Dir.children(dir)
+    end
+  ensure
+    Process.kill('KILL', pid)
+    Process.wait(pid)
+  end
+
   def test_output_on_a_full_disk_says_it_is_partial
     t = target('sleep')
     Dir.mktmpdir do |dir|
