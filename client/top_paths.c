@@ -117,7 +117,7 @@ add(struct trc_top_paths *p, struct target *t, const struct trc_top_path *x)
 		t->parent[x->id] = x->parent;
 		t->frame[x->id] = frame_id(p, x);
 		t->self_ns[x->id] = 0;
-	} else if (x->id > t->n || t->parent[x->id] != x->parent) {
+	} else if (x->id == 0 || x->id > t->n || t->parent == NULL || t->parent[x->id] != x->parent) {
 		p->bad++;
 		return;
 	}
