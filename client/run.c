@@ -973,6 +973,8 @@ start_metrics(struct run *r, const struct trc_run_opts *o)
 static bool
 whole_file(const struct trc_run_opts *o)
 {
+	if (o->append)          /* collapsed stacks added to a file's: written in place, as asked */
+		return false;
 	if (o->mode == TRC_MODE_TOP)
 		return o->format != TRC_FORMAT_TEXT;
 	return o->mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT && o->format != TRC_FORMAT_JSONL;

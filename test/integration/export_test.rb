@@ -286,6 +286,18 @@ class ExportTest < Minitest::Test
     end
   end
 
+  # --append adds a second run's stacks after the first's, in place.
+  def test_collapsed_appends
+    t = target('work')
+    path = File.join(@dir, 'two.folded')
+    2.times do |i|
+      _, err, status = tracer('-p', t.pid, '-m', 'Worker#work', '--format', 'collapsed', '-o', path, '--duration', 0.5,
+                              *(i.positive? ? ['-a'] : []))
+      assert status.success?, err
+    end
+    assert_equal ['Worker#work', 'Worker#work'], File.readlines(path, chomp: true).map { |l| l[/\A\S+/] }
+  end
+
   # Two processes, one with three long-lived threads and one that starts and ends a thread every
   # few milliseconds: the same stacks merge across all of them by default; --split process and
   # --split thread keep them apart.
