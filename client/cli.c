@@ -587,7 +587,7 @@ static const char spec_text[] =
 	"  text        the call tree, as it happens (the default); a call nested more\n"
 	"              than " MAX_INDENT_TEXT " deep starts with [depth N] instead of its indent\n"
 	"  chrome      Trace Event Format JSON for Perfetto and chrome://tracing\n"
-	"  speedscope  speedscope's JSON, one profile per thread (held in memory)\n"
+	"  speedscope  speedscope's JSON, one profile per thread (written at the end)\n"
 	"  collapsed   folded stacks weighted by self time in nanoseconds, for\n"
 	"              flamegraph.pl, inferno or speedscope (written at the end)\n"
 	"  jsonl       one JSON object per call, return, raise or slow call\n"
