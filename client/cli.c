@@ -53,6 +53,7 @@ struct opts {
 	char **spec_origins;    /* per spec: NULL for -m, "FILE:LINE" (owned, as is its text) for -c */
 	size_t nspecs;
 	bool slow_methods;      /* --slow-methods given */
+	bool split_given, min_share_given;
 	bool help, version, yes;
 	const char *sample_option;      /* --sample or --sample-time, whichever was given */
 };
@@ -261,6 +262,33 @@ set_format(void *opts, const char *v)
 }
 
 static void
+set_split(void *opts, const char *v)
+{
+	struct opts *o = opts;
+
+	if (trc_split_parse(v, &o->run.split) < 0)
+		die(TRC_EXIT_USAGE, "invalid --split '%s': expected process or thread", v);
+	o->split_given = true;
+}
+
+/* --min-share PERCENT: a number from 0 to 100, a fraction kept. */
+static void
+set_min_share(void *opts, const char *v)
+{
+	struct opts *o = opts;
+	char *end;
+	double pct;
+
+	errno = 0;
+	pct = strtod(v, &end);
+	if (end == v || *end != '\0' || errno != 0 || !(pct >= 0 && pct <= 100))
+		die(TRC_EXIT_USAGE, "invalid --min-share '%s': expected a percentage from 0 to 100 "
+		    "(0.1: frames under 0.1%% of the whole are merged)", v);
+	o->run.min_share = pct / 100;
+	o->min_share_given = true;
+}
+
+static void
 set_top(void *opts, const char *v)
 {
 	struct opts *o = opts;
@@ -454,6 +482,12 @@ static const struct trc_opt options[] = {
 	{ .name = "format", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_format,
 	  .group = G_FORMAT, .metavar = "FORMAT",
 	  .help = "write the trace as FORMAT (text; see below)" },
+	{ .name = "split", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_split,
+	  .metavar = "WHAT",
+	  .help = "--format collapsed, flamegraph: keep each process or thread apart" },
+	{ .name = "min-share", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED,
+	  .cb = set_min_share, .metavar = "PERCENT",
+	  .help = "--format flamegraph: merge frames under PERCENT of the whole (0.1)" },
 	{ .name = "eval", .short_name = 'e', .type = TRC_OPT_STRING, .arg = TRC_ARG_REQUIRED,
 	  .off = FIELD(run.eval, const char *), .mode = DOES(TRC_MODE_EVAL), .metavar = "CODE",
 	  .help = "evaluate Ruby CODE in the process, print the result" },
@@ -597,7 +631,7 @@ static const char spec_text[] =
 	"  text        the call tree, as it happens (the default); a call nested more\n"
 	"              than " MAX_INDENT_TEXT " deep starts with [depth N] instead of its indent\n"
 	"  chrome      Trace Event Format JSON for Perfetto and chrome://tracing\n"
-	"  speedscope  speedscope's JSON, one profile per thread (held in memory)\n"
+	"  speedscope  speedscope's JSON, one profile per thread (written at the end)\n"
 	"  collapsed   folded stacks weighted by self time in nanoseconds, for\n"
 	"              flamegraph.pl, inferno or speedscope (written at the end)\n"
 	"  jsonl       one JSON object per call, return, raise or slow call\n"
@@ -605,8 +639,13 @@ static const char spec_text[] =
 	"              speedscope: each call path a sample of its calls and self wall\n"
 	"              time (written at the end; needs -o FILE). Also for --top MODE:\n"
 	"              the whole session's table, one sample per row\n"
-	"--top profile writes its sampled stacks as collapsed, speedscope or pprof\n"
-	"(-o FILE, at the end): by CPU (or --wall) nanoseconds, threads merged.\n"
+	"  flamegraph  a flame graph to open in a browser: -o FILE.svg, or FILE.html\n"
+	"              for a page; self wall time per call path (written at the end).\n"
+	"              Also for --top time: its calls' paths, counted in the process\n"
+	"--top profile writes its sampled stacks as collapsed, speedscope, pprof or\n"
+	"flamegraph (-o FILE, at the end): by CPU (or --wall) nanoseconds.\n"
+	"collapsed and flamegraph merge the same stack in every thread and process;\n"
+	"--split process or --split thread keeps them apart.\n"
 	"\n"
 	"What -f, -s without -m, and --top calls and time see: the app's own Ruby\n"
 	"methods, those defined in files under each process's working directory (or\n"
@@ -702,13 +741,38 @@ check_pprof(const struct opts *o)
 		    "profile of the whole session");
 }
 
+/*
+ * --format flamegraph: a document for a browser, written at the end; from a trace, or from
+ * --top time, whose agent then counts its calls' paths.
+ */
+static void
+check_flamegraph(const struct opts *o)
+{
+	const struct trc_run_opts *r = &o->run;
+
+	if (r->mode == TRC_MODE_TOP && r->top_mode != TRC_TOP_TIME && r->top_mode != TRC_TOP_PROFILE)
+		die(TRC_EXIT_USAGE, "--format flamegraph goes with tracing, --top time or --profile: "
+		    "the other tables have no call paths");
+	if (r->mode == TRC_MODE_TOP && r->json)
+		die(TRC_EXIT_USAGE, "--json goes with --top's tables: --format flamegraph draws one "
+		    "picture at the end");
+	if (r->mode == TRC_MODE_TOP && r->reset > 0)
+		die(TRC_EXIT_USAGE, "--reset goes with --top's tables: --format flamegraph draws the "
+		    "whole session");
+	if (r->mode == TRC_MODE_TOP && r->top_mode == TRC_TOP_TIME && r->split == TRC_SPLIT_THREAD)
+		die(TRC_EXIT_USAGE, "--top time counts paths per process, not per thread: "
+		    "--split process, or trace (-f) to keep threads apart");
+}
+
 static void
 check_format(const struct opts *o, const struct trc_opt_state *st)
 {
 	const struct trc_opt *text = st->group_by[G_TEXT];
 	const char *document = trc_format_document(o->run.format);
-	bool top_pprof = o->run.mode == TRC_MODE_TOP && o->run.format == TRC_FORMAT_PPROF;
 	bool profile = o->run.mode == TRC_MODE_TOP && o->run.top_mode == TRC_TOP_PROFILE;
+	bool top_doc = o->run.mode == TRC_MODE_TOP && (o->run.format == TRC_FORMAT_PPROF ||
+						       o->run.format == TRC_FORMAT_FLAMEGRAPH);
+	bool stacks = o->run.format == TRC_FORMAT_COLLAPSED || o->run.format == TRC_FORMAT_FLAMEGRAPH;
 
 	if (profile && st->group_by[G_FORMAT] != NULL && !trc_profile_format(o->run.format))
 		die(TRC_EXIT_USAGE, "--top profile writes its stacks as --format " TRC_PROFILE_FORMAT_LIST
@@ -716,9 +780,15 @@ check_format(const struct opts *o, const struct trc_opt_state *st)
 	if (profile && st->group_by[G_FORMAT] != NULL && o->run.output == NULL)
 		die(TRC_EXIT_USAGE, "--top profile --format %s writes a file at the end: give -o FILE",
 		    trc_format_name(o->run.format));
-	if (st->group_by[G_FORMAT] != NULL && o->run.mode != TRC_MODE_TRACE && !top_pprof && !profile)
+	if (st->group_by[G_FORMAT] != NULL && o->run.mode != TRC_MODE_TRACE && !top_doc && !profile)
 		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -c, -f, -s); --top takes "
-		    "--format pprof only (--top profile: " TRC_PROFILE_FORMAT_LIST ")");
+		    "--format pprof or flamegraph only (--top profile: " TRC_PROFILE_FORMAT_LIST ")");
+	if (o->split_given && !stacks)
+		die(TRC_EXIT_USAGE, "--split goes with --format collapsed or flamegraph");
+	if (o->min_share_given && o->run.format != TRC_FORMAT_FLAMEGRAPH)
+		die(TRC_EXIT_USAGE, "--min-share goes with --format flamegraph");
+	if (o->run.format == TRC_FORMAT_FLAMEGRAPH)
+		check_flamegraph(o);
 	if (o->run.format != TRC_FORMAT_TEXT && text != NULL)
 		die(TRC_EXIT_USAGE, "--%s goes with --format text", text->name);
 	if (o->run.append && document != NULL)
@@ -758,8 +828,9 @@ check_groups(const struct opts *o, const struct trc_opt_state *st)
 		die(TRC_EXIT_USAGE, "--metrics serves the table instead of printing it: it excludes --json");
 	if (r->metrics != NULL && r->reset > 0)
 		die(TRC_EXIT_USAGE, "--metrics' counters only grow: it excludes --reset");
-	if (r->metrics != NULL && r->format == TRC_FORMAT_PPROF)
-		die(TRC_EXIT_USAGE, "--metrics serves the table instead of writing it: it excludes --format pprof");
+	if (r->metrics != NULL && r->format != TRC_FORMAT_TEXT)
+		die(TRC_EXIT_USAGE, "--metrics serves the table instead of writing it: it excludes --format %s",
+		    trc_format_name(r->format));
 }
 
 /* Exactly one thing to do (the parser refused two), and no option that cannot apply to it. */
@@ -1003,7 +1074,7 @@ main(int argc, char **argv)
 	struct opts o = { .run = { .slow_ms = DEFAULT_SLOW_MS, .prefix = DEFAULT_PREFIX,
 				   .timeout = DEFAULT_TIMEOUT, .rows = DEFAULT_ROWS,
 				   .interval = DEFAULT_INTERVAL, .sample = 1, .hz = DEFAULT_HZ,
-				   .cap_ppm = DEFAULT_CAP_PPM } };
+				   .cap_ppm = DEFAULT_CAP_PPM, .min_share = TRC_FLAME_MIN_SHARE / 100 } };
 	struct trc_opt_state st = { 0 };
 	struct trc_spec *specs;
 	struct trc_ps ps = { .known = NULL };

@@ -315,6 +315,44 @@ dec_top_row(struct rd *r, struct trc_top_row *row)
 	row->self_ns = rd_u64(r);
 }
 
+static void
+dec_top_path(struct rd *r, struct trc_top_path *p)
+{
+	if (rd_array(r) != 7) {
+		rd_fail(r, "TOP path is not a 7-element array");
+		return;
+	}
+	p->id = rd_u32(r);
+	p->parent = rd_u32(r);
+	p->file = rd_str(r);
+	p->line = rd_i32(r);
+	p->label = rd_str(r);
+	p->count = rd_u64(r);
+	p->self_ns = rd_u64(r);
+	if (r->status == TRC_DECODE_OK && (p->id == 0 || p->id > TRC_TOP_MAX_PATHS || p->parent >= p->id))
+		rd_fail(r, "TOP path id out of range, or not after its parent's");
+}
+
+/* A path takes at least 8 bytes: paths are only allocated for bytes already received. */
+static void
+dec_top_paths(struct rd *r, struct trc_message *m, struct trc_decoder *d)
+{
+	uint32_t n = rd_array(r);
+
+	if (n > TRC_DECODE_MAX_PATHS)
+		rd_fail(r, "too many TOP paths");
+	if (r->status != TRC_DECODE_OK || !rd_have(r, (uint64_t)n * 8))
+		return;
+	if (n > d->paths_cap) {
+		d->paths = xreallocarray(d->paths, n, sizeof(*d->paths));
+		d->paths_cap = n;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		dec_top_path(r, &d->paths[i]);
+	m->top.paths = d->paths;
+	m->top.npaths = n;
+}
+
 /* A row takes at least 7 bytes, so rows are only allocated for bytes already received. */
 static void
 dec_top(struct rd *r, struct trc_message *m, struct trc_decoder *d)
@@ -340,6 +378,7 @@ dec_top(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 		dec_top_row(r, &d->rows[i]);
 	m->top.rows = d->rows;
 	m->top.nrows = n;
+	dec_top_paths(r, m, d);
 }
 
 static void
@@ -583,6 +622,8 @@ trc_decoder_init(struct trc_decoder *d)
 {
 	d->rows = NULL;
 	d->rows_cap = 0;
+	d->paths = NULL;
+	d->paths_cap = 0;
 	for (int i = 0; i < 6; i++) {
 		d->prof[i] = NULL;
 		d->prof_cap[i] = 0;
@@ -595,6 +636,7 @@ void
 trc_decoder_release(struct trc_decoder *d)
 {
 	free(d->rows);
+	free(d->paths);
 	for (int i = 0; i < 6; i++)
 		free(d->prof[i]);
 	trc_decoder_init(d);

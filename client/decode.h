@@ -12,6 +12,7 @@
  * protocol's own (tracer_protocol.h), which the agent keeps when it sends. */
 #define TRC_DECODE_MAX_MSG TRC_MAX_MESSAGE      /* one message, all fields */
 #define TRC_DECODE_MAX_ROWS TRC_TOP_MAX_ROWS    /* rows of one TRC_MSG_TOP */
+#define TRC_DECODE_MAX_PATHS TRC_TOP_MAX_PATHS  /* paths of one TRC_MSG_TOP */
 
 /* A string inside the decoded buffer: not NUL-terminated, valid as long as the buffer is.
  * msgpack str, bin and nil (as "") are all accepted. */
@@ -53,6 +54,16 @@ struct trc_prof_node {
 struct trc_prof_weight {
 	uint32_t node, samples;
 	uint64_t cpu_ns, wall_ns;
+};
+
+/* A call path of --top time (tracer_protocol.h): its id, its parent's (0: none), its method. */
+struct trc_top_path {
+	uint32_t id, parent;
+	struct trc_str file;
+	int32_t line;
+	struct trc_str label;
+	uint64_t count;
+	uint64_t self_ns;
 };
 
 /* One message from the agent; the field names follow tracer_protocol.h. */
@@ -100,6 +111,8 @@ struct trc_message {
 			uint64_t gcs, major_gcs, gc_ns;  /* collections (with TRC_TOP_GC) */
 			const struct trc_top_row *rows;  /* owned by the decoder */
 			size_t nrows;
+			const struct trc_top_path *paths;        /* likewise; none without TRC_TOP_PATHS */
+			size_t npaths;
 		} top;
 		struct {
 			const struct trc_prof_frame *frames;    /* lists owned by the decoder */
@@ -162,10 +175,12 @@ enum trc_decode_status {
 	TRC_DECODE_ERROR = -1,  /* not a valid message: error says why */
 };
 
-/* Decoder state: the TOP rows and PROFILE lists it reuses, and the last error. */
+/* Decoder state: the TOP rows and paths, and PROFILE lists it reuses, and the last error. */
 struct trc_decoder {
 	struct trc_top_row *rows;
 	size_t rows_cap;
+	struct trc_top_path *paths;
+	size_t paths_cap;
 	void *prof[6];          /* PROFILE's lists, in the message's order */
 	size_t prof_cap[6];
 	size_t need;            /* after TRC_DECODE_MORE: total bytes the message needs, at least */

@@ -2,9 +2,11 @@
 #include "export.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "export_format.h"
 #include "json.h"
@@ -22,6 +24,7 @@ static const struct {
 	[TRC_FORMAT_COLLAPSED] = { "collapsed", &trc_xp_collapsed, NULL },
 	[TRC_FORMAT_JSONL] = { "jsonl", &trc_xp_jsonl, NULL },
 	[TRC_FORMAT_PPROF] = { "pprof", &trc_xp_pprof, "profile" },
+	[TRC_FORMAT_FLAMEGRAPH] = { "flamegraph", &trc_xp_flamegraph, "flame graph" },
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
@@ -49,7 +52,59 @@ trc_format_document(enum trc_format f)
 	return (size_t)f < NFORMATS ? formats[f].document : NULL;
 }
 
+static bool
+ends_with(const char *s, size_t n, const char *tail)
+{
+	size_t k = strlen(tail);
+
+	return n >= k && strncasecmp(s + n - k, tail, k) == 0;
+}
+
+bool
+trc_format_html(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (ends_with(path, n, ".gz"))
+		n -= 3;
+	else if (ends_with(path, n, ".zst"))
+		n -= 4;
+	return ends_with(path, n, ".html") || ends_with(path, n, ".htm");
+}
+
+int
+trc_split_parse(const char *name, enum trc_split *s)
+{
+	if (strcmp(name, "process") == 0)
+		*s = TRC_SPLIT_PROCESS;
+	else if (strcmp(name, "thread") == 0)
+		*s = TRC_SPLIT_THREAD;
+	else
+		return -1;
+	return 0;
+}
+
 /* ---- helpers for the formats ---- */
+
+void
+trc_xp_fail(struct trc_export *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e->failed[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(e->failed, sizeof(e->failed), fmt, ap);
+	va_end(ap);
+	trc_output_note(e->out, "the %s file cannot be made whole: %s", formats[e->opts.format].name,
+			e->failed);
+}
+
+const char *
+trc_export_failed(const struct trc_export *e)
+{
+	return e->failed[0] != '\0' ? e->failed : NULL;
+}
 
 void
 trc_xp_emit(struct trc_export *e)
@@ -516,6 +571,16 @@ trc_export_new(struct trc_output *out, const struct trc_export_opts *opts)
 }
 
 void
+trc_export_app_dir(struct trc_export *e, const char *dir)
+{
+	for (size_t i = 0; i < e->napp_dirs; i++)
+		if (strcmp(e->app_dirs[i], dir) == 0)
+			return;
+	e->app_dirs = xreallocarray(e->app_dirs, e->napp_dirs + 1, sizeof(*e->app_dirs));
+	e->app_dirs[e->napp_dirs++] = xstrdup(dir);
+}
+
+void
 trc_export_finish(struct trc_export *e)
 {
 	if (e->finished)
@@ -551,6 +616,9 @@ trc_export_free(struct trc_export *e)
 	for (size_t i = 0; i < e->nsources; i++)
 		free_source(e, e->sources[i]);
 	free(e->sources);
+	for (size_t i = 0; i < e->napp_dirs; i++)
+		free(e->app_dirs[i]);
+	free(e->app_dirs);
 	trc_intern_release(&e->strings);
 	trc_intern_release(&e->frame_keys);
 	free(e->frames);

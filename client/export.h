@@ -18,8 +18,27 @@ enum trc_format {
 	TRC_FORMAT_COLLAPSED = 3,       /* folded stacks weighted by self time, written at the end */
 	TRC_FORMAT_JSONL = 4,           /* one JSON object per event, streamed */
 	TRC_FORMAT_PPROF = 5,           /* pprof's profile.proto, gzipped, written at the end */
+	TRC_FORMAT_FLAMEGRAPH = 6,      /* an interactive SVG or HTML flame graph, written at the end */
 };
-#define TRC_FORMAT_LIST "text, chrome, speedscope, collapsed, jsonl or pprof"
+#define TRC_FORMAT_LIST "text, chrome, speedscope, collapsed, jsonl, pprof or flamegraph"
+
+/*
+ * --split: what the stack formats (collapsed, flamegraph) keep apart. By default the same
+ * stack in every thread of every process is one.
+ */
+enum trc_split {
+	TRC_SPLIT_NONE = 0,
+	TRC_SPLIT_PROCESS = 1,          /* a tree per process: "ruby PID" at the top */
+	TRC_SPLIT_THREAD = 2,           /* per thread: its name at the top (under its process's,
+					 * with several targets) */
+};
+/* Whether a flame graph written to path is an HTML page (FILE.html, FILE.htm, and those
+ * compressed), else an SVG document. */
+bool trc_format_html(const char *path);
+/* Parses a --split name ("process", "thread"). Returns 0, or -1 if there is none. */
+int trc_split_parse(const char *name, enum trc_split *s);
+/* The default --min-share, in percent: frames lighter than that are merged. */
+#define TRC_FLAME_MIN_SHARE 0.1
 
 /* Parses a --format name. Returns 0, or -1 if there is no such format. */
 int trc_format_parse(const char *name, enum trc_format *f);
@@ -33,7 +52,18 @@ struct trc_export_opts {
 	const char *tool;               /* "tracer VERSION", recorded in the file where it has a place */
 	const struct trc_spec *specs;   /* the -m specs, in order: they name the expressions */
 	size_t nspecs;
-	bool label_pids;                /* several targets: collapsed stacks start with the process */
+	bool label_pids;                /* several targets: say which process where it matters */
+	enum trc_split split;           /* collapsed, flamegraph */
+	double min_share;               /* flamegraph: a share (0.001: 0.1%) under which frames merge */
+	bool html;                      /* flamegraph: an HTML page, else an SVG document */
+	const char *title;              /* flamegraph: what the run was, for its heading */
+	/* flamegraph: the app's files (--filter's absolute prefixes; none: each target's working
+	 * directory, trc_export_app_dir()), to tell its frames from the others */
+	const char *const *prefixes;
+	size_t nprefixes;
+	/* where a format that keeps more than memory should puts it (speedscope): a directory on
+	 * the output's file system; NULL: $TMPDIR, else /tmp */
+	const char *scratch_dir;
 };
 
 struct trc_export;
@@ -50,8 +80,14 @@ struct trc_export *trc_export_new(struct trc_output *out, const struct trc_expor
  * sink points to: it stays valid until trc_export_free().
  */
 struct trc_sink trc_export_sink(struct trc_export *e, pid_t pid);
+/* A directory whose files are the app's (a target's working directory), when no prefix was
+ * given; copied. For the frames' kinds (flamegraph). */
+void trc_export_app_dir(struct trc_export *e, const char *dir);
 /* Ends every target's part still open, then writes the end of the file (or all of it). */
 void trc_export_finish(struct trc_export *e);
+/* Why the file could not be made whole (a scratch file that failed), or NULL: then the run
+ * fails, and the file is not left looking whole. */
+const char *trc_export_failed(const struct trc_export *e);
 void trc_export_free(struct trc_export *e);
 
 #endif

@@ -19,13 +19,19 @@
  */
 struct chrome {
 	bool any;               /* an event was written: the next one needs a comma */
-	pid_t *gc_named;        /* the targets whose GC track has its name */
-	size_t ngc_named;
+	pid_t *named;           /* (pid, tid) pairs of the tracks of our own that have a name */
+	size_t nnamed;
 };
 
 /* Garbage collections get a track of their own in each process: their steps may span the
  * returns of the calls around them, which a thread's track could not nest. */
 #define GC_TID 999999
+/*
+ * Marks that name no traced thread (a thread's begin: it has no index yet) go on a track of
+ * their own too: viewers attach every event to a pid and a tid (speedscope's importer fails on
+ * one without a tid), and a process-wide event on some other thread's track would mislead.
+ */
+#define THREADS_TID 999998
 
 static void
 event_start(struct trc_export *e, const char *json)
@@ -142,19 +148,25 @@ exception(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *t
 	trc_xp_emit(e);
 }
 
+/* The first event on one of our own tracks in a process names it. */
 static void
-gc_track(struct trc_export *e, struct trc_xp_source *s)
+own_track(struct trc_export *e, const struct trc_xp_source *s, pid_t tid, const char *name)
 {
 	struct chrome *c = e->fs;
 
-	for (size_t i = 0; i < c->ngc_named; i++)
-		if (c->gc_named[i] == s->pid)
+	for (size_t i = 0; i < c->nnamed; i += 2)
+		if (c->named[i] == s->pid && c->named[i + 1] == tid)
 			return;
-	c->gc_named = xreallocarray(c->gc_named, c->ngc_named + 1, sizeof(*c->gc_named));
-	c->gc_named[c->ngc_named++] = s->pid;
+	c->named = xreallocarray(c->named, c->nnamed + 2, sizeof(*c->named));
+	c->named[c->nnamed++] = s->pid;
+	c->named[c->nnamed++] = tid;
 	event_start(e, "\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":");
 	trc_json_int(&e->line, s->pid);
-	trc_buf_adds(&e->line, ",\"tid\":" DECIMAL(GC_TID) ",\"args\":{\"name\":\"GC\"}}");
+	trc_buf_adds(&e->line, ",\"tid\":");
+	trc_json_int(&e->line, tid);
+	trc_buf_adds(&e->line, ",\"args\":{\"name\":\"");
+	trc_buf_adds(&e->line, name);
+	trc_buf_adds(&e->line, "\"}}");
 	trc_xp_emit(e);
 }
 
@@ -166,7 +178,7 @@ gc(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
 	int64_t ts = trc_xp_rel(e, m->gc.start_ts);
 	uint64_t d = m->gc.pause_ns;
 
-	gc_track(e, s);
+	own_track(e, s, GC_TID, "GC");
 	event_start(e, m->gc.major ? "\"name\":\"GC major" : "\"name\":\"GC minor");
 	if (m->gc.reason.len > 0) {
 		trc_buf_adds(&e->line, " (");
@@ -189,8 +201,8 @@ gc(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
 }
 
 /*
- * "TITLE text" (TRC_MARKS) as an instant event: on its thread's track, or across the process
- * when it names no traced thread.
+ * "TITLE text" (TRC_MARKS) as an instant event: on its thread's track, or on the process's
+ * "threads" track when it names no traced thread.
  */
 static void
 mark(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
@@ -199,19 +211,21 @@ mark(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
 	const struct trc_mark_type *k = trc_mark_type(m->type);
 	int64_t ts = trc_xp_rel(e, m->mark.ts);
 
+	if (th == NULL)
+		own_track(e, s, THREADS_TID, "threads");
 	event_start(e, "\"name\":\"");
 	trc_json_str_body(&e->line, k->title, strlen(k->title));
 	if (m->mark.text.len > 0) {
 		trc_buf_addc(&e->line, ' ');
 		trc_json_str_body(&e->line, m->mark.text.ptr, m->mark.text.len);
 	}
-	trc_buf_adds(&e->line, "\",\"cat\":\"ruby\",\"ph\":\"i\"");
+	trc_buf_adds(&e->line, "\",\"cat\":\"ruby\",\"ph\":\"i\",\"s\":\"t\"");
 	if (th != NULL) {
-		trc_buf_adds(&e->line, ",\"s\":\"t\"");
 		put_ids(e, s, th);
 	} else {
-		trc_buf_adds(&e->line, ",\"s\":\"p\",\"pid\":");
+		trc_buf_adds(&e->line, ",\"pid\":");
 		trc_json_int(&e->line, s->pid);
+		trc_buf_adds(&e->line, ",\"tid\":" DECIMAL(THREADS_TID));
 	}
 	trc_buf_adds(&e->line, ",\"ts\":");
 	trc_json_micros(&e->line, ts > 0 ? ts : 0);
@@ -234,7 +248,7 @@ free_chrome(struct trc_export *e)
 	struct chrome *c = e->fs;
 
 	if (c != NULL)
-		free(c->gc_named);
+		free(c->named);
 	free(e->fs);
 }
 

@@ -114,10 +114,42 @@ struct trc_export {
 	uint64_t t0;                    /* the first event's timestamp */
 	struct trc_buf line;            /* what the format is writing; trc_xp_emit() sends it */
 	bool finished;
+	char **app_dirs;                /* trc_export_app_dir() */
+	size_t napp_dirs;
+	char failed[256];               /* why the file cannot be made whole (trc_xp_fail), or "" */
 };
 
 extern const struct trc_xp_format trc_xp_chrome, trc_xp_speedscope, trc_xp_collapsed,
-	trc_xp_jsonl, trc_xp_pprof;
+	trc_xp_jsonl, trc_xp_pprof, trc_xp_flamegraph;
+
+/*
+ * The stack formats' state (export_stacks.c): call paths as a tree of (parent, label) nodes,
+ * each with the self time of its calls. A label is a frame id (struct trc_xp_frame), or a
+ * group (a process or thread name, with TRC_XP_GROUP) or a collection (TRC_XP_GC, 1 major).
+ * Nodes at the top have parent TRC_XP_NO_NODE; a child's id is larger than its parent's.
+ */
+#define TRC_XP_NO_NODE UINT32_MAX
+#define TRC_XP_GROUP (1u << 31)
+#define TRC_XP_GC (1u << 30)
+
+struct trc_xp_stacks {
+	struct trc_intern keys;         /* (parent + 1, label) -> node id */
+	uint32_t *parent, *label;
+	uint64_t *self_ns;
+	uint32_t n, cap;
+};
+
+/* The hooks the stack formats share: e->fs is a struct trc_xp_stacks. */
+void trc_xp_stacks_begin(struct trc_export *e);
+void trc_xp_stacks_call(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th);
+void trc_xp_stacks_ret(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+		       const struct trc_xp_span *sp);
+void trc_xp_stacks_gc(struct trc_export *e, struct trc_xp_source *s, struct trc_xp_thread *th,
+		      const struct trc_message *m);
+void trc_xp_stacks_free_thread(void *fmt);
+void trc_xp_stacks_free(struct trc_export *e);
+/* A label's text: the frame's name, the group's, "GC major" or "GC minor". */
+const char *trc_xp_stacks_label(struct trc_export *e, uint32_t label, size_t *len);
 
 /* ts relative to the first event of the run; negative for a slow call that began before it. */
 static inline int64_t
@@ -140,6 +172,11 @@ trc_xp_thread(const struct trc_xp_source *s, uint32_t idx)
 	return trc_replay_thread(&s->replay, idx);
 }
 
+/*
+ * The format cannot make its file whole (its scratch file failed): says why in a note, once,
+ * and keeps the reason for trc_export_failed(). The format then writes no more than it must.
+ */
+void trc_xp_fail(struct trc_export *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes e->line to the output and empties it. */
 void trc_xp_emit(struct trc_export *e);
 /* The bytes of string id (see struct trc_export.strings). */

@@ -112,12 +112,14 @@ open_replacing(struct trc_outfile *f, const char *path, const struct stat *st, b
 /* What lstat found at path decides (outfile.h). */
 static int
 open_existing(struct trc_outfile *f, const char *path, const struct stat *st, bool append,
-	      char *why, size_t whylen)
+	      bool whole, char *why, size_t whylen)
 {
 	int keep = append ? O_APPEND : O_TRUNC;
 
 	if (S_ISDIR(st->st_mode))
 		return refuse(why, whylen, "'%s' is a directory", path);
+	if (S_ISREG(st->st_mode) && st->st_uid == geteuid() && whole)
+		return open_new(f, path, why, whylen);
 	if (S_ISREG(st->st_mode) && st->st_uid == geteuid())
 		return open_own(f, path, keep | O_NOFOLLOW, why, whylen);
 	if (S_ISREG(st->st_mode) || (S_ISLNK(st->st_mode) && !trusted_owner(st)))
@@ -132,7 +134,8 @@ open_existing(struct trc_outfile *f, const char *path, const struct stat *st, bo
 }
 
 int
-trc_outfile_open(struct trc_outfile *f, const char *path, bool append, char *why, size_t whylen)
+trc_outfile_open(struct trc_outfile *f, const char *path, bool append, bool whole, char *why,
+		 size_t whylen)
 {
 	struct stat st;
 
@@ -142,9 +145,11 @@ trc_outfile_open(struct trc_outfile *f, const char *path, bool append, char *why
 	/* Nothing there: made here, exclusively; something planted meanwhile is looked at again. */
 	for (int tries = 0; tries < 3; tries++) {
 		if (lstat(path, &st) == 0)
-			return open_existing(f, path, &st, append, why, whylen);
+			return open_existing(f, path, &st, append, whole, why, whylen);
 		if (errno != ENOENT)
 			break;
+		if (whole)
+			return open_new(f, path, why, whylen);
 		f->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, MODE);
 		if (f->fd >= 0 || errno != EEXIST)
 			break;
@@ -173,6 +178,26 @@ trc_outfile_commit(struct trc_outfile *f, char *why, size_t whylen)
 	free(f->nf.tmp);
 	f->nf.tmp = NULL;
 	return -1;
+}
+
+const char *
+trc_outfile_discard(struct trc_outfile *f)
+{
+	struct stat st;
+	const char *done = NULL;
+
+	if (f->nf.path != NULL) {
+		trc_newfile_release(&f->nf);    /* closes it, and removes it */
+		f->fd = -1;
+		return "removed";
+	}
+	if (f->fd < 0)
+		return NULL;
+	if (fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(f->fd, 0) == 0)
+		done = "emptied";
+	close(f->fd);
+	f->fd = -1;
+	return done;
 }
 
 void

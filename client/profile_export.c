@@ -17,7 +17,8 @@
 bool
 trc_profile_format(enum trc_format f)
 {
-	return f == TRC_FORMAT_COLLAPSED || f == TRC_FORMAT_SPEEDSCOPE || f == TRC_FORMAT_PPROF;
+	return f == TRC_FORMAT_COLLAPSED || f == TRC_FORMAT_SPEEDSCOPE || f == TRC_FORMAT_PPROF ||
+	       f == TRC_FORMAT_FLAMEGRAPH;
 }
 
 /* The frames from node id's root down to it (the root itself left out), into *out. */
@@ -314,4 +315,71 @@ trc_profile_write(const struct trc_profile *p, const struct trc_profile_write_op
 		write_speedscope(p, o, out);
 	else if (o->format == TRC_FORMAT_PPROF)
 		write_pprof(p, o, out);
+}
+
+/* ---- flame graph ---- */
+
+/* A sampled frame's colour: the agent says what a pseudo-frame is; a Ruby frame's file says whose it is. */
+static enum trc_flame_kind
+flame_kind(const struct trc_profile *p, uint32_t f, const struct trc_flame_scope *scope)
+{
+	const struct trc_profile_frame *fr = &p->frames[f];
+	size_t nlen, flen;
+	const char *name = trc_profile_str(p, fr->label, &nlen);
+	const char *file = trc_profile_str(p, fr->file, &flen);
+
+	switch (fr->kind) {
+	case TRC_FRAME_C:
+		return TRC_FLAME_CMETHOD;
+	case TRC_FRAME_GC:
+		return TRC_FLAME_GC;
+	case TRC_FRAME_GVL:
+	case TRC_FRAME_BLOCKED:
+		return TRC_FLAME_WAIT;
+	case TRC_FRAME_RUBY:
+		return trc_flame_classify(name, nlen, file, flen, scope);
+	default:
+		return TRC_FLAME_OTHER;
+	}
+}
+
+void
+trc_profile_flame(const struct trc_profile *p, const struct trc_profile_write_opts *o,
+		  const struct trc_flame_scope *scope, struct trc_flame *f)
+{
+	uint32_t *frames = NULL, cap = 0, root = 0;
+	struct trc_flame_frame *stack = NULL;
+	uint32_t stack_cap = 0;
+
+	for (uint32_t id = 0; id < p->nnodes; id++) {
+		uint64_t w = trc_profile_weight(p, &p->nodes[id]);
+		uint32_t n = frames_of(p, id, &frames, &cap, &root);
+		const char *group[2];
+		size_t ngroup = 0, len;
+		char pidname[32];
+
+		if (w == 0 || n == 0)
+			continue;
+		if (n > stack_cap) {
+			stack_cap = cap;
+			stack = xreallocarray(stack, stack_cap, sizeof(*stack));
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			const struct trc_profile_frame *fr = &p->frames[frames[i]];
+
+			stack[i] = (struct trc_flame_frame){ .line = fr->line };
+			stack[i].name = trc_profile_str(p, fr->label, &stack[i].name_len);
+			stack[i].file = trc_profile_str(p, fr->file, &stack[i].file_len);
+			stack[i].kind = flame_kind(p, frames[i], scope);
+		}
+		if (o->by_process || o->by_thread) {
+			snprintf(pidname, sizeof(pidname), "ruby %d", (int)p->nodes[root].pid);
+			group[ngroup++] = pidname;
+		}
+		if (o->by_thread)
+			group[ngroup++] = trc_profile_str(p, p->nodes[root].thread, &len);
+		trc_flame_add(f, group, ngroup, stack, n, w);
+	}
+	free(stack);
+	free(frames);
 }

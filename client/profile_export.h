@@ -1,4 +1,4 @@
-/* profile_export.h: --top profile's stacks as a file: collapsed, speedscope or pprof. */
+/* profile_export.h: --top profile's stacks as a file: collapsed, speedscope, pprof or a flame graph. */
 #ifndef TRC_PROFILE_EXPORT_H
 #define TRC_PROFILE_EXPORT_H
 
@@ -7,9 +7,10 @@
 
 #include "buf.h"
 #include "export.h"
+#include "flame.h"
 #include "profile.h"
 
-#define TRC_PROFILE_FORMAT_LIST "collapsed, speedscope or pprof"
+#define TRC_PROFILE_FORMAT_LIST "collapsed, speedscope, pprof or flamegraph"
 
 /* Whether --top profile writes format f. */
 bool trc_profile_format(enum trc_format f);
@@ -37,5 +38,13 @@ struct trc_profile_write_opts {
  */
 void trc_profile_write(const struct trc_profile *p, const struct trc_profile_write_opts *o,
 		       struct trc_buf *out);
+
+/*
+ * The run's tree added to flame graph f, weighed in nanoseconds: pseudo-frames coloured as
+ * what they are (GC, waiting), Ruby frames by whose file they are in (scope: the app's). With
+ * by_process, a group frame per process; with by_thread, one per thread under it. Pure.
+ */
+void trc_profile_flame(const struct trc_profile *p, const struct trc_profile_write_opts *o,
+		       const struct trc_flame_scope *scope, struct trc_flame *f);
 
 #endif

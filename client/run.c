@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 #include "compress.h"
 #include "exec.h"
+#include "flame.h"
 #include "httpd.h"
 #include "live.h"
 #include "metrics.h"
@@ -513,7 +515,8 @@ make_job(struct run *r, const struct trc_run_opts *o)
 	j->export = r->export;
 	j->top.mode = o->top_mode;
 	j->top.interval_ms = (uint32_t)(o->interval * 1000 + 0.5);
-	j->top.flags = (o->gc ? TRC_TOP_GC : 0) | (o->sample_by_time ? TRC_TOP_BY_TIME : 0);
+	j->top.flags = (o->gc ? TRC_TOP_GC : 0) | (o->sample_by_time ? TRC_TOP_BY_TIME : 0) |
+		       (o->format == TRC_FORMAT_FLAMEGRAPH ? TRC_TOP_PATHS : 0);
 	j->top.sample = o->sample;
 	if (o->top_mode == TRC_TOP_PROFILE && o->mode == TRC_MODE_TOP) {
 		j->top.sample = o->hz;
@@ -786,6 +789,8 @@ new_top(const struct trc_run_opts *o)
 
 	for (size_t i = 0; i < o->ignores.n; i++)
 		trc_top_ignore(t, o->ignores.v[i], why, sizeof(why));
+	if (o->format == TRC_FORMAT_FLAMEGRAPH)
+		trc_top_keep_paths(t);
 	return t;
 }
 
@@ -813,14 +818,47 @@ start_live(struct run *r, const struct trc_run_opts *o, bool full_screen)
 				 on_quit, r);
 }
 
-static struct trc_export *
-new_export(struct trc_output *out, const struct trc_run_opts *o, bool watching)
+/* A flame graph to -o FILE.html is a page; else an SVG document. */
+static enum trc_flame_doc
+flame_doc(const struct trc_run_opts *o)
 {
+	return o->output != NULL && trc_format_html(o->output) ? TRC_FLAME_HTML : TRC_FLAME_SVG;
+}
+
+/* "tracer -f", "tracer -m Order#total ...": what the trace was, for a flame graph's heading. */
+static void
+trace_title(const struct trc_run_opts *o, char *buf, size_t size)
+{
+	size_t len;
+
+	if (o->firehose)
+		snprintf(buf, size, "tracer -f%s", o->all ? " --all" : "");
+	else if (o->slow && o->nspecs == 0)
+		snprintf(buf, size, "tracer -s %u", o->slow_ms);
+	else
+		snprintf(buf, size, "tracer -m");
+	for (size_t i = 0; i < o->nspecs && (len = strlen(buf)) + 8 < size; i++) {
+		if (i == 4) {
+			snprintf(buf + len, size - len, " ...");
+			break;
+		}
+		snprintf(buf + len, size - len, " %s", o->specs[i].text);
+	}
+}
+
+static struct trc_export *
+new_export(struct trc_output *out, const struct trc_run_opts *o, bool watching, const char *scratch)
+{
+	static char title[256];
 	struct trc_export_opts eo = {
 		.format = o->format, .tool = "tracer " TRC_CLIENT_VERSION, .specs = o->specs,
-		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching,
+		.nspecs = o->nspecs, .label_pids = o->npids > 1 || watching, .split = o->split,
+		.min_share = o->min_share, .html = flame_doc(o) == TRC_FLAME_HTML,
+		.title = title, .prefixes = o->filters.v, .nprefixes = o->filters.n,
+		.scratch_dir = scratch,
 	};
 
+	trace_title(o, title, sizeof(title));
 	return trc_export_new(out, &eo);
 }
 
@@ -939,6 +977,20 @@ start_metrics(struct run *r, const struct trc_run_opts *o)
 	return 0;
 }
 
+/*
+ * Whether the output is only good whole: a JSON document, a profile, a picture, stacks
+ * written at the end. Text and JSON lines are good as far as they go.
+ */
+static bool
+whole_file(const struct trc_run_opts *o)
+{
+	if (o->append)          /* collapsed stacks added to a file's: written in place, as asked */
+		return false;
+	if (o->mode == TRC_MODE_TOP)
+		return o->format != TRC_FORMAT_TEXT;
+	return o->mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT && o->format != TRC_FORMAT_JSONL;
+}
+
 /* The output, the table or exporter, the job and the loop. Returns 0, or an exit code (said). */
 static int
 set_up(struct run *r, const struct trc_run_opts *o)
@@ -946,8 +998,8 @@ set_up(struct run *r, const struct trc_run_opts *o)
 	char why[PATH_MAX + 256];
 	int fd = STDOUT_FILENO;
 
-	if (o->output != NULL && (fd = trc_outfile_open(&r->file, o->output, o->append, why,
-							 sizeof(why))) < 0)
+	if (o->output != NULL && (fd = trc_outfile_open(&r->file, o->output, o->append,
+							 whole_file(o), why, sizeof(why))) < 0)
 		return setup_failed(TRC_EXIT_ERROR, "%s", why);
 	trc_output_init(&r->out, fd, STDERR_FILENO);
 	trc_progress_init(STDERR_FILENO);
@@ -966,7 +1018,7 @@ set_up(struct run *r, const struct trc_run_opts *o)
 		trc_profile_init(&r->profile, o->wall, trc_profile_format(o->format) && o->output != NULL);
 	r->spool_dir = spool_dir(fd, o->mode);
 	if (o->mode == TRC_MODE_TRACE && o->format != TRC_FORMAT_TEXT)
-		r->export = new_export(&r->out, o, r->ps != NULL || o->exec.n > 0);
+		r->export = new_export(&r->out, o, r->ps != NULL || o->exec.n > 0, r->spool_dir);
 	make_job(r, o);
 	if (o->exec.n > 0)
 		trc_exec_init(&r->exec);     /* before libev changes the signal mask */
@@ -989,24 +1041,71 @@ has_work(const struct run *r)
 }
 
 /*
+ * Why a whole file is not whole: a session's trace cut short, the exporter's own failure, or
+ * no process traced at all (an empty document would look like a quiet app).
+ */
+static const char *
+not_whole(const struct run *r)
+{
+	size_t traced = 0;
+
+	for (size_t i = 0; i < r->nsessions; i++) {
+		if (trc_session_cut_short(r->sessions[i]))
+			return "the trace was cut short";
+		traced += trc_session_traced(r->sessions[i]);
+	}
+	if (traced == 0)
+		return "no process was traced";
+	if (r->export != NULL && trc_export_failed(r->export) != NULL)
+		return trc_export_failed(r->export);
+	return NULL;
+}
+
+/*
+ * A whole file that is not (a trace cut short, a write that failed: a full disk) is not left
+ * at FILE, where it would look complete: removed (what was at FILE stays as it was), or, when
+ * written in place through one's own link, emptied. The run fails, saying so.
+ */
+static bool
+discard_output(struct run *r, const char *cause)
+{
+	const char *done = trc_outfile_discard(&r->file);
+
+	if (done != NULL)
+		fprintf(stderr, "tracer: '%s' not written: %s; the incomplete %s file was %s\n",
+			r->o->output, cause, trc_format_name(r->o->format), done);
+	else
+		fprintf(stderr, "tracer: '%s' is incomplete: %s\n", r->o->output, cause);
+	return true;
+}
+
+/*
  * The last bytes out, and -o FILE in place. A write that failed (a full disk) leaves a trace
- * cut short: the file keeps what was written, and the run fails, saying so.
+ * cut short: a text file keeps what was written, and the run fails, saying so.
  */
 static void
 end_output(struct run *r)
 {
 	char why[PATH_MAX * 2 + 256];
 	bool failed = trc_output_end(&r->out) < 0 && r->out.error != EPIPE;
+	const char *cause = not_whole(r);
 
-	if (failed && r->o->output != NULL)
-		fprintf(stderr, "tracer: cannot write '%s': %s: the trace in it is partial\n",
-			r->o->output, strerror(r->out.error));
-	else if (failed)
-		fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(r->out.error));
-	if (r->o->output != NULL && trc_outfile_commit(&r->file, why, sizeof(why)) < 0) {
-		fprintf(stderr, "tracer: %s\n", why);
-		failed = true;
+	if (r->o->output != NULL && whole_file(r->o) && (failed || cause != NULL)) {
+		snprintf(why, sizeof(why), "%s", failed ? strerror(r->out.error) : cause);
+		failed = discard_output(r, why);
+	} else {
+		if (failed && r->o->output != NULL)
+			fprintf(stderr, "tracer: cannot write '%s': %s: the trace in it is partial\n",
+				r->o->output, strerror(r->out.error));
+		else if (failed)
+			fprintf(stderr, "tracer: cannot write the output: %s\n", strerror(r->out.error));
+		if (r->o->output != NULL && trc_outfile_commit(&r->file, why, sizeof(why)) < 0) {
+			fprintf(stderr, "tracer: %s\n", why);
+			failed = true;
+		}
 	}
+	if (cause != NULL)
+		failed = true;
 	if (failed && r->code < TRC_EXIT_ERROR)
 		r->code = TRC_EXIT_ERROR;
 }
@@ -1024,6 +1123,68 @@ write_top_profile(struct run *r)
 	trc_buf_release(&b);
 }
 
+/* The processes of the run, for a flame graph's heading: "process 1234" or "processes 1, 2 and 3 more". */
+static void
+title_pids(struct run *r, struct trc_buf *title)
+{
+	trc_buf_addf(title, "%s", r->nsessions > 1 ? "processes" : "process");
+	for (size_t i = 0; i < r->nsessions && i < 8; i++)
+		trc_buf_addf(title, "%s %d", i > 0 ? "," : "", (int)trc_session_pid(r->sessions[i]));
+	if (r->nsessions > 8)
+		trc_buf_addf(title, " and %zu more", r->nsessions - 8);
+}
+
+/* The app's files, for a flame graph's colours: --filter's prefixes, else each target's working directory. */
+static struct trc_flame_scope
+app_scope(struct run *r, const char **dirs)
+{
+	const struct trc_run_opts *o = r->o;
+	size_t n = 0;
+
+	if (o->filters.n > 0)
+		return (struct trc_flame_scope){ o->filters.v, o->filters.n };
+	for (size_t i = 0; i < r->nsessions; i++)
+		if (trc_session_cwd(r->sessions[i]) != NULL)
+			dirs[n++] = trc_session_cwd(r->sessions[i]);
+	return (struct trc_flame_scope){ dirs, n };
+}
+
+/* --top profile --format flamegraph: the run's sampled stacks, drawn once. */
+static void
+write_profile_flame(struct run *r, const struct trc_profile_write_opts *wo)
+{
+	const struct trc_run_opts *o = r->o;
+	const struct trc_profile *p = &r->profile;
+	struct trc_flame *f = trc_flame_new("ns");
+	const char **dirs = xcalloc(r->nsessions + 1, sizeof(*dirs));
+	struct trc_flame_scope scope = app_scope(r, dirs);
+	struct trc_flame_opts fo = { flame_doc(o), NULL, NULL, o->min_share };
+	struct trc_buf title, sub;
+
+	trc_profile_flame(p, wo, &scope, f);
+	trc_buf_init(&title);
+	trc_buf_addf(&title, "tracer --profile %s: ", p->wall ? "wall" : "cpu");
+	title_pids(r, &title);
+	trc_buf_addc(&title, '\0');
+	trc_buf_init(&sub);
+	trc_buf_addf(&sub, "%s time per stack, sampled at %" PRIu64 " Hz: %.3f s in %" PRIu64 " samples, %s; "
+		     "frames under %g%% merged", p->wall ? "wall-clock" : "CPU", p->hz,
+		     (double)trc_flame_total(f) / 1e9, p->samples,
+		     wo->by_thread ? "each thread apart" : wo->by_process ? "threads merged" :
+		     r->nsessions > 1 ? "threads and processes merged" : "threads merged",
+		     o->min_share * 100);
+	if (p->lost > 0 || p->tree_lost > 0)
+		trc_buf_addf(&sub, "; %" PRIu64 " samples lost", p->lost + p->tree_lost);
+	trc_buf_addc(&sub, '\0');
+	fo.title = title.data;
+	fo.subtitle = sub.data;
+	trc_flame_write(f, &fo, &r->out);
+	trc_buf_release(&title);
+	trc_buf_release(&sub);
+	free(dirs);
+	trc_flame_free(f);
+}
+
 /* --top profile --format F: every target's stacks, once, as the sessions have all ended. */
 static void
 write_profile(struct run *r)
@@ -1034,10 +1195,49 @@ write_profile(struct run *r)
 	};
 	struct trc_buf b;
 
+	wo.by_process = r->o->split == TRC_SPLIT_PROCESS || r->o->split == TRC_SPLIT_THREAD;
+	wo.by_thread = r->o->split == TRC_SPLIT_THREAD;
+	if (r->o->format == TRC_FORMAT_FLAMEGRAPH) {
+		write_profile_flame(r, &wo);
+		return;
+	}
 	trc_buf_init(&b);
 	trc_profile_write(&r->profile, &wo, &b);
 	trc_output_write(&r->out, b.data, b.len);
 	trc_buf_release(&b);
+}
+
+/* --top time --format flamegraph: the whole session's paths, drawn once, as the sessions have all ended. */
+static void
+write_top_flame(struct run *r)
+{
+	const struct trc_run_opts *o = r->o;
+	struct trc_flame *f = trc_flame_new("ns");
+	const char **dirs = xcalloc(r->nsessions + 1, sizeof(*dirs));
+	struct trc_flame_scope scope = app_scope(r, dirs);
+	struct trc_buf title, sub;
+	struct trc_flame_opts fo = { flame_doc(o), NULL, NULL, o->min_share };
+
+	trc_top_paths_flame(trc_top_paths(r->top), f, o->split == TRC_SPLIT_PROCESS, &scope);
+	trc_buf_init(&title);
+	trc_buf_addf(&title, "tracer --top time%s: ", o->all ? " --all" : "");
+	title_pids(r, &title);
+	trc_buf_addc(&title, '\0');
+	trc_buf_init(&sub);
+	trc_buf_addf(&sub, "self time (wall clock) per call path, counted in the process%s: %.3f s in all%s; "
+		     "frames under %g%% merged", r->nsessions > 1 ? "es" : "",
+		     (double)trc_flame_total(f) / 1e9,
+		     o->split == TRC_SPLIT_PROCESS ? ", threads merged" :
+		     r->nsessions > 1 ? ", threads and processes merged" : ", threads merged",
+		     o->min_share * 100);
+	trc_buf_addc(&sub, '\0');
+	fo.title = title.data;
+	fo.subtitle = sub.data;
+	trc_flame_write(f, &fo, &r->out);
+	trc_buf_release(&title);
+	trc_buf_release(&sub);
+	free(dirs);
+	trc_flame_free(f);
 }
 
 /* After the loop: the terminal back, the last words, the file completed; the exit code. */
@@ -1052,12 +1252,18 @@ finish_run(struct run *r)
 	if (r->execing)
 		exec_report(r);
 	/* Every session has ended its part: the file can be completed. */
-	if (r->export != NULL)
+	if (r->export != NULL) {
+		for (size_t i = 0; i < r->nsessions; i++)
+			if (trc_session_cwd(r->sessions[i]) != NULL)
+				trc_export_app_dir(r->export, trc_session_cwd(r->sessions[i]));
 		trc_export_finish(r->export);
+	}
 	if (r->profile.keep_tree)
 		write_profile(r);
 	else if (r->top != NULL && r->o->format == TRC_FORMAT_PPROF)
 		write_top_profile(r);
+	else if (r->top != NULL && r->o->format == TRC_FORMAT_FLAMEGRAPH)
+		write_top_flame(r);
 	end_output(r);
 	/* --ps processes that all went away, or refused: then their outcome is the run's. */
 	if (!r->worked && r->churn > r->code)
@@ -1081,7 +1287,7 @@ trc_run(const struct trc_run_opts *o)
 	start_sessions(&r);
 	/* Sessions may all have failed already (then without a loop to break). */
 	r.top_start = ev_time();
-	if (o->mode == TRC_MODE_TOP && o->format != TRC_FORMAT_PPROF && !r.profile.keep_tree &&
+	if (o->mode == TRC_MODE_TOP && o->format == TRC_FORMAT_TEXT && !r.profile.keep_tree &&
 	    o->metrics == NULL && has_work(&r))
 		start_live(&r, o, full_screen);
 	start_rescans(&r, o);

@@ -59,6 +59,8 @@ struct trc_run_opts {
 	const char *output;             /* -o FILE, or NULL: stdout */
 	bool append;
 	enum trc_format format;
+	enum trc_split split;           /* --split: collapsed, flamegraph */
+	double min_share;               /* --min-share, as a fraction: flamegraph */
 };
 
 /* The version this client says it is, in --version and in exported files. */

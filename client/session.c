@@ -1288,6 +1288,12 @@ trc_session_cwd(const struct trc_session *s)
 	return s->cwd;
 }
 
+bool
+trc_session_cut_short(const struct trc_session *s)
+{
+	return s->cut_short;
+}
+
 enum trc_exit
 trc_session_status(const struct trc_session *s)
 {

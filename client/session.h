@@ -149,6 +149,8 @@ bool trc_session_traced(const struct trc_session *s);
 bool trc_session_spec_matched(const struct trc_session *s, size_t i);
 /* The target's working directory from its WELCOME, or NULL before. Owned by the session. */
 const char *trc_session_cwd(const struct trc_session *s);
+/* Whether its spool could not keep the trace whole (a full disk): its note said why. */
+bool trc_session_cut_short(const struct trc_session *s);
 /* What went wrong, without the "tracer: " prefix, or NULL. Owned by the session. */
 const char *trc_session_error(const struct trc_session *s);
 

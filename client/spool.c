@@ -66,8 +66,8 @@ trc_spool_new_fd(int fd, struct trc_sink inner, struct trc_output *out)
 	return sp;
 }
 
-static int
-scratch_file(const char *dir)
+int
+trc_spool_scratch(const char *dir)
 {
 	char *path;
 	int fd;
@@ -89,7 +89,7 @@ scratch_file(const char *dir)
 struct trc_spool *
 trc_spool_new(const char *dir, struct trc_sink inner, struct trc_output *out)
 {
-	int fd = scratch_file(dir);
+	int fd = trc_spool_scratch(dir);
 
 	return fd < 0 ? NULL : trc_spool_new_fd(fd, inner, out);
 }

@@ -25,6 +25,12 @@ struct trc_spool;
  * thread.
  */
 struct trc_spool *trc_spool_new(const char *dir, struct trc_sink inner, struct trc_output *out);
+/*
+ * A scratch file of the caller's own in dir, read-write, that no other process can open and
+ * that goes away once closed (O_TMPFILE, else made and unlinked at once). The fd, or -1 with
+ * errno. For the spool, and for exporters that keep more than memory should.
+ */
+int trc_spool_scratch(const char *dir);
 /* As trc_spool_new, with fd (read-write, empty; the spool closes it) for the scratch file. */
 struct trc_spool *trc_spool_new_fd(int fd, struct trc_sink inner, struct trc_output *out);
 /*

@@ -34,6 +34,7 @@ struct trc_top {
 	uint64_t events_at_reset;       /* events when the rows were last cleared */
 	uint64_t generation;            /* see trc_top_generation() */
 	size_t bytes;                   /* of the entries' names (TRC_TOP_MAX_BYTES) */
+	struct trc_top_paths *paths;    /* trc_top_keep_paths(), or NULL */
 };
 
 const char *
@@ -186,7 +187,21 @@ trc_top_free(struct trc_top *t)
 	free(t->seen);
 	free(t->slots);
 	free(t->pids);
+	trc_top_paths_free(t->paths);
 	free(t);
+}
+
+void
+trc_top_keep_paths(struct trc_top *t)
+{
+	if (t->paths == NULL)
+		t->paths = trc_top_paths_new();
+}
+
+const struct trc_top_paths *
+trc_top_paths(const struct trc_top *t)
+{
+	return t->paths;
 }
 
 int
@@ -395,6 +410,8 @@ trc_top_feed(struct trc_top *t, pid_t pid, const struct trc_message *m)
 	t->gc.pause_ns += m->top.gc_ns;
 	for (size_t i = 0; i < m->top.nrows; i++)
 		add_row(t, p, &m->top.rows[i]);
+	if (t->paths != NULL)
+		trc_top_paths_feed(t->paths, pid, m);
 }
 
 uint64_t

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "decode.h"
+#include "top_paths.h"
 #include "tracer_protocol.h"
 
 /* Distinct (file, line, label) rows kept between resets, and the bytes of their names; rows
@@ -70,6 +71,11 @@ void trc_top_add_pid(struct trc_top *t, pid_t pid);
  * regerror()'s text in why[0..whylen) when the regex is invalid.
  */
 int trc_top_ignore(struct trc_top *t, const char *regex, char *why, size_t whylen);
+
+/* From now on the table also keeps the call paths the agents send (TRC_TOP_PATHS). */
+void trc_top_keep_paths(struct trc_top *t);
+/* Those paths, or NULL when the table keeps none. */
+const struct trc_top_paths *trc_top_paths(const struct trc_top *t);
 
 /* Adds the deltas of one TRC_MSG_TOP from pid (strings copied). Other messages are ignored. */
 void trc_top_feed(struct trc_top *t, pid_t pid, const struct trc_message *m);

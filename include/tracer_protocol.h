@@ -11,7 +11,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 12
+#define TRC_PROTOCOL_VERSION 13
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -191,8 +191,17 @@ enum trc_cmd {
  *   strings        file:line of String allocations, label ""
  *   exceptions     file:line of the raise, label = exception class
  * TRC_MSG_TOP also carries the events seen in the interval and those lost (a full count table).
+ *
+ * Paths (time, with TRC_TOP_PATHS): the agent also counts each call path's calls and self time,
+ * a path being a method called from a path (0: from no counted call; threads are not told
+ * apart). Paths have ids from 1, kept for the session, at most TRC_TOP_MAX_PATHS: a call whose
+ * path finds no room counts for its caller's. Path [id, parent, file, line, label, count,
+ * self_ns] (file and line of the method's definition, "" and 0 for a C method): each new path
+ * once, in id order, with its first figures, then each older path whose figures changed (their
+ * deltas); a parent always comes before its child.
  */
 #define TRC_TOP_MAX_ROWS 65536
+#define TRC_TOP_MAX_PATHS 65536
 #define TRC_GC_NO_THREAD 0xffffffffu
 
 /* TRC_CMD_TRACE flags. */
@@ -217,6 +226,7 @@ enum trc_top_flag {
 					 * own count of allocations over the windows' */
 	TRC_TOP_WALL = 1 << 2,          /* profile: every thread at every tick, by wall-clock time,
 					 * running or not; else each thread by the CPU time it uses */
+	TRC_TOP_PATHS = 1 << 3,         /* time: count the calls' paths too (TRC_MSG_TOP's paths) */
 };
 #define TRC_TOP_WINDOW_US 1000
 #define TRC_PROFILE_MAX_HZ 10000
@@ -343,9 +353,10 @@ enum trc_top_mode {
  *   detached  [69, events, lost, nomem]  totals for the session; nomem: the agent's
  *             allocations that failed during it (what needed them did without)
  *   top       [70, elapsed_ns, events, lost, gcs, major_gcs, gc_ns,
- *              [[file, line, label, count, total_ns, self_ns]...]]
+ *              [[file, line, label, count, total_ns, self_ns]...],
+ *              [[id, parent, file, line, label, count, self_ns]...]]
  *             counts since the previous TRC_MSG_TOP (deltas); gc_ns: the time the collections
- *             stopped the app (0s without TRC_TOP_GC)
+ *             stopped the app (0s without TRC_TOP_GC); the paths: [] without TRC_TOP_PATHS
  *   progress  [71, step, done, total]  putting wrappers in place, or taking them away, takes a
  *             while: step is enum trc_step; sent every TRC_PROGRESS_MS or so while it lasts
  *   profile   [72, frames, threads, tags, elapsed_ns, samples, lost, hz, own_ns, roots, nodes,
@@ -366,7 +377,7 @@ enum trc_top_mode {
 	X(STARTED, started, 67, 3) \
 	X(EVAL, eval, 68, 4) \
 	X(DETACHED, detached, 69, 4) \
-	X(TOP, top, 70, 8) \
+	X(TOP, top, 70, 9) \
 	X(PROGRESS, progress, 71, 4) \
 	X(PROFILE, profile, 72, 12)
 

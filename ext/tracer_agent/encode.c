@@ -125,13 +125,10 @@ trc_encode_top(msgpack_packer *pk, const struct trc_top_head *h, uint32_t nrows)
 	msgpack_pack_array(pk, nrows);
 }
 
-void
-trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct trc_label *label, uint64_t count,
-    uint64_t total_ns, uint64_t self_ns)
+/* "Class#method" without making the string: the parts go out as one msgpack str. */
+static void
+pack_label(msgpack_packer *pk, const struct trc_label *label)
 {
-	msgpack_pack_array(pk, 6);
-	pack_cstr(pk, path);
-	msgpack_pack_int(pk, line);
 	if (label->sep == 0) {
 		pack_str(pk, label->a, label->na);
 	} else {
@@ -140,8 +137,32 @@ trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct 
 		msgpack_pack_str_body(pk, &label->sep, 1);
 		msgpack_pack_str_body(pk, label->b, label->nb);
 	}
+}
+
+void
+trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct trc_label *label, uint64_t count,
+    uint64_t total_ns, uint64_t self_ns)
+{
+	msgpack_pack_array(pk, 6);
+	pack_cstr(pk, path);
+	msgpack_pack_int(pk, line);
+	pack_label(pk, label);
 	msgpack_pack_uint64(pk, count);
 	msgpack_pack_uint64(pk, total_ns);
+	msgpack_pack_uint64(pk, self_ns);
+}
+
+void
+trc_encode_top_path(msgpack_packer *pk, uint32_t id, uint32_t parent, const char *path, int line,
+    const struct trc_label *label, uint64_t count, uint64_t self_ns)
+{
+	msgpack_pack_array(pk, 7);
+	msgpack_pack_uint32(pk, id);
+	msgpack_pack_uint32(pk, parent);
+	pack_cstr(pk, path);
+	msgpack_pack_int(pk, line);
+	pack_label(pk, label);
+	msgpack_pack_uint64(pk, count);
 	msgpack_pack_uint64(pk, self_ns);
 }
 

@@ -52,7 +52,7 @@ void trc_encode_eval(msgpack_packer *pk, uint64_t id, int ok, const char *text, 
 void trc_encode_detached(msgpack_packer *pk, uint64_t events, uint64_t lost, uint64_t nomem);
 void trc_encode_progress(msgpack_packer *pk, int step, uint64_t done, uint64_t total);
 
-/* A --top interval: its header, then each of its nrows rows. */
+/* A --top interval: its header, then each of its nrows rows, then its paths (TRC_TOP_PATHS). */
 struct trc_top_head {
 	uint64_t elapsed_ns, events, lost, gcs, major_gcs, gc_ns;
 };
@@ -65,5 +65,8 @@ struct trc_label {
 };
 void trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct trc_label *label, uint64_t count,
     uint64_t total_ns, uint64_t self_ns);
+/* After the rows: the array of paths (paths.c packs its header), each [id, parent, file, line, label, count, self_ns]. */
+void trc_encode_top_path(msgpack_packer *pk, uint32_t id, uint32_t parent, const char *path, int line,
+    const struct trc_label *label, uint64_t count, uint64_t self_ns);
 
 #endif

@@ -44,6 +44,7 @@ struct trc_frame {
 	uint32_t method;
 	int line;               /* call site, C methods only */
 	const char *path;
+	uint32_t node;          /* --top time's call path (paths.h), 0 without */
 };
 
 /* GVL held. Frame depth of t, made on first use; NULL if memory runs out. */

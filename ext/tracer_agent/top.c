@@ -13,6 +13,7 @@
 #include "encode.h"
 #include "gc.h"
 #include "names.h"
+#include "paths.h"
 #include "threads.h"
 #include "vm.h"
 #include "tracer_protocol.h"
@@ -84,6 +85,7 @@ static struct {
 	uint32_t *called;
 	uint32_t ncalled;
 	int threads;            /* the VM's thread events are watched */
+	int paths;              /* TRC_TOP_PATHS: time is counted per call path too (paths.h) */
 	volatile int armed;
 } table;
 
@@ -228,6 +230,8 @@ time_call(struct trc_thread *t, const struct site *s)
 	f->method = s->method;
 	f->path = s->file;
 	f->line = s->line;
+	/* The caller's frame is read after trc_thread_frame, which may have moved the frames. */
+	f->node = table.paths ? trc_paths_enter(t->depth > 0 ? t->frames[t->depth - 1].node : 0, s->method) : 0;
 	t->depth++;
 }
 
@@ -251,6 +255,8 @@ pop_frame(struct trc_thread *t, const struct site *s, uint64_t *total, uint64_t 
 	f = &t->frames[t->depth];
 	*total = trc_clock_now() - f->start;
 	*self = *total > f->child ? *total - f->child : 0;
+	if (table.paths)
+		trc_paths_add(f->node, *self);
 	if (t->depth > 0)
 		t->frames[t->depth - 1].child += *total;
 	*outermost = 1;
@@ -581,7 +587,7 @@ trc_top_table_bytes(void)
 {
 	/* A session maps calls or timed, not both: the larger counts. */
 	return (size_t)SLOTS * sizeof(struct row) + TRC_TOP_MAX_ROWS * sizeof(uint32_t) +
-	    (size_t)TRC_MAX_METHODS * (sizeof(uint32_t) + sizeof(struct timed));
+	    (size_t)TRC_MAX_METHODS * (sizeof(uint32_t) + sizeof(struct timed)) + trc_paths_bytes();
 }
 
 /* The VM's own count of the objects it has made, every kind included. */
@@ -707,6 +713,12 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 		if ((table.calls == NULL && table.timed == NULL) || table.called == NULL)
 			goto fail;
 	}
+	if ((flags & TRC_TOP_PATHS) && (modes[mode] & TRC_TOPM_METHOD) && (modes[mode] & TRC_TOPM_TIMED)) {
+		*why = "out of memory for the table of call paths";
+		if (trc_paths_start() < 0)
+			goto fail;
+		table.paths = 1;
+	}
 	if (modes[mode] & TRC_TOPM_THREAD) {
 		if (trc_threads_watch(1) < 0) {
 			*why = errno == ENOSYS ? "its Ruby has no thread events to count (Ruby 3.3 and later have them)" :
@@ -771,6 +783,9 @@ trc_top_stop(void)
 	if (table.threads)
 		trc_threads_watch(0);
 	table.threads = 0;
+	if (table.paths)
+		trc_paths_stop();
+	table.paths = 0;
 	if (table.gc)
 		trc_gc_watch(NULL);
 	table.gc = 0;
@@ -881,6 +896,10 @@ trc_top_pack(msgpack_packer *pk)
 		if (!r->excluded && r->count != 0)
 			pack_row(pk, r, scale);
 	}
+	if (table.paths)
+		trc_paths_pack(pk, &table.scope);
+	else
+		msgpack_pack_array(pk, 0);
 	clear_rows();
 	table.armed = was;
 }

@@ -106,7 +106,7 @@ static int
 check_top(const msgpack_object *a)
 {
 	return is_uint(&a[1], TRC_TOP_LAST) && a[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-	    a[2].via.u64 >= TRC_TOP_INTERVAL_MIN_MS && a[2].via.u64 <= TRC_TOP_INTERVAL_MAX_MS && is_uint(&a[3], TRC_TOP_GC | TRC_TOP_BY_TIME | TRC_TOP_WALL) && is_scope(&a[4]) &&
+	    a[2].via.u64 >= TRC_TOP_INTERVAL_MIN_MS && a[2].via.u64 <= TRC_TOP_INTERVAL_MAX_MS && is_uint(&a[3], TRC_TOP_GC | TRC_TOP_BY_TIME | TRC_TOP_WALL | TRC_TOP_PATHS) && is_scope(&a[4]) &&
 	    a[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER && a[5].via.u64 >= 1 && a[5].via.u64 <= TRC_TOP_MAX_SAMPLE &&
 	    is_uint(&a[6], TRC_PROFILE_MAX_CAP);
 }

@@ -482,6 +482,28 @@ when 'finders'
     Account.find(2)
     sleep 0.002
   end
+when 'markup'
+  # Methods named as markup that would run script where a page took a name for markup (each
+  # sets window.__pwned), with a control, a C1 control and a bidi override too: Markup#run
+  # calls each, which sleeps 2 ms, then Markup#spin, the hottest, which computes for 12 ms.
+  markup = Class.new do
+    define_method('<img src=x onerror=window.__pwned=1>') { sleep 0.002 }
+    define_method('<script>window.__pwned=2</script>') { sleep 0.002 }
+    define_method('"onload="window.__pwned=3" x="') { sleep 0.002 }
+    define_method("ctl\e[31m\u0085\u202e") { sleep 0.002 }
+    def spin
+      t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      nil while Process.clock_gettime(Process::CLOCK_MONOTONIC) - t < 0.012
+    end
+    def run
+      self.class.public_instance_methods(false).each { |n| public_send(n) unless %i[run spin].include?(n) }
+      spin
+    end
+  end
+  Object.const_set(:Markup, markup)
+  m = Markup.new
+  ready
+  loop { m.run }
 when 'lonely'
   # A module whose classes are all gone: Ruby 3.1 crashed when a module was prepended to it
   # then (its list of includers holds only its empty head). A loop calls its method with

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// check.js FILE [--schema]: loads a tracer export with speedscope's own importer and prints
-// what speedscope understood, as JSON, for test/integration/export_test.rb:
+// check.js FILE [--schema] [--summary]: loads a tracer export with speedscope's own importer
+// and prints what speedscope understood, as JSON, for test/integration/export_test.rb:
 //   {"importer":"...","format":"speedscope json file","schema_errors":[...],
 //    "profiles":[{"name":"...","total":N,"calls":[{"name":"...","depth":D,"start":S,"end":E}...]}]}
+// --summary gives each profile's number of calls and of those not inside their caller
+// ("unnested") instead of its calls, for big files.
 // speedscope imports speedscope files, Chrome trace events, collapsed stacks and gzipped pprof
 // profiles, guessing the format from the content as its web page does. --schema also
 // validates the file against speedscope's published JSON schema (shipped in the same npm
@@ -88,6 +90,21 @@ function calls(profile) {
   return out
 }
 
+// A profile's size, and the calls that end after their caller or begin before it.
+function summary(profile) {
+  const stack = []
+  let n = 0, unnested = 0
+  profile.forEachCall(
+    (node, t) => {
+      n++
+      if (stack.length && t < stack[stack.length - 1]) unnested++
+      stack.push(t)
+    },
+    () => stack.pop(),
+  )
+  return { name: profile.getName(), total: profile.getTotalWeight(), ncalls: n, unnested }
+}
+
 async function main() {
   const [file, ...flags] = process.argv.slice(2)
   if (!file) fail('usage: check.js FILE [--schema]')
@@ -111,7 +128,8 @@ async function main() {
     warnings: logs.filter(l => /Tried|Warning|warn/i.test(l)),
     schema_errors: schemaErrors,
     name: group.name,
-    profiles: group.profiles.map(p => ({ name: p.getName(), total: p.getTotalWeight(), calls: calls(p) })),
+    profiles: group.profiles.map(p => flags.includes('--summary') ? summary(p)
+      : { name: p.getName(), total: p.getTotalWeight(), calls: calls(p) }),
   }
   process.stdout.write(JSON.stringify(result) + '\n')
 }

@@ -82,6 +82,11 @@ check_message(const struct trc_message *m, const uint8_t *buf, size_t used)
 			check_str(m->top.rows[i].file, buf, used);
 			check_str(m->top.rows[i].label, buf, used);
 		}
+		for (size_t i = 0; i < m->top.npaths; i++) {
+			check_str(m->top.paths[i].file, buf, used);
+			check_str(m->top.paths[i].label, buf, used);
+			check(m->top.paths[i].parent < m->top.paths[i].id);
+		}
 		break;
 	case TRC_MSG_PROFILE:
 		for (size_t i = 0; i < m->profile.nframes; i++) {

@@ -79,6 +79,7 @@ write(a, 'top', "\x03".b + msgs(hello, [5, 1, 1000, 1, [false, ['/app/', '/lib/'
 write(a, 'top_all', "\0".b + msgs(hello, [5, 6, 10, 0, [true, [], []], 16, 0]))
 write(a, 'top_by_time', "\0".b + msgs(hello, [5, 3, 100, 2, [false, [], []], 16, 0]))
 write(a, 'top_profile', "\0".b + msgs(hello, [5, 8, 100, 4, [false, [], []], 250, 10_000], [4]))
+write(a, 'top_paths', "\0".b + msgs(hello, [5, 1, 1000, 8, [false, [], []], 1, 0], [4]))
 write(a, 'detach', "\x01".b + msgs(hello, [4]))
 # Queue message bodies (struct trc_hello without mtype), also checked by trc_wire_hello: an
 # abstract socket name, and a protocol 2 client's socket path.
@@ -100,7 +101,9 @@ write(c, 'interactive', "\x02\x03".b + msgs(welcome, [68, 1, true, 'incomplete']
 write(c, 'top', "\x02\x00".b + msgs(welcome, [67, 3, 1000],
                                     [70, 1_000_000_000, 1234, 5, 3, 1, 4_500_000,
                                      [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000],
-                                      ['', 0, 'String', 7, 0, 0]]]))
+                                      ['', 0, 'String', 7, 0, 0]],
+                                     [[1, 0, '/app/a.rb', 10, 'Foo#bar', 100, 1_000_000],
+                                      [2, 1, '', 0, 'Kernel#sleep', 3, 500_000]]]))
 # --top profile: frames, threads, a tree of two roots (one with a tag) and their weights.
 write(c, 'profile', "\x02\x00".b + msgs(welcome, [67, 0, 0],
                                         [72, [[1, 2, '(garbage collection)', '', 0], [9, 0, 'Foo#bar', '/app/a.rb', 3],

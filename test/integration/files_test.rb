@@ -5,11 +5,13 @@ require_relative 'helper'
 class FilesTest < Minitest::Test
   include TracerTest
 
-  # Runs tracer in a mount namespace of its own where dir is a 256 KiB tmpfs; returns
-  # [stdout, stderr, status, the files left in dir (name => size)].
-  def on_full_disk(dir, *args)
+  # Runs tracer in a mount namespace of its own where dir is a 256 KiB tmpfs (with a file
+  # holding "before\n" at the name before:, if given); returns [stdout, stderr, status, the files
+  # left in dir (name => size)].
+  def on_full_disk(dir, *args, before: nil)
     needs_root 'a tmpfs in a mount namespace of its own'
-    script = 'mount -t tmpfs -o size=256k tmpfs "$0" || exit 99; "$@"; rc=$?; ' \
+    script = 'mount -t tmpfs -o size=256k tmpfs "$0" || exit 99; ' \
+             "#{before ? "echo before >\"$0/#{before}\"; " : ''}\"$@\"; rc=$?; " \
              'for f in "$0"/* "$0"/.[!.]*; do [ -e "$f" ] && echo "file ${f##*/} $(stat -c %s "$f")" >&2; done; exit $rc'
     out, err, status = tracer(*args, prefix: ['unshare', '-m', 'sh', '-c', script, dir])
     refute_equal 99, status.exitstatus, "no tmpfs: #{err}"
@@ -40,6 +42,41 @@ class FilesTest < Minitest::Test
       assert_match(/^\*\*\* the trace is cut short: .*No space left on device$/, err)
       assert_equal ['trace.txt'], files.keys, 'the partial trace keeps its name; no scratch file stays'
     end
+  end
+
+  # Files that are only good whole (a JSON document, a profile, a picture, stacks written at the
+  # end) are not left at their name when the disk filled: they would look complete, and be
+  # empty or short. What was there before stays as it was.
+  def test_whole_files_on_a_full_disk_are_not_left
+    t = target('busy')
+    %w[chrome speedscope pprof flamegraph collapsed].each do |format|
+      Dir.mktmpdir do |dir|
+        path = File.join(dir, "trace.#{format}")
+        _, err, status, files = on_full_disk(dir, '-p', t.pid, '-m', 'Worker#work', '--duration', '1',
+                                             '--format', format, '-o', path, before: "trace.#{format}")
+        assert_equal 1, status.exitstatus, "#{format}: #{err}"
+        assert_match(/^\*\*\* the trace is cut short: .*No space left on device$/, err)
+        assert_match(/^tracer: '#{Regexp.escape(path)}' not written: the trace was cut short; the incomplete #{format} file was removed$/, err)
+        assert_equal({ "trace.#{format}" => 7 }, files, "#{format}: the file that was there, as it was")
+      end
+    end
+    assert t.alive?
+  end
+
+  # A run that traced no process leaves no empty document that would look like a quiet app.
+  def test_whole_file_of_no_process_is_not_left
+    pid = spawn('sleep', '60')
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, 'trace.svg')
+      _, err, status = tracer('-p', pid, '-m', 'Worker#work', '--format', 'flamegraph', '-o', path)
+      assert_equal 1, status.exitstatus, err
+      assert_match(/^tracer: process #{pid} is no Ruby program/, err)
+      assert_match(/^tracer: '#{Regexp.escape(path)}' not written: no process was traced; the incomplete flamegraph file was removed$/, err)
+      assert_empty Dir.children(dir)
+    end
+  ensure
+    Process.kill('KILL', pid)
+    Process.wait(pid)
   end
 
   def test_output_on_a_full_disk_says_it_is_partial

@@ -181,7 +181,7 @@ class PprofTest < Minitest::Test
       [%w[-m A#b --format pprof -o x.pb.gz -a], /--append would put a second profile after the first/],
       [%w[--top time --format pprof -o x.pb.gz --json], /--json goes with --top's tables/],
       [%w[--top time --format pprof -o x.pb.gz --reset 5], /--reset goes with --top's tables/],
-      [%w[--top time --format jsonl], /--top takes --format pprof only/],
+      [%w[--top time --format jsonl], /--top takes --format pprof or flamegraph only/],
     ].each do |args, message|
       _, err, status = tracer('-p', Process.pid, *args)
       assert_equal 2, status.exitstatus, "#{args.join(' ')}: #{err}"

@@ -50,6 +50,7 @@ void test_encode(void);
 void test_elfobj(void);
 void test_escape(void);
 void test_export(void);
+void test_flame(void);
 void test_freeze(void);
 void test_http(void);
 void test_replay(void);

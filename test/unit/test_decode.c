@@ -178,9 +178,23 @@ build_row(struct trc_buf *b, const char *file, int32_t line, const char *label, 
 }
 
 static void
+build_path(struct trc_buf *b, uint32_t id, uint32_t parent, const char *file, const char *label,
+	   uint64_t n)
+{
+	trc_pack_array(b, 7);
+	trc_pack_uint(b, id);
+	trc_pack_uint(b, parent);
+	trc_pack_cstr(b, file);
+	trc_pack_int(b, 7);
+	trc_pack_cstr(b, label);
+	trc_pack_uint(b, n);
+	trc_pack_uint(b, n * 10);
+}
+
+static void
 build_top(struct trc_buf *b)
 {
-	trc_pack_array(b, 8);
+	trc_pack_array(b, 9);
 	trc_pack_uint(b, TRC_MSG_TOP);
 	trc_pack_uint(b, 1000000000);
 	trc_pack_uint(b, 99);
@@ -191,6 +205,9 @@ build_top(struct trc_buf *b)
 	trc_pack_array(b, 2);
 	build_row(b, "app.rb", 12, "Foo#bar", 3);
 	build_row(b, "", -1, "Integer#+", 70000);
+	trc_pack_array(b, 2);
+	build_path(b, 1, 0, "/app.rb", "Foo#bar", 3);
+	build_path(b, 2, 1, "", "Integer#+", 5);
 }
 
 static int
@@ -203,7 +220,12 @@ check_top(const struct trc_message *m)
 	       m->top.nrows == 2 && streq(r[0].file, "app.rb") && r[0].line == 12 &&
 	       streq(r[0].label, "Foo#bar") && r[0].count == 3 && r[0].total_ns == 300 &&
 	       r[0].self_ns == 30 && streq(r[1].file, "") && r[1].line == -1 &&
-	       r[1].count == 70000 && r[1].self_ns == 700000;
+	       r[1].count == 70000 && r[1].self_ns == 700000 && m->top.npaths == 2 &&
+	       m->top.paths[0].id == 1 && m->top.paths[0].parent == 0 &&
+	       streq(m->top.paths[0].file, "/app.rb") && m->top.paths[0].line == 7 &&
+	       streq(m->top.paths[0].label, "Foo#bar") && m->top.paths[0].count == 3 &&
+	       m->top.paths[0].self_ns == 30 && m->top.paths[1].id == 2 && m->top.paths[1].parent == 1 &&
+	       streq(m->top.paths[1].label, "Integer#+") && m->top.paths[1].self_ns == 50;
 }
 
 static void
@@ -730,7 +752,7 @@ test_wrong_shapes(void)
 {
 	static const struct {
 		const char *descr;
-		uint8_t bytes[16];
+		uint8_t bytes[24];
 		size_t len;
 	} cases[] = {
 		{ "not an array", { 0x05 }, 1 },
@@ -751,11 +773,18 @@ test_wrong_shapes(void)
 		{ "THREAD name is an int", { 0x93, 0xcc, 129, 1, 2 }, 5 },
 		{ "THREAD name is an array", { 0x93, 0xcc, 129, 1, 0x90 }, 5 },
 		{ "EVAL ok is a string", { 0x94, 68, 1, 0xa1, 't', 0xa0 }, 6 },
-		{ "TOP rows is an int", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0 }, 9 },
-		{ "TOP row of 5", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x95, 0xa0, 0, 0xa0, 0, 0, 0 }, 16 },
+		{ "TOP rows is an int", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0, 0x90 }, 10 },
+		{ "TOP row of 5", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x95, 0xa0, 0, 0xa0, 0, 0, 0, 0x90 }, 17 },
 		{ "TOP of 5", { 0x95, 70, 0, 0, 0, 0x90 }, 6 },
-		{ "TOP gcs is a string", { 0x98, 70, 0, 0, 0, 0xa0, 0, 0, 0x90 }, 9 },
-		{ "TOP row file is an int", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x96, 1, 0, 0xa0, 0, 0, 0 }, 16 },
+		{ "TOP of 8 (protocol 11)", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0x90 }, 9 },
+		{ "TOP gcs is a string", { 0x99, 70, 0, 0, 0, 0xa0, 0, 0, 0x90, 0x90 }, 10 },
+		{ "TOP row file is an int", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x96, 1, 0, 0xa0, 0, 0, 0, 0x90 }, 17 },
+		{ "TOP paths is an int", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0 }, 10 },
+		{ "TOP path of 6", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0x91, 0x96, 1, 0, 0xa1, 0x78, 0, 0xa0, 0 }, 18 },
+		{ "TOP path id 0", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0x91, 0x97, 0, 0, 0xa0, 0, 0xa0, 0, 0 }, 18 },
+		{ "TOP path its own parent", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0x91, 0x97, 3, 3, 0xa0, 0, 0xa0, 0, 0 }, 18 },
+		{ "TOP path id past the most", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0x91, 0x97, 0xce, 0, 1, 0, 1, 0, 0xa0, 0, 0xa0, 0, 0 }, 22 },
+		{ "TOP path label is an int", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0x91, 0x97, 1, 0, 0xa0, 0, 1, 0, 0 }, 18 },
 		{ "ext type", { 0x92, 0xcc, 135, 0xd4, 1, 1 }, 6 },
 		{ "reserved byte 0xc1", { 0x92, 0xcc, 135, 0xc1 }, 4 },
 		{ "THREAD_BEGIN of 3", { 0x93, 0xcc, 137, 1, 2 }, 5 },
@@ -804,9 +833,12 @@ test_huge_lengths(void)
 	static const uint8_t str32[] = { 0x93, 0xcc, 129, 1, 0xdb, 0xff, 0xff, 0xff, 0xff, 'a' };
 	static const uint8_t bin32[] = { 0x93, 0xcc, 129, 1, 0xc6, 0x04, 0x00, 0x00, 0x01 };
 	static const uint8_t str_60m[] = { 0x93, 0xcc, 129, 1, 0xdb, 0x03, 0xc0, 0x00, 0x00, 'a' };
-	static const uint8_t rows_huge[] = { 0x98, 70, 0, 0, 0, 0, 0, 0, 0xdd, 0xff, 0xff, 0xff, 0xff };
-	static const uint8_t rows_max1[] = { 0x98, 70, 0, 0, 0, 0, 0, 0, 0xdd, 0x00, 0x10, 0x00, 0x01 };
-	static const uint8_t rows_1000[] = { 0x98, 70, 0, 0, 0, 0, 0, 0, 0xdc, 0x03, 0xe8, 0x96 };
+	static const uint8_t rows_huge[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0xdd, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t rows_max1[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0xdd, 0x00, 0x01, 0x00, 0x01 };
+	static const uint8_t rows_1000[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0xdc, 0x03, 0xe8, 0x96 };
+	static const uint8_t paths_huge[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0xdd, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t paths_max1[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0xdd, 0x00, 0x01, 0x00, 0x01 };
+	static const uint8_t paths_1000[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0xdc, 0x03, 0xe8, 0x97 };
 	static const uint8_t array16[] = { 0xdc, 0xff, 0xff };
 	struct trc_decoder d;
 	struct trc_message m;
@@ -829,6 +861,13 @@ test_huge_lengths(void)
 	test_cond("1000 rows not yet here: no allocation, MORE",
 		  decode_bytes(rows_1000, sizeof(rows_1000), &m, &d) == TRC_DECODE_MORE &&
 		  d.rows_cap == 0 && d.need == 11 + 7000);
+	test_cond("4G TOP paths", decode_bytes(paths_huge, sizeof(paths_huge), &m, &d) ==
+				  TRC_DECODE_ERROR);
+	test_cond("one path over the limit",
+		  decode_bytes(paths_max1, sizeof(paths_max1), &m, &d) == TRC_DECODE_ERROR);
+	test_cond("1000 paths not yet here: no allocation, MORE",
+		  decode_bytes(paths_1000, sizeof(paths_1000), &m, &d) == TRC_DECODE_MORE &&
+		  d.paths_cap == 0 && d.need == 12 + 8000);
 	test_cond("array16 header alone",
 		  decode_bytes(array16, sizeof(array16), &m, &d) == TRC_DECODE_MORE);
 	trc_decoder_release(&d);

@@ -115,14 +115,21 @@ slow(struct trc_sink *k, uint32_t meth, uint64_t start, uint64_t dur, uint32_t d
 }
 
 static struct trc_export *
-start(enum trc_format f, bool label_pids)
+start_split(enum trc_format f, bool label_pids, enum trc_split split)
 {
 	struct trc_export_opts o = { .format = f, .tool = "tracer test", .specs = &spec,
-				     .nspecs = 1, .label_pids = label_pids };
+				     .nspecs = 1, .label_pids = label_pids, .split = split,
+				     .min_share = 0.001, .title = "tracer test" };
 
 	trc_output_release(&out);
 	trc_output_init(&out, -1, -1);
 	return trc_export_new(&out, &o);
+}
+
+static struct trc_export *
+start(enum trc_format f, bool label_pids)
+{
+	return start_split(f, label_pids, TRC_SPLIT_NONE);
 }
 
 /* The file so far, NUL-terminated in place. */
@@ -222,9 +229,165 @@ test_collapsed(void)
 
 	play_basic(e, PID);
 	/* work: 10 us in all, 1.5 of them in helper: 8.5 rounds to 9; helper 1.5 to 2. */
-	test_str("collapsed: self time in ns, thread as the root, sorted", finish(e),
+	test_str("collapsed: self time in ns, sorted, threads merged", finish(e),
+		 "Worker#work 8500\n"
+		 "Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+
+	e = start_split(TRC_FORMAT_COLLAPSED, false, TRC_SPLIT_THREAD);
+	play_basic(e, PID);
+	test_str("collapsed --split thread: the thread at the top", finish(e),
 		 "main;Worker#work 8500\n"
 		 "main;Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+
+	e = start_split(TRC_FORMAT_COLLAPSED, false, TRC_SPLIT_PROCESS);
+	play_basic(e, PID);
+	test_str("collapsed --split process: the process at the top, with one target too", finish(e),
+		 "ruby 42;Worker#work 8500\n"
+		 "ruby 42;Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+}
+
+/*
+ * Opens and closes of the events in s[0..n), and whether their times never go back. A plain
+ * scan: strstr over a document this big is quadratic under ASan, which measures the haystack
+ * on every call.
+ */
+static void
+count_events(const char *s, size_t n, size_t *opens, size_t *closes, bool *ordered)
+{
+	static const char ev[] = "{\"type\":\"";
+	long long last = -1;
+
+	*opens = *closes = 0;
+	*ordered = true;
+	for (size_t i = 0; i + sizeof(ev) < n; i++) {
+		const char *q = s + i, *at;
+		long long t;
+
+		if (q[0] != '{' || memcmp(q, ev, sizeof(ev) - 1) != 0 || (q[9] != 'O' && q[9] != 'C'))
+			continue;
+		*opens += q[9] == 'O';
+		*closes += q[9] == 'C';
+		for (at = q; at + 5 <= s + n && memcmp(at, "\"at\":", 5) != 0; at++)
+			;
+		t = atoll(at + 5);
+		*ordered &= t >= last;
+		last = t;
+		i = (size_t)(at - s);
+	}
+}
+
+/*
+ * More events than speedscope keeps in memory (4 MiB of them): they go to a scratch file and
+ * come back in order, each thread's apart.
+ */
+static void
+test_speedscope_spill(void)
+{
+	struct trc_export_opts o = { .format = TRC_FORMAT_SPEEDSCOPE, .tool = "tracer test", .specs = &spec,
+				     .nspecs = 1, .scratch_dir = "/tmp" };
+	struct trc_export *e;
+	struct trc_sink k;
+	struct trc_message m = { .type = TRC_EV_THREAD };
+	const char *s, *main_p, *other_p;
+	size_t opens, closes;
+	bool ordered;
+	int bad = 0;
+
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	e = trc_export_new(&out, &o);
+	k = trc_export_sink(e, PID);
+	method(&k, 0, "work", 7);
+	method(&k, 1, "helper", 8);
+	thread(&k, 0, "main");
+	m.thread.idx = 1;
+	m.thread.name = S("other");
+	feed(&k, m);
+	/* 150000 calls on each of two threads: 600000 events, 9.6 MB. */
+	for (uint64_t i = 0; i < 150000; i++) {
+		for (uint32_t th = 0; th < 2; th++) {
+			m = (struct trc_message){ .type = TRC_EV_CALL };
+			m.call.thread = th;
+			m.call.method = th;
+			m.call.ts = BASE + i * 10 + th;
+			bad += trc_sink_feed(&k, &m) != 0;
+			m.type = TRC_EV_RETURN;
+			m.call.ts += 5;
+			bad += trc_sink_feed(&k, &m) != 0;
+		}
+	}
+	trc_sink_close(&k);
+	s = finish(e);
+	test_note("speedscope: events past what memory keeps, through a scratch file");
+	test_cond("every event taken", bad == 0);
+	test_cond("not failed", trc_export_failed(e) == NULL);
+	main_p = strstr(s, "\"name\":\"main (pid 42)\"");
+	other_p = main_p ? strstr(main_p, "\"name\":\"other (pid 42)\"") : NULL;
+	test_cond("main's profile, then other's", main_p != NULL && other_p != NULL);
+	if (other_p == NULL)
+		return;
+	count_events(main_p, (size_t)(other_p - main_p), &opens, &closes, &ordered);
+	test_cond("main: every call and return, in order", opens == 150000 && closes == 150000 && ordered);
+	test_cond("main: its frame only", strstr(strstr(s, "\"events\":["), "\"frame\":1,") > other_p);
+	count_events(other_p, strlen(other_p), &opens, &closes, &ordered);
+	test_cond("other: every call and return, in order", opens == 150000 && closes == 150000 && ordered);
+	test_cond("other: its frame only", strstr(other_p, "\"frame\":0,") == NULL);
+	test_cond("the document ends", strstr(other_p, "],\"name\":\"tracer 42\"") != NULL);
+	trc_export_free(e);
+
+	test_note("speedscope: a scratch file that cannot be made fails the file, saying why");
+	o.scratch_dir = "/nonexistent/dir";
+	trc_output_release(&out);
+	trc_output_init(&out, -1, -1);
+	e = trc_export_new(&out, &o);
+	k = trc_export_sink(e, PID);
+	method(&k, 0, "work", 7);
+	thread(&k, 0, "main");
+	m = (struct trc_message){ .type = TRC_EV_CALL };
+	for (uint64_t i = 0; i < 300000; i++) {
+		m.type = TRC_EV_CALL;
+		m.call.ts = BASE + i * 10;
+		bad += trc_sink_feed(&k, &m) != 0;
+		m.type = TRC_EV_RETURN;
+		m.call.ts += 5;
+		bad += trc_sink_feed(&k, &m) != 0;
+	}
+	trc_sink_close(&k);
+	trc_export_finish(e);
+	test_cond("failed", trc_export_failed(e) != NULL &&
+		  strstr(trc_export_failed(e), "cannot make its scratch file in '/nonexistent/dir'") != NULL);
+	test_cond("no document at all", out.out.len == 0);
+	trc_buf_addc(&out.err, '\0');
+	test_cond("a note says so", strstr(out.err.data, "the speedscope file cannot be made whole") != NULL);
+	trc_export_free(e);
+}
+
+/* Two methods of one name (defined again elsewhere) on two threads: one line, summed. */
+static void
+test_collapsed_merge(void)
+{
+	struct trc_export *e = start(TRC_FORMAT_COLLAPSED, false);
+	struct trc_sink k = trc_export_sink(e, PID);
+	struct trc_message m = { .type = TRC_EV_METHOD };
+
+	method(&k, 0, "work", 7);
+	m.method.idx = 1;
+	m.method.cls = S("Worker");
+	m.method.sep = S("#");
+	m.method.name = S("work");
+	m.method.path = S("other.rb");
+	m.method.line = 70;
+	feed(&k, m);
+	thread(&k, 0, "main");
+	call(&k, 0, 0);
+	ret(&k, 0, 1000);
+	call(&k, 1, 2000);
+	ret(&k, 1, 2500);
+	trc_sink_close(&k);
+	test_str("collapsed: one line for one name", finish(e), "Worker#work 1500\n");
 	trc_export_free(e);
 }
 
@@ -295,11 +458,30 @@ test_collapsed_pids(void)
 
 	play_basic(e, 43);
 	play_basic(e, PID);
-	test_str("collapsed with several targets: the process above the thread", finish(e),
+	test_str("collapsed with several targets: merged", finish(e),
+		 "Worker#work 17000\n"
+		 "Worker#work;Worker#helper 3000\n");
+	trc_export_free(e);
+
+	e = start_split(TRC_FORMAT_COLLAPSED, true, TRC_SPLIT_THREAD);
+	play_basic(e, 43);
+	play_basic(e, PID);
+	test_str("collapsed --split thread with several targets: the process above the thread",
+		 finish(e),
 		 "ruby 42;main;Worker#work 8500\n"
 		 "ruby 42;main;Worker#work;Worker#helper 1500\n"
 		 "ruby 43;main;Worker#work 8500\n"
 		 "ruby 43;main;Worker#work;Worker#helper 1500\n");
+	trc_export_free(e);
+
+	e = start_split(TRC_FORMAT_COLLAPSED, true, TRC_SPLIT_PROCESS);
+	play_basic(e, 43);
+	play_basic(e, PID);
+	test_str("collapsed --split process", finish(e),
+		 "ruby 42;Worker#work 8500\n"
+		 "ruby 42;Worker#work;Worker#helper 1500\n"
+		 "ruby 43;Worker#work 8500\n"
+		 "ruby 43;Worker#work;Worker#helper 1500\n");
 	trc_export_free(e);
 }
 
@@ -397,8 +579,8 @@ test_repair(void)
 	play_broken(e);
 	/* work: 5 us - 4 in helper, then 2 - 1: 2 us; helper: 4 + 1. */
 	test_str("collapsed: repaired calls count", finish(e),
-		 "main;Worker#work 2000\n"
-		 "main;Worker#work;Worker#helper 5000\n");
+		 "Worker#work 2000\n"
+		 "Worker#work;Worker#helper 5000\n");
 	trc_export_free(e);
 }
 
@@ -434,8 +616,8 @@ test_slow(void)
 	e = start(TRC_FORMAT_COLLAPSED, false);
 	play_slow(e);
 	test_str("collapsed: slow calls nested", finish(e),
-		 "main;Worker#work 4000\n"
-		 "main;Worker#work;Worker#helper 1000\n");
+		 "Worker#work 4000\n"
+		 "Worker#work;Worker#helper 1000\n");
 	trc_export_free(e);
 
 	e = start(TRC_FORMAT_CHROME, false);
@@ -462,7 +644,7 @@ test_slow(void)
 static void
 test_odd_names(void)
 {
-	struct trc_export *e = start(TRC_FORMAT_COLLAPSED, false);
+	struct trc_export *e = start_split(TRC_FORMAT_COLLAPSED, false, TRC_SPLIT_THREAD);
 	struct trc_sink k = trc_export_sink(e, PID);
 
 	method(&k, 0, "a;b\nc", 1);
@@ -632,6 +814,7 @@ static void
 test_gc(void)
 {
 	struct trc_export *e = start(TRC_FORMAT_CHROME, false);
+	const char *s;
 
 	play_gc(e);
 	test_str("chrome: collections on a GC track", finish(e),
@@ -661,7 +844,21 @@ test_gc(void)
 	trc_export_free(e);
 	e = start(TRC_FORMAT_COLLAPSED, false);
 	play_gc(e);
-	test_str("collapsed: no collections", finish(e), "main;Worker#work 2000\n");
+	test_str("collapsed: no collections", finish(e), "Worker#work 2000\n");
+	trc_export_free(e);
+
+	e = start(TRC_FORMAT_FLAMEGRAPH, false);
+	play_gc(e);
+	s = finish(e);
+	/* work: 2 us, 0.7 of them stopped by a minor collection; a major one outside any call. */
+	test_cond("flamegraph: the whole", strstr(s, "data-x=\"0\" data-v=\"2700\" data-k=\"6\"><title>all\n") != NULL);
+	test_cond("flamegraph: a collection outside calls at the top", strstr(s,
+		  "data-x=\"0\" data-v=\"700\" data-k=\"4\"><title>GC major\n") != NULL);
+	test_cond("flamegraph: the call, its collection taken from its own time", strstr(s,
+		  "data-x=\"700\" data-v=\"2000\" data-k=\"6\"><title>Worker#work\napp.rb:7\n"
+		  "2.00 \xc2\xb5s (74.07% of all), self 1.30 \xc2\xb5s</title>") != NULL);
+	test_cond("flamegraph: the collection inside", strstr(s,
+		  "data-x=\"700\" data-v=\"700\" data-k=\"4\"><title>GC minor\n") != NULL);
 	trc_export_free(e);
 }
 
@@ -700,8 +897,9 @@ test_marks(void)
 	test_str("chrome: marks are instant events", finish(e),
 		 "{\"traceEvents\":[\n"
 		 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":42,\"args\":{\"name\":\"ruby 42\"}},\n"
-		 "{\"name\":\"THREAD BEGIN #<Thread:0x1 a.rb:2 run>\",\"cat\":\"ruby\",\"ph\":\"i\",\"s\":\"p\","
-		 "\"pid\":42,\"ts\":0.000},\n"
+		 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":42,\"tid\":999998,\"args\":{\"name\":\"threads\"}},\n"
+		 "{\"name\":\"THREAD BEGIN #<Thread:0x1 a.rb:2 run>\",\"cat\":\"ruby\",\"ph\":\"i\",\"s\":\"t\","
+		 "\"pid\":42,\"tid\":999998,\"ts\":0.000},\n"
 		 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":42,\"tid\":1,\"args\":{\"name\":\"job\"}},\n"
 		 "{\"name\":\"Worker#work\",\"cat\":\"ruby\",\"ph\":\"X\",\"pid\":42,\"tid\":1,"
 		 "\"ts\":1.000,\"dur\":2.000},\n"
@@ -723,7 +921,7 @@ test_marks(void)
 	trc_export_free(e);
 	e = start(TRC_FORMAT_COLLAPSED, false);
 	play_marks(e);
-	test_str("collapsed: no marks", finish(e), "job;Worker#work 2000\n");
+	test_str("collapsed: no marks", finish(e), "Worker#work 2000\n");
 	trc_export_free(e);
 }
 
@@ -756,6 +954,8 @@ test_export(void)
 	test_pprof_export();
 	test_speedscope();
 	test_collapsed();
+	test_collapsed_merge();
+	test_speedscope_spill();
 	test_collapsed_pids();
 	test_jsonl();
 	test_repair();

@@ -50,6 +50,7 @@ static const struct suite {
 	{ "elfobj", test_elfobj },
 	{ "escape", test_escape },
 	{ "export", test_export },
+	{ "flame", test_flame },
 	{ "freeze", test_freeze },
 	{ "http", test_http },
 	{ "metrics", test_metrics },

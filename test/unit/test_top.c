@@ -788,6 +788,111 @@ test_one_long_label(void)
 	trc_top_free(t);
 }
 
+static struct trc_top_path
+P(uint32_t id, uint32_t parent, const char *file, const char *label, uint64_t self)
+{
+	return (struct trc_top_path){ id, parent, { file, (uint32_t)strlen(file) }, 3,
+				      { label, (uint32_t)strlen(label) }, 1, self };
+}
+
+static void
+feed_paths(struct trc_top *t, pid_t pid, const struct trc_top_path *paths, size_t n)
+{
+	struct trc_message m = { .type = TRC_MSG_TOP };
+
+	m.top.paths = paths;
+	m.top.npaths = n;
+	trc_top_feed(t, pid, &m);
+}
+
+/* The value of the frame whose title starts with name in doc, or -1. */
+static long long
+flame_value(const char *doc, const char *name, int nth)
+{
+	char key[128];
+	const char *t = doc, *g;
+
+	snprintf(key, sizeof(key), "<title>%s\n", name);
+	for (int i = 0; i <= nth; i++)
+		if ((t = strstr(i ? t + 1 : t, key)) == NULL)
+			return -1;
+	for (g = t; g > doc && strncmp(g, "<g class=", 9) != 0; g--)
+		;
+	g = strstr(g, "data-v=\"");
+	return atoll(g + 8);
+}
+
+static char *
+flame_of(const struct trc_top *t, bool by_process)
+{
+	const char *dirs[] = { "/srv/app" };
+	struct trc_flame_scope scope = { dirs, 1 };
+	struct trc_flame *f = trc_flame_new("ns");
+	struct trc_flame_opts o = { TRC_FLAME_SVG, "t", NULL, 0 };
+	struct trc_output out;
+	char *doc;
+
+	trc_top_paths_flame(trc_top_paths(t), f, by_process, &scope);
+	trc_output_init(&out, -1, -1);
+	trc_flame_write(f, &o, &out);
+	trc_buf_addc(&out.out, '\0');
+	doc = strdup(out.out.data);
+	trc_output_release(&out);
+	trc_flame_free(f);
+	return doc;
+}
+
+static void
+test_paths(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_TIME, two_pids, 2);
+	const struct trc_top_path first[] = {
+		P(1, 0, "/srv/app/a.rb", "A#run", 100),
+		P(2, 1, "/srv/app/b.rb", "B#step", 50),
+		P(3, 1, "", "Kernel#sleep", 700),
+	};
+	const struct trc_top_path later[] = {
+		P(4, 2, "/gems/x/lib/x.rb", "X#y", 10),
+		P(2, 1, "/srv/app/b.rb", "B#step", 25),
+	};
+	const struct trc_top_path bad[] = {
+		P(9, 0, "/a.rb", "gap", 1),             /* id 5 never came */
+		P(2, 0, "/a.rb", "B#step", 1),          /* another parent */
+		P(5, 8, "/a.rb", "orphan", 1),          /* its parent is not known */
+	};
+	const struct trc_top_path other[] = { P(1, 0, "/srv/app/a.rb", "A#run", 1000) };
+	char *doc;
+
+	test_note("--top time's paths: ids the agent's, figures summed, a flame graph");
+	trc_top_keep_paths(t);
+	feed_paths(t, 100, first, 3);
+	feed_paths(t, 100, later, 2);
+	feed_paths(t, 100, bad, 3);
+	feed_paths(t, 200, other, 1);
+	test_cond("malformed paths left out", trc_top_paths_bad(trc_top_paths(t)) == 3);
+	doc = flame_of(t, false);
+	test_cond("all", flame_value(doc, "all", 0) == 1885);
+	test_cond("A#run of both processes, merged", flame_value(doc, "A#run", 0) == 1885);
+	test_cond("B#step summed over two tables, with X#y", flame_value(doc, "B#step", 0) == 85);
+	test_cond("a gem under it", flame_value(doc, "X#y", 0) == 10 && strstr(doc, "data-k=\"1\"><title>X#y") != NULL);
+	test_cond("waiting", strstr(doc, "data-k=\"5\"><title>Kernel#sleep") != NULL);
+	test_cond("the app's", strstr(doc, "data-k=\"0\"><title>A#run") != NULL);
+	test_cond("nothing of the bad ones", strstr(doc, "<title>orphan") == NULL && strstr(doc, "<title>gap") == NULL);
+	free(doc);
+	doc = flame_of(t, true);
+	test_cond("by process: a group each", flame_value(doc, "ruby 100", 0) == 885 &&
+		  flame_value(doc, "ruby 200", 0) == 1000);
+	test_cond("by process: A#run under each", flame_value(doc, "A#run", 1) >= 0);
+	free(doc);
+	trc_top_free(t);
+
+	test_note("a table that keeps no paths ignores them");
+	t = trc_top_new(TRC_TOP_TIME, two_pids, 2);
+	feed_paths(t, 100, first, 3);
+	test_cond("none kept", trc_top_paths(t) == NULL);
+	trc_top_free(t);
+}
+
 void
 test_top(void)
 {
@@ -812,4 +917,5 @@ test_top(void)
 	test_added_pids();
 	test_many_rows();
 	test_bytes_bound();
+	test_paths();
 }
