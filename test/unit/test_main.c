@@ -50,6 +50,7 @@ static const struct suite {
 	{ "escape", test_escape },
 	{ "export", test_export },
 	{ "freeze", test_freeze },
+	{ "hostile", test_hostile_outputs },
 	{ "http", test_http },
 	{ "metrics", test_metrics },
 	{ "opt", test_opt },
