@@ -833,12 +833,12 @@ parse_specs(const struct opts *o)
 static uid_t
 user_uid(const char *user)
 {
-	struct passwd *pw = getpwnam(user);
-	char *end;
+	struct passwd pw, *found = NULL;
+	char buf[4096], *end;
 	unsigned long v;
 
-	if (pw != NULL)
-		return pw->pw_uid;
+	if (getpwnam_r(user, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
+		return found->pw_uid;
 	errno = 0;
 	v = strtoul(user, &end, 10);
 	if (user[0] >= '0' && user[0] <= '9' && *end == '\0' && errno == 0 && v < (uid_t)-1)
