@@ -145,7 +145,8 @@ class MetricsTest < Minitest::Test
     t = app('hostile')
     c, port = serve(t)
     burst(t)
-    want = "ruby_method_calls_total{method=\"Burst#evil\\\"quote\\\\back\\nline\"," \
+    # The value is the name as the trace shows it (evil"quote\\back\nline), in the format's escapes.
+    want = "ruby_method_calls_total{method=\"Burst#evil\\\"quote\\\\\\\\back\\\\nline\"," \
            "file=\"#{APP}\",line=\"#{line_of('HOSTILE')}\"} 3\n"
     wait_until(message: "the hostile method's line") { scrape(port).include?(want) }
     out, st = Open3.capture2e('promtool', 'check', 'metrics', stdin_data: scrape(port))
