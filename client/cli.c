@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -56,6 +57,7 @@ struct opts {
 	bool split_given, min_share_given;
 	bool help, version, yes;
 	const char *sample_option;      /* --sample or --sample-time, whichever was given */
+	const char *ps_user;    /* --user: whose processes --ps looks at, and may load the agent into */
 };
 
 /* What an option makes tracer do (struct trc_opt's mode): an enum trc_mode, plus one. */
@@ -435,6 +437,9 @@ static const struct trc_opt options[] = {
 	{ .name = "ps", .type = TRC_OPT_STRING, .arg = TRC_ARG_REQUIRED, .flags = TRC_OPT_REGEX,
 	  .off = FIELD(run.ps_regex, const char *), .metavar = "REGEX",
 	  .help = "attach to your processes matching REGEX (below)" },
+	{ .name = "user", .type = TRC_OPT_STRING, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(ps_user, const char *), .metavar = "USER",
+	  .help = "--ps: USER's processes instead (as root: the agent loaded into them)" },
 	{ .name = "exec", .short_name = 'x', .type = TRC_OPT_LIST, .arg = TRC_ARG_REST,
 	  .off = FIELD(run.exec, struct trc_opt_list), .metavar = "CMD [ARG...]",
 	  .help = "start CMD, trace it from its first line (below); the rest is CMD's" },
@@ -688,9 +693,13 @@ static const char usage_text_after_modes[] =
 	"for gdb -p, until kill -CONT, when it exits.\n"
 	"\n"
 	"--ps REGEX attaches to every process of your user, tracer itself aside, whose\n"
-	"command line matches the extended REGEX and that loaded tracer_agent. Tracing\n"
-	"and --top look again every second (--top: every --interval) and attach to the\n"
-	"new ones, as workers are spawned and recycled; trace lines start with [PID].\n"
+	"command line matches the extended REGEX and that loaded tracer_agent or runs\n"
+	"Ruby (which gets the agent, as with -p; with --no-inject, not). As root, it\n"
+	"also attaches to other users' processes that loaded tracer_agent themselves,\n"
+	"and leaves those that did not alone, saying so: --user USER looks at USER's\n"
+	"processes only, and loads the agent into theirs. Tracing and --top look again\n"
+	"every second (--top: every --interval) and attach to the new ones, as workers\n"
+	"are spawned and recycled; trace lines start with [PID].\n"
 	"A process that exits, or that another client traces, is noted and the others\n"
 	"go on; --duration counts from when all found are traced (or given up), and\n"
 	"ends it for every one, those found later too.\n"
@@ -845,6 +854,8 @@ check_mode(struct opts *o, const struct trc_opt_state *st)
 		die(TRC_EXIT_USAGE, "no process given: use -p PID, --ps REGEX or --exec CMD");
 	if (r->wait > 0 && r->exec.n == 0)
 		die(TRC_EXIT_USAGE, "--wait goes with --exec");
+	if (o->ps_user != NULL && r->ps_regex == NULL)
+		die(TRC_EXIT_USAGE, "--user goes with --ps: it says whose processes --ps looks at");
 	if (st->mode == 0 && r->metrics != NULL)
 		die(TRC_EXIT_USAGE, "--metrics goes with --top");
 	if (st->mode == 0)
@@ -944,9 +955,42 @@ parse_specs(const struct opts *o)
 	return specs;
 }
 
+/* --user's uid: a user name, or a number. */
+static uid_t
+user_uid(const char *user)
+{
+	struct passwd pw, *found = NULL;
+	char buf[4096], *end;
+	unsigned long v;
+
+	if (getpwnam_r(user, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
+		return found->pw_uid;
+	errno = 0;
+	v = strtoul(user, &end, 10);
+	if (user[0] >= '0' && user[0] <= '9' && *end == '\0' && errno == 0 && v < (uid_t)-1)
+		return (uid_t)v;
+	die(TRC_EXIT_USAGE, "--user %s: no such user (a name from /etc/passwd, or a uid)", user);
+}
+
+/*
+ * As root, --ps leaves other users' processes without the agent alone: loading code into
+ * them is for --user to ask. Says so, with the pid of one, so that a run that finds fewer
+ * processes than the operator expected says why.
+ */
+static void
+note_left_alone(const struct trc_ps *ps)
+{
+	if (ps->left_alone == 0)
+		return;
+	fprintf(stderr, "tracer: --ps leaves alone %zu matching process%s of other users that never "
+		"loaded tracer_agent (%s %d): --user USER loads it into USER's\n", ps->left_alone,
+		ps->left_alone == 1 ? "" : "es", ps->left_alone == 1 ? "pid" : "the first:",
+		(int)ps->left_alone_pid);
+}
+
 /* --ps: adds the matching processes to the -p ones; ps then knows them. */
 static void
-find_ps(struct trc_run_opts *r, struct trc_ps *ps)
+find_ps(struct trc_run_opts *r, struct trc_ps *ps, const char *user)
 {
 	pid_t *found;
 	size_t n;
@@ -954,10 +998,12 @@ find_ps(struct trc_run_opts *r, struct trc_ps *ps)
 	r->npids_given = r->npids;
 	if (r->ps_regex == NULL)
 		return;
-	trc_ps_init(ps, r->ps_regex);   /* checked by the parser */
+	/* the regex was checked by the parser */
+	trc_ps_init(ps, r->ps_regex, user != NULL ? user_uid(user) : getuid(), user != NULL);
 	r->ps = ps;
 	if (trc_ps_scan(ps, &found, &n) < 0)
 		die(TRC_EXIT_ERROR, "cannot list the processes in /proc: %s", strerror(errno));
+	note_left_alone(ps);
 	if (n == 0)
 		die(TRC_EXIT_ERROR, "no process matches %s with tracer_agent loaded", r->ps_regex);
 	for (size_t i = 0; i < n; i++) {
@@ -1098,7 +1144,7 @@ main(int argc, char **argv)
 	warn_rest(&st);
 	o.run.specs = specs = parse_specs(&o);
 	o.run.nspecs = o.nspecs;
-	find_ps(&o.run, &ps);
+	find_ps(&o.run, &ps, o.ps_user);
 	check_targets(&o.run);
 	confirm_lasting_cost(&o, specs);
 	o.run.heapdump_path = heap = absolute_dump(o.run.heapdump_path);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "escape.h"
 #include "xmalloc.h"
 
 /*
@@ -205,6 +206,29 @@ rd_str(struct rd *r)
 	return s;
 }
 
+/*
+ * A name into *to: rd_str's, or, past TRC_NAME_MAX, its bounded copy in d->cut, which *to
+ * points into once the message is whole (finish(): d->cut may move as it grows until then).
+ */
+static void
+rd_name(struct rd *r, struct trc_decoder *d, struct trc_str *to)
+{
+	struct trc_decode_cut *c;
+
+	*to = rd_str(r);
+	if (to->len <= TRC_NAME_MAX)
+		return;
+	if (d->ncuts == d->cuts_cap) {
+		d->cuts_cap = d->cuts_cap ? d->cuts_cap * 2 : 16;
+		d->cuts = xreallocarray(d->cuts, d->cuts_cap, sizeof(*d->cuts));
+	}
+	c = &d->cuts[d->ncuts++];
+	c->s = to;
+	c->off = d->cut.len;
+	trc_name_bound(&d->cut, to->ptr, to->len);
+	to->len = (uint32_t)(d->cut.len - c->off);
+}
+
 /* An array header: its element count. */
 static uint32_t
 rd_array(struct rd *r)
@@ -301,22 +325,22 @@ dec_detached(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 }
 
 static void
-dec_top_row(struct rd *r, struct trc_top_row *row)
+dec_top_row(struct rd *r, struct trc_decoder *d, struct trc_top_row *row)
 {
 	if (rd_array(r) != 6) {
 		rd_fail(r, "TOP row is not a 6-element array");
 		return;
 	}
-	row->file = rd_str(r);
+	rd_name(r, d, &row->file);
 	row->line = rd_i32(r);
-	row->label = rd_str(r);
+	rd_name(r, d, &row->label);
 	row->count = rd_u64(r);
 	row->total_ns = rd_u64(r);
 	row->self_ns = rd_u64(r);
 }
 
 static void
-dec_top_path(struct rd *r, struct trc_top_path *p)
+dec_top_path(struct rd *r, struct trc_decoder *d, struct trc_top_path *p)
 {
 	if (rd_array(r) != 7) {
 		rd_fail(r, "TOP path is not a 7-element array");
@@ -324,9 +348,9 @@ dec_top_path(struct rd *r, struct trc_top_path *p)
 	}
 	p->id = rd_u32(r);
 	p->parent = rd_u32(r);
-	p->file = rd_str(r);
+	rd_name(r, d, &p->file);
 	p->line = rd_i32(r);
-	p->label = rd_str(r);
+	rd_name(r, d, &p->label);
 	p->count = rd_u64(r);
 	p->self_ns = rd_u64(r);
 	if (r->status == TRC_DECODE_OK && (p->id == 0 || p->id > TRC_TOP_MAX_PATHS || p->parent >= p->id))
@@ -348,7 +372,7 @@ dec_top_paths(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 		d->paths_cap = n;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		dec_top_path(r, &d->paths[i]);
+		dec_top_path(r, d, &d->paths[i]);
 	m->top.paths = d->paths;
 	m->top.npaths = n;
 }
@@ -375,7 +399,7 @@ dec_top(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 		d->rows_cap = n;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		dec_top_row(r, &d->rows[i]);
+		dec_top_row(r, d, &d->rows[i]);
 	m->top.rows = d->rows;
 	m->top.nrows = n;
 	dec_top_paths(r, m, d);
@@ -384,21 +408,19 @@ dec_top(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 static void
 dec_method(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 {
-	(void)d;
 	m->method.idx = rd_u32(r);
-	m->method.cls = rd_str(r);
+	rd_name(r, d, &m->method.cls);
 	m->method.sep = rd_str(r);
-	m->method.name = rd_str(r);
-	m->method.path = rd_str(r);
+	rd_name(r, d, &m->method.name);
+	rd_name(r, d, &m->method.path);
 	m->method.line = rd_i32(r);
 }
 
 static void
 dec_thread(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 {
-	(void)d;
 	m->thread.idx = rd_u32(r);
-	m->thread.name = rd_str(r);
+	rd_name(r, d, &m->thread.name);
 }
 
 static void
@@ -413,12 +435,11 @@ dec_call(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 static void
 dec_raise(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 {
-	(void)d;
 	m->raise.thread = rd_u32(r);
 	m->raise.ts = rd_u64(r);
-	m->raise.cls = rd_str(r);
+	rd_name(r, d, &m->raise.cls);
 	m->raise.message = rd_str(r);
-	m->raise.path = rd_str(r);
+	rd_name(r, d, &m->raise.path);
 	m->raise.line = rd_i32(r);
 }
 
@@ -500,8 +521,8 @@ dec_profile(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	for (uint32_t i = 0; f != NULL && i < m->profile.nframes && prof_elem(r, 5); i++) {
 		f[i].id = rd_u32(r);
 		f[i].kind = (uint8_t)rd_u32(r);
-		f[i].label = rd_str(r);
-		f[i].file = rd_str(r);
+		rd_name(r, d, &f[i].label);
+		rd_name(r, d, &f[i].file);
 		f[i].line = rd_i32(r);
 		if (f[i].kind > TRC_FRAME_KIND_LAST)
 			rd_fail(r, "PROFILE frame kind out of range");
@@ -509,12 +530,12 @@ dec_profile(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	th = prof_list(r, d, 1, &m->profile.nthreads, sizeof(*th), 3);
 	for (uint32_t i = 0; th != NULL && i < m->profile.nthreads && prof_elem(r, 2); i++) {
 		th[i].idx = rd_u32(r);
-		th[i].name = rd_str(r);
+		rd_name(r, d, &th[i].name);
 	}
 	tg = prof_list(r, d, 2, &m->profile.ntags, sizeof(*tg), 3);
 	for (uint32_t i = 0; tg != NULL && i < m->profile.ntags && prof_elem(r, 2); i++) {
 		tg[i].id = rd_u32(r);
-		tg[i].text = rd_str(r);
+		rd_name(r, d, &tg[i].text);
 	}
 	m->profile.elapsed_ns = rd_u64(r);
 	m->profile.samples = rd_u64(r);
@@ -628,6 +649,9 @@ trc_decoder_init(struct trc_decoder *d)
 		d->prof[i] = NULL;
 		d->prof_cap[i] = 0;
 	}
+	trc_buf_init(&d->cut);
+	d->cuts = NULL;
+	d->ncuts = d->cuts_cap = 0;
 	d->need = 0;
 	d->error[0] = '\0';
 }
@@ -639,6 +663,8 @@ trc_decoder_release(struct trc_decoder *d)
 	free(d->paths);
 	for (int i = 0; i < 6; i++)
 		free(d->prof[i]);
+	trc_buf_release(&d->cut);
+	free(d->cuts);
 	trc_decoder_init(d);
 }
 
@@ -646,8 +672,11 @@ trc_decoder_release(struct trc_decoder *d)
 static enum trc_decode_status
 finish(struct trc_decoder *d, struct rd *r, const char *name, size_t *used)
 {
-	if (r->status == TRC_DECODE_OK)
+	if (r->status == TRC_DECODE_OK) {
 		*used = (size_t)(r->p - r->start);
+		for (size_t i = 0; i < d->ncuts; i++)
+			d->cuts[i].s->ptr = d->cut.data + d->cuts[i].off;
+	}
 	else if (r->status == TRC_DECODE_MORE)
 		d->need = r->need;
 	else if (name != NULL)
@@ -765,6 +794,7 @@ trc_decode(struct trc_decoder *d, const void *buf, size_t len, struct trc_messag
 		return TRC_DECODE_ERROR;
 	}
 	m->type = type;
+	d->cut.len = d->ncuts = 0;
 	t->decode(&r, m, d);
 	return finish(d, &r, trc_msg_name(type), used);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "tracer_protocol.h"
 
 /* Limits that turn absurd lengths into protocol errors instead of allocations or waits: the
@@ -175,7 +176,14 @@ enum trc_decode_status {
 	TRC_DECODE_ERROR = -1,  /* not a valid message: error says why */
 };
 
-/* Decoder state: the TOP rows and paths, and PROFILE lists it reuses, and the last error. */
+/* A name of the last message that was cut (escape.h's TRC_NAME_MAX): where it is in the
+ * decoder's cut buffer, and the string of the message that points there. */
+struct trc_decode_cut {
+	struct trc_str *s;
+	size_t off;
+};
+
+/* Decoder state: the TOP rows and paths and PROFILE lists it reuses, the names it cut, and the last error. */
 struct trc_decoder {
 	struct trc_top_row *rows;
 	size_t rows_cap;
@@ -183,6 +191,9 @@ struct trc_decoder {
 	size_t paths_cap;
 	void *prof[6];          /* PROFILE's lists, in the message's order */
 	size_t prof_cap[6];
+	struct trc_buf cut;             /* the cut names of the last message */
+	struct trc_decode_cut *cuts;
+	size_t ncuts, cuts_cap;
 	size_t need;            /* after TRC_DECODE_MORE: total bytes the message needs, at least */
 	char error[96];         /* after TRC_DECODE_ERROR */
 };
@@ -193,8 +204,11 @@ void trc_decoder_release(struct trc_decoder *d);
 /*
  * Decodes the message at the start of buf[0..len). On TRC_DECODE_OK fills *m and sets *used
  * to its size; strings in *m point into buf and TOP rows into the decoder, both valid until
- * buf changes or the next call. Never reads past len, never allocates more than the bytes
- * present justify, whatever the input. Pure; any thread, one decoder per thread.
+ * buf changes or the next call. The names in it (a method's class, name and file, a thread's
+ * name, a TOP row's file and label, an exception's class and file) are bounded here, once for
+ * every output: one longer than TRC_NAME_MAX is cut as trc_name_bound() says, into the
+ * decoder. Never reads past len, never allocates more than the bytes present justify,
+ * whatever the input. Pure; any thread, one decoder per thread.
  */
 enum trc_decode_status trc_decode(struct trc_decoder *d, const void *buf, size_t len,
 				  struct trc_message *m, size_t *used);

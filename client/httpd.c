@@ -28,6 +28,7 @@ struct conn {
 	bool keep_alive;        /* the response being written leaves the connection open */
 	bool clean;             /* ...or, closing it, leaves nothing unread: no drain needed */
 	bool served;            /* a response went out: idle, it may make room (see on_accept()) */
+	uint64_t seq;           /* the order it was accepted in: the oldest gives way first */
 	ev_io io_w;
 	ev_timer timer_w;
 	char head[TRC_HTTP_MAX_HEAD];
@@ -46,6 +47,7 @@ struct trc_httpd {
 	void *ctx;
 	struct conn *conns[TRC_HTTPD_MAX_CONNS];
 	size_t nconns;
+	uint64_t accepted;      /* connections accepted so far */
 };
 
 int
@@ -331,6 +333,7 @@ add_conn(struct trc_httpd *d, int fd)
 
 	c->d = d;
 	c->fd = fd;
+	c->seq = d->accepted++;
 	trc_buf_init(&c->out);
 	ev_io_init(&c->io_w, on_conn_io, fd, EV_READ);
 	c->io_w.data = c;
@@ -342,14 +345,33 @@ add_conn(struct trc_httpd *d, int fd)
 	on_read(c);
 }
 
-/* A kept-alive connection waiting for its next request, which a new one may replace. */
-static struct conn *
-idle_conn(struct trc_httpd *d)
+/*
+ * How readily a connection gives way to a new one when all are taken: 0, it owes nothing (kept
+ * alive between requests, or draining after its last response); 1, it has not sent a whole
+ * request (an idle client, or a slow one); 2, its response is still going out (a client that
+ * does not read).
+ */
+static int
+rank(const struct conn *c)
 {
-	for (size_t i = 0; i < d->nconns; i++)
-		if (d->conns[i]->served && d->conns[i]->state == READING && d->conns[i]->n == 0)
-			return d->conns[i];
-	return NULL;
+	if (c->state == DRAINING || (c->state == READING && c->served && c->n == 0))
+		return 0;
+	return c->state == READING ? 1 : 2;
+}
+
+/* The connection a new one takes the place of: the lowest rank, the oldest of it. */
+static struct conn *
+victim(struct trc_httpd *d)
+{
+	struct conn *v = NULL;
+
+	for (size_t i = 0; i < d->nconns; i++) {
+		struct conn *c = d->conns[i];
+
+		if (v == NULL || rank(c) < rank(v) || (rank(c) == rank(v) && c->seq < v->seq))
+			v = c;
+	}
+	return v;
 }
 
 static void
@@ -365,27 +387,29 @@ on_pause_end(struct ev_loop *loop, ev_timer *w, int revents)
  * One pending connection taken. Not a loop until EAGAIN: the socket is watched level-triggered,
  * so a second one pending brings the loop straight back, and scrapes that come one at a time
  * (the usual case) spare the accept4 that would fail; measured at 1,000 new connections a
- * second, 5.8% of a core against 7.0% with the loop. Beyond the cap, an idle kept-alive
- * connection is closed to make room (its client reconnects, as HTTP lets a server close an
- * idle connection); with none, the new one is closed at once, unread. When accept fails for
- * want of descriptors (EMFILE, ENFILE, ENOBUFS), the connection stays pending and the socket
- * readable: accepting pauses a moment rather than spin the loop on it.
+ * second, 5.8% of a core against 7.0% with the loop.
+ *
+ * Beyond the cap, the new connection always gets in and an old one makes room (victim()):
+ * one that owes nothing, else the oldest that has not sent its request, else the oldest whose
+ * client is not reading. A scraper sends its request as it connects, so it is served long
+ * before 16 newer connections could push it out; closing the new one instead, or only ever
+ * an idle kept-alive one, let any local user hold every slot with connections that never send
+ * a byte, each until its 5 s deadline. (A kept-alive client reconnects, as HTTP lets a server
+ * close an idle connection.) When accept fails for want of descriptors (EMFILE, ENFILE,
+ * ENOBUFS), the connection stays pending and the socket readable: accepting pauses a moment
+ * rather than spin the loop on it.
  */
 static void
 on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct trc_httpd *d = w->data;
-	struct conn *idle;
 	int fd;
 
 	(void)revents;
 	if ((fd = accept4(d->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		if (d->nconns == TRC_HTTPD_MAX_CONNS && (idle = idle_conn(d)) != NULL)
-			conn_close(idle);
 		if (d->nconns == TRC_HTTPD_MAX_CONNS)
-			close(fd);
-		else
-			add_conn(d, fd);
+			conn_close(victim(d));
+		add_conn(d, fd);
 		return;
 	}
 	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {

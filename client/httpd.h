@@ -19,8 +19,10 @@
  * scrape interval, so that its scrapes reuse it. Idle, it also gives way to a new connection
  * when all are taken: it cannot hold the server. */
 #define TRC_HTTPD_IDLE_SECS 30.0
-/* Connections served at once; one beyond takes an idle kept-alive connection's place, or is
- * closed as it comes. */
+/* Connections served at once. One more takes the place of one that owes nothing (kept alive
+ * between requests, draining), else of the oldest that has not sent a whole request, else of
+ * the oldest whose response its client is not reading: connections that never send anything
+ * cannot keep a scraper out. */
 #define TRC_HTTPD_MAX_CONNS 16
 
 /*

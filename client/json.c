@@ -1,71 +1,12 @@
-/* json.c: JSON string escaping (with UTF-8 repair) and integer formatting for the client. */
+/* json.c: JSON strings (escape.h's JSON syntax) and exact numbers for the client. */
 #include "json.h"
 
-#include "utf8.h"
-
-static const char hex[] = "0123456789abcdef";
-
-static void
-put_escape(struct trc_buf *b, unsigned char c)
-{
-	static const char short_esc[32] = {
-		['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r',
-	};
-	char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-
-	if (c == '"' || c == '\\') {
-		trc_buf_addc(b, '\\');
-		trc_buf_addc(b, (char)c);
-	} else if (c < sizeof(short_esc) && short_esc[c]) {
-		trc_buf_addc(b, '\\');
-		trc_buf_addc(b, short_esc[c]);
-	} else {
-		trc_buf_add(b, u, sizeof(u));
-	}
-}
-
-/* The two bytes of a C1 control, 0xc2 then 0x80..0x9f, as \u0080..\u009f. */
-static void
-put_c1(struct trc_buf *b, unsigned char second)
-{
-	char u[6] = { '\\', 'u', '0', '0', hex[second >> 4], hex[second & 15] };
-
-	trc_buf_add(b, u, sizeof(u));
-}
+#include "escape.h"
 
 void
 trc_json_str_body(struct trc_buf *b, const char *p, size_t n)
 {
-	const unsigned char *s = (const unsigned char *)p;
-	size_t i = 0, run = 0, len, bad;
-
-	/* Plain bytes are copied in runs; only the rest goes one by one. */
-	while (i < n) {
-		unsigned char c = s[i];
-
-		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
-			i++;
-			continue;
-		}
-		trc_buf_add(b, s + run, i - run);
-		if (c < 0x80) {
-			put_escape(b, c);
-			i++;
-		} else if ((len = trc_utf8_seq(s + i, n - i, &bad)) > 0) {
-			/* U+0080..U+009F, the C1 controls: valid JSON either way, but a file shown
-			 * on a terminal must not drive it. */
-			if (trc_utf8_is_c1(s + i, len))
-				put_c1(b, s[i + 1]);
-			else
-				trc_buf_add(b, s + i, len);
-			i += len;
-		} else {
-			trc_buf_add(b, "\\ufffd", 6);
-			i += bad;
-		}
-		run = i;
-	}
-	trc_buf_add(b, s + run, n - run);
+	trc_escape_as(b, TRC_ESC_JSON, p, n);
 }
 
 void

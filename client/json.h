@@ -8,9 +8,10 @@
 #include "buf.h"
 
 /*
- * Appends p[0..n) as a quoted JSON string: quote, backslash and control characters escaped,
- * valid UTF-8 copied as it is, and each maximal ill-formed subsequence (Unicode's "best
- * practice", as WHATWG decoders do) replaced by \ufffd, so any bytes make valid JSON. Pure.
+ * Appends p[0..n) as a quoted JSON string, escaped as escape.h's TRC_ESC_JSON says: quote,
+ * backslash, controls and the code points a terminal acts on escaped, valid UTF-8 copied as
+ * it is, each maximal ill-formed subsequence replaced by \ufffd, so any bytes make valid
+ * JSON. Pure.
  */
 void trc_json_str(struct trc_buf *b, const char *p, size_t n);
 /* The same, as the body of a string (no quotes): for strings assembled from several parts. */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "top_rows.h"
-#include "utf8.h"
 
 #define NS_PER_SEC 1000000000u
 #define OTHER "(other)"
@@ -111,28 +111,7 @@ trc_metrics_negotiate(const char *accept)
 void
 trc_metrics_label_value(struct trc_buf *b, const char *p, size_t n)
 {
-	const unsigned char *u = (const unsigned char *)p;
-	size_t i = 0, len, bad;
-
-	while (i < n) {
-		if (u[i] < 0x80) {
-			if (u[i] == '\\')
-				trc_buf_adds(b, "\\\\");
-			else if (u[i] == '"')
-				trc_buf_adds(b, "\\\"");
-			else if (u[i] == '\n')
-				trc_buf_adds(b, "\\n");
-			else
-				trc_buf_addc(b, (char)u[i]);
-			i++;
-		} else if ((len = trc_utf8_seq(u + i, n - i, &bad)) > 0) {
-			trc_buf_add(b, u + i, len);
-			i += len;
-		} else {
-			trc_buf_adds(b, "\xef\xbf\xbd");       /* U+FFFD */
-			i += bad;
-		}
-	}
+	trc_escape_as(b, TRC_ESC_PROM, p, n);
 }
 
 /* A family's # HELP and # TYPE: OpenMetrics names the family, the text format the sample. */

@@ -30,9 +30,11 @@ const char *trc_metrics_content_type(enum trc_metrics_format format);
 enum trc_metrics_format trc_metrics_negotiate(const char *accept);
 
 /*
- * Appends p[0..n) to b as a label value's inside: backslash, double quote and line feed
- * escaped as the format says (\\, \", \n); every byte of an ill-formed UTF-8 sequence becomes
- * U+FFFD, so that what a target named cannot make the exposition invalid. Pure.
+ * Appends p[0..n) to b as a label value's inside (escape.h's TRC_ESC_PROM): the value is the
+ * text TRC_ESC_EXACT makes of the bytes (controls, NUL, unsafe code points and ill-formed
+ * bytes as \e, \x00, \xHH..., a backslash as \\), written in the format's escapes (\\, \",
+ * \n). So what a target named cannot make the exposition invalid, nor drive a terminal, and
+ * two names that differ, by a byte after a NUL or a byte that is no UTF-8, are two series. Pure.
  */
 void trc_metrics_label_value(struct trc_buf *b, const char *p, size_t n);
 

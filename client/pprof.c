@@ -5,12 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "intern.h"
 #include "pprof/profile.pb-c.h"
-#include "utf8.h"
 #include "xmalloc.h"
-
-#define REPLACEMENT "\xef\xbf\xbd"     /* U+FFFD */
 
 /* A label as the profile holds it: string table indices, or a number. */
 struct label {
@@ -52,28 +50,17 @@ vec_push(struct vec *a, size_t size)
 	return (char *)a->v + a->n++ * size;
 }
 
-/* s[0..n) as valid UTF-8 without NUL, cut to TRC_PPROF_MAX_STRING bytes, into p->clean. */
+/*
+ * s[0..n) as escape.h's EXACT text, into p->clean: valid UTF-8 (protobuf-c checks it, and
+ * pprof's readers decode the table so), no NUL (protobuf-c's strings end at one), nothing a
+ * terminal acts on (go tool pprof -top prints the names as they are), and two names that
+ * differ stay two functions. Their length was bounded where the client received them.
+ */
 static void
 clean(struct trc_pprof *p, const char *s, size_t n)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, len, bad;
-
 	p->clean.len = 0;
-	while (i < n) {
-		len = u[i] < 0x80 ? 1 : trc_utf8_seq(u + i, n - i, &bad);
-		if (len == 0 || u[i] == '\0') {
-			if (p->clean.len + 3 > TRC_PPROF_MAX_STRING)
-				break;
-			trc_buf_adds(&p->clean, REPLACEMENT);
-			i += len == 0 ? bad : 1;
-			continue;
-		}
-		if (p->clean.len + len > TRC_PPROF_MAX_STRING)
-			break;
-		trc_buf_add(&p->clean, s + i, len);
-		i += len;
-	}
+	trc_escape_as(&p->clean, TRC_ESC_EXACT, s, n);
 }
 
 static int64_t

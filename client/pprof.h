@@ -8,11 +8,11 @@
 #include "buf.h"
 
 /*
- * Names come from the targets, which may be hostile: each string is made valid UTF-8 (an
- * ill-formed sequence becomes U+FFFD, as does NUL, which protobuf-c's strings cannot hold:
- * pprof's readers decode the table as UTF-8) and cut to this many bytes, at a code point.
+ * Names come from the targets, which may be hostile: each string goes into the table as
+ * escape.h's EXACT text (controls, NUL, ill-formed bytes and the code points a terminal acts
+ * on as \e, \x00, \xHH...; a backslash as \\), valid UTF-8 that drives no terminal and keeps
+ * distinct names distinct.
  */
-#define TRC_PPROF_MAX_STRING 4096u
 #define TRC_PPROF_MAX_TYPES 4u
 
 /* What Sample.value[i] means: ("calls", "count"), ("wall", "nanoseconds")... */

@@ -25,27 +25,27 @@ entry_pid(const char *name)
 		       ? (pid_t)v : 0;
 }
 
+/* The real uid of pid, from /proc/PID/status; false when it cannot be read. */
 static bool
-owned(pid_t pid)
+real_uid(pid_t pid, uid_t *uid)
 {
 	char path[64], line[256];
-	bool mine = false;
+	bool found = false;
 	FILE *f;
 
-	if (geteuid() == 0)
-		return true;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if ((f = fopen(path, "re")) == NULL)
 		return false;
 	/* "Uid:\treal\teffective\tsaved\tfs" */
 	while (fgets(line, sizeof(line), f) != NULL) {
 		if (strncmp(line, "Uid:", 4) == 0) {
-			mine = strtoul(line + 4, NULL, 10) == getuid();
+			*uid = (uid_t)strtoul(line + 4, NULL, 10);
+			found = true;
 			break;
 		}
 	}
 	fclose(f);
-	return mine;
+	return found;
 }
 
 /* The command line with its NULs as spaces (and no trailing one), NUL-terminated in b. */
@@ -144,9 +144,42 @@ age(pid_t pid)
  */
 #define INJECT_MIN_AGE 2.0
 
+/* Whether pid may run Ruby without the agent yet, and be loaded into now (min_age above). */
+static bool
+injectable(pid_t pid, double min_age)
+{
+	return trc_inject_enabled() && trc_inject_candidate(pid) && (min_age <= 0 || age(pid) >= min_age);
+}
+
+/*
+ * Whether --ps takes pid (ps.h says which). Another user's process that could have been
+ * loaded into is counted in ps->left_alone instead.
+ */
+static bool
+takes(struct trc_ps *ps, pid_t pid, double min_age)
+{
+	uid_t uid;
+	bool mine;
+
+	if (!real_uid(pid, &uid))
+		return false;
+	mine = uid == ps->user;
+	if (!mine && (ps->only_user || geteuid() != 0))
+		return false;
+	if (!cmdline_matches(pid, &ps->re))
+		return false;
+	if (trc_proc_runtime(pid) == TRC_PROC_AGENT)
+		return true;
+	if (!injectable(pid, min_age))
+		return false;
+	if (!mine && ps->left_alone++ == 0)
+		ps->left_alone_pid = pid;
+	return mine;
+}
+
 /* Every matching process, ascending. 0 with *pids (the caller frees it), or -1 with errno. */
 static int
-find(const regex_t *re, double min_age, pid_t **pids, size_t *npids)
+find(struct trc_ps *ps, double min_age, pid_t **pids, size_t *npids)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -156,11 +189,10 @@ find(const regex_t *re, double min_age, pid_t **pids, size_t *npids)
 		return -1;
 	*pids = NULL;
 	*npids = 0;
+	ps->left_alone = 0;
 	while ((de = readdir(d)) != NULL) {
 		pid = entry_pid(de->d_name);
-		if (pid == 0 || pid == self || !owned(pid) || !cmdline_matches(pid, re) ||
-		    !(trc_proc_runtime(pid) == TRC_PROC_AGENT ||
-		      (trc_inject_enabled() && trc_inject_candidate(pid) && (min_age <= 0 || age(pid) >= min_age))))
+		if (pid == 0 || pid == self || !takes(ps, pid, min_age))
 			continue;
 		*pids = xreallocarray(*pids, *npids + 1, sizeof(**pids));
 		(*pids)[(*npids)++] = pid;
@@ -178,11 +210,15 @@ has_pid(const pid_t *pids, size_t n, pid_t pid)
 }
 
 int
-trc_ps_init(struct trc_ps *ps, const char *regex)
+trc_ps_init(struct trc_ps *ps, const char *regex, uid_t user, bool only_user)
 {
+	ps->user = user;
+	ps->only_user = only_user;
 	ps->known = NULL;
 	ps->nknown = 0;
 	ps->scans = 0;
+	ps->left_alone = 0;
+	ps->left_alone_pid = 0;
 	return regcomp(&ps->re, regex, REG_EXTENDED | REG_NOSUB);
 }
 
@@ -222,7 +258,7 @@ trc_ps_scan(struct trc_ps *ps, pid_t **fresh, size_t *nfresh)
 	pid_t *found;
 	size_t nfound;
 
-	if (find(&ps->re, ps->scans++ > 0 ? INJECT_MIN_AGE : 0, &found, &nfound) < 0)
+	if (find(ps, ps->scans++ > 0 ? INJECT_MIN_AGE : 0, &found, &nfound) < 0)
 		return -1;
 	*fresh = xcalloc(nfound ? nfound : 1, sizeof(**fresh));
 	*nfresh = 0;

@@ -1,4 +1,4 @@
-/* utf8.c: code point counts and cuts (a continuation byte starts no column), and well-formed sequences. */
+/* utf8.c: code point counts and cuts (a continuation byte starts no column), well-formed sequences, unsafe code points. */
 #include "utf8.h"
 
 #include <stdbool.h>
@@ -84,4 +84,30 @@ bool
 trc_utf8_is_c1(const unsigned char *p, size_t len)
 {
 	return len == 2 && p[0] == 0xc2 && p[1] <= 0x9f;
+}
+
+uint32_t
+trc_utf8_code_point(const unsigned char *p, size_t len)
+{
+	static const unsigned char lead_bits[] = { 0x7f, 0x7f, 0x1f, 0x0f, 0x07 };
+	uint32_t cp = p[0] & lead_bits[len < 5 ? len : 0];
+
+	for (size_t i = 1; i < len; i++)
+		cp = cp << 6 | (p[i] & 0x3f);
+	return cp;
+}
+
+bool
+trc_utf8_is_unsafe(const unsigned char *p, size_t len)
+{
+	uint32_t cp;
+
+	if (len == 2)
+		return trc_utf8_is_c1(p, len) || (p[0] == 0xd8 && p[1] == 0x9c);  /* U+061C */
+	/* The others are all U+2xxx: three bytes starting 0xe2 0x80 or 0xe2 0x81. */
+	if (len != 3 || p[0] != 0xe2 || (p[1] != 0x80 && p[1] != 0x81))
+		return false;
+	cp = trc_utf8_code_point(p, len);
+	return cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x2029) ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Display columns of s[0..len): one per code point (a fair guess for file and class names). Pure. */
 size_t trc_utf8_width(const char *s, size_t len);
@@ -20,5 +21,15 @@ size_t trc_utf8_tail(const char *s, size_t len, size_t w);
 size_t trc_utf8_seq(const unsigned char *p, size_t n, size_t *bad);
 /* Whether the well-formed sequence p[0..len) is a C1 control, U+0080 to U+009F. Pure. */
 bool trc_utf8_is_c1(const unsigned char *p, size_t len);
+/*
+ * Whether the well-formed sequence p[0..len) is a code point that makes a terminal or a viewer
+ * do something, or show text as other than it is: a C1 control; a bidirectional control
+ * (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069), which can make a name read
+ * as another ("Trojan Source"); a line or paragraph separator (U+2028, U+2029), which editors
+ * and JavaScript take for a line break. Pure.
+ */
+bool trc_utf8_is_unsafe(const unsigned char *p, size_t len);
+/* The code point of the well-formed sequence p[0..len). Pure. */
+uint32_t trc_utf8_code_point(const unsigned char *p, size_t len);
 
 #endif

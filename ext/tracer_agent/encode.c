@@ -255,9 +255,9 @@ define_method_now(msgpack_packer *pk, uint32_t idx)
 	msgpack_pack_array(pk, TRC_EV_METHOD_FIELDS);
 	msgpack_pack_uint8(pk, TRC_EV_METHOD);
 	msgpack_pack_uint32(pk, idx);
-	pack_cstr(pk, m->klass_name);
+	pack_str(pk, m->klass_name, m->klass_name_len);
 	pack_cstr(pk, sep);
-	pack_cstr(pk, m->name);
+	pack_str(pk, m->name, m->name_len);
 	pack_cstr(pk, m->path);
 	msgpack_pack_int(pk, m->line);
 }

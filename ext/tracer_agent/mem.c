@@ -47,6 +47,18 @@ trc_strndup(const char *s, size_t n)
 	return counted(strndup(s, n));
 }
 
+char *
+trc_memdup(const char *s, size_t n)
+{
+	char *p = trc_malloc(n + 1);    /* n: a Ruby string's length, far below SIZE_MAX */
+
+	if (p != NULL) {
+		memcpy(p, s, n);
+		p[n] = '\0';
+	}
+	return p;
+}
+
 void
 trc_mem_failed(void)
 {

@@ -16,6 +16,8 @@ void *trc_calloc(size_t count, size_t size);
 void *trc_realloc(void *p, size_t n);
 char *trc_strdup(const char *s);
 char *trc_strndup(const char *s, size_t n);
+/* The n bytes at s, NULs and all, and a NUL after them. */
+char *trc_memdup(const char *s, size_t n);
 /* Allocations that failed since the process started (TracerAgent.stats). */
 uint64_t trc_mem_failures(void);
 /* One more, made by a library on our behalf (msgpack-c's buffers). */

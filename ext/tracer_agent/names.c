@@ -137,21 +137,32 @@ trc_attached_object(VALUE klass)
 #endif
 }
 
+/* A copy of str's bytes (NUL included: a name may hold one), its length in *len. */
 static char *
-module_path(VALUE mod)
+str_copy(VALUE str, uint32_t *len)
+{
+	long n = RSTRING_LEN(str);
+
+	*len = n > 0 && (unsigned long)n < UINT32_MAX ? (uint32_t)n : 0;
+	return trc_memdup(RSTRING_PTR(str), *len);
+}
+
+static char *
+module_path(VALUE mod, uint32_t *len)
 {
 	VALUE name = rb_mod_name(mod);
 	if (NIL_P(name))
 		name = rb_class_path(mod);      /* "#<Class:0x...>" for anonymous ones */
-	return trc_strndup(RSTRING_PTR(name), (size_t)RSTRING_LEN(name));
+	return str_copy(name, len);
 }
 
 /* "Foo" with sep '.' for Foo's singleton class, "Foo" with '#' for Foo or an object's. */
 static char *
-class_name(VALUE klass, char *sep)
+class_name(VALUE klass, char *sep, uint32_t *len)
 {
 	if (klass == 0 || NIL_P(klass)) {
 		*sep = 0;
+		*len = 0;
 		return trc_strdup("");
 	}
 	if (RB_TYPE_P(klass, T_ICLASS))
@@ -166,14 +177,15 @@ class_name(VALUE klass, char *sep)
 			klass = rb_obj_class(obj);
 		}
 	}
-	return module_path(klass);
+	return module_path(klass, len);
 }
 
 VALUE
 trc_module_label(VALUE klass, char *sep)
 {
-	char *name = class_name(klass, sep);
-	VALUE label = rb_str_new_cstr(name ? name : "?");
+	uint32_t len;
+	char *name = class_name(klass, sep, &len);
+	VALUE label = name ? rb_str_new(name, len) : rb_str_new_cstr("?");
 
 	free(name);
 	return label;
@@ -183,17 +195,23 @@ uint32_t
 trc_method_intern(VALUE klass, ID mid, VALUE path, int line, int spec)
 {
 	struct trc_method m;
-	const char *name;
+	VALUE name;
 	uint32_t idx = index_find(&methods, klass, mid);
 
 	if (idx != UINT32_MAX)
 		return idx;
-	name = rb_id2name(mid);
+	name = rb_id2str(mid);
 	memset(&m, 0, sizeof(m));
 	m.klass = klass;
 	m.mid = mid;
-	m.klass_name = class_name(klass, &m.sep);
-	m.name = trc_strdup(name ? name : "(unknown)");
+	m.klass_name = class_name(klass, &m.sep, &m.klass_name_len);
+	/* By its length: define_method("a\0b") and ("a\0c") are two methods, not two "a". */
+	if (RB_TYPE_P(name, T_STRING)) {
+		m.name = str_copy(name, &m.name_len);
+	} else {
+		m.name = trc_strdup("(unknown)");
+		m.name_len = sizeof("(unknown)") - 1;
+	}
 	m.path = RB_TYPE_P(path, T_STRING) ? trc_strndup(RSTRING_PTR(path), (size_t)RSTRING_LEN(path)) : trc_strdup("");
 	m.line = line;
 	m.spec = (int8_t)(spec >= 0 ? spec : -1);

@@ -18,6 +18,7 @@ struct trc_method {
 	ID mid;                 /* key */
 	char *klass_name;       /* "" when unknown */
 	char *name;
+	uint32_t klass_name_len, name_len;      /* bytes: a name may hold a NUL */
 	char *path;             /* definition of a Ruby method; "" for C methods */
 	int line;
 	char sep;               /* '#', '.' or 0 (no class) */

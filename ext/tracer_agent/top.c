@@ -829,10 +829,10 @@ label_of(const struct row *r, struct trc_label *l, VALUE *keep)
 		m = trc_method_at((uint32_t)(r->what - 1));
 		if (m->sep == 0) {
 			l->a = m->name;
-			l->na = strlen(m->name);
+			l->na = m->name_len;
 		} else {
-			*l = (struct trc_label){ .a = m->klass_name, .na = strlen(m->klass_name), .sep = m->sep,
-				.b = m->name, .nb = strlen(m->name) };
+			*l = (struct trc_label){ .a = m->klass_name, .na = m->klass_name_len, .sep = m->sep,
+				.b = m->name, .nb = m->name_len };
 		}
 	} else if (modes[table.mode] & TRC_TOPM_THREAD) {
 		/* The name it has now: one given after the first table would be lost in the entry's. */

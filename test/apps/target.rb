@@ -671,9 +671,16 @@ when 'hostile'
   # What a hostile app, or a remote client whose bytes an exception message carries, can put in
   # front of the operator: names, messages, a thread name and an inspect with terminal
   # controls, C1 controls, invalid UTF-8, a newline that would start a line of its own, a NUL.
+  # And names that must stay apart and bounded: one that differs from a\0b after its NUL, a
+  # byte that is no UTF-8 and the U+FFFD that would replace it, bidi controls and a line
+  # separator, markup and quotes, two of a megabyte that differ in their middle.
+  mega = 'L' * (1 << 19)
+  others = ["a\0c", "bad\xff".b, "bad\uFFFD", "bidi\u202Eevil\u2066x\u2069\u200F", "ls\u2028x",
+            "<script>alert('x')</script>\"", "#{mega}M#{mega}", "#{mega}N#{mega}"].map(&:to_sym)
   hostile = Class.new do
     define_method("run\n[1] FORGED \e[31mred") { explode rescue nil }
     define_method("a\0b") { nil }
+    others.each { |name| define_method(name) { nil } }
     def explode = raise(ArgumentError, "bad \e]52;c;QQ==\a \u009b2J \xff".b + "\nnext \e[2J")
     def inspect = "#<Hostile \e]0;title\a \u009b>"
   end
@@ -684,6 +691,7 @@ when 'hostile'
   loop do
     h.public_send("run\n[1] FORGED \e[31mred")
     h.public_send("a\0b")
+    others.each { |name| h.public_send(name) }
     sleep 0.005
   end
 else

@@ -1,15 +1,17 @@
 /* fuzz_client_decode.c: libFuzzer target for what an agent sends the client (decode, replay, trace). */
-#include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "decode.h"
+#include "escape.h"
 #include "output.h"
 #include "profile.h"
 #include "spec.h"
 #include "trace.h"
+#include "utf8.h"
 
 /*
  * The input is a 2-byte header then the byte stream of one connection.
@@ -19,11 +21,11 @@
  * The stream goes through conn.c's loop: bytes arrive in reads, whole messages are decoded as
  * soon as they are buffered, and each goes to the call-tree printer, as session.c does while
  * tracing. Each trc_decode() sees an exactly-sized copy of the buffered bytes, so a read past
- * them is an ASan report, not a silent read of the next chunk.
+ * them is an ASan report, not a silent read of the next chunk. Names past TRC_NAME_MAX come
+ * out cut, and what the printer writes must be inert (escape.h) whatever came in.
  */
 
 static struct trc_spec specs[2];
-static int null_fd = -1;
 /* --top profile's store, which each PROFILE also goes through (one per input). */
 static struct trc_profile profile;
 
@@ -40,11 +42,32 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	const char *why;
 
 	(void)argc, (void)argv;
-	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	check(trc_spec_parse(&specs[0], "Foo::Bar#baz(self, @x, a.b)", &why) == 0);
 	check(trc_spec_parse(&specs[1], "qux", &why) == 0);
 	setenv("TZ", "UTC", 1);
 	return 0;
+}
+
+/* Valid UTF-8, no control but the newline, no code point a terminal acts on (utf8.h). */
+static bool
+is_inert(const char *p, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i = 0, len, bad;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			if ((s[i] < 0x20 && s[i] != '\n') || s[i] == 0x7f)
+				return false;
+			i++;
+			continue;
+		}
+		len = trc_utf8_seq(s + i, n - i, &bad);
+		if (len == 0 || trc_utf8_is_unsafe(s + i, len))
+			return false;
+		i += len;
+	}
+	return true;
 }
 
 /* Read sizes 1..4096, from a small deterministic generator. */
@@ -59,7 +82,7 @@ next_read(uint32_t *state)
 	return (*state % 8 == 0) ? 1 + *state % 4096 : 1 + *state % 64;
 }
 
-/* A decoded message must lie inside the bytes it was decoded from. */
+/* A decoded string must lie inside the bytes it was decoded from. */
 static void
 check_str(struct trc_str s, const uint8_t *buf, size_t used)
 {
@@ -68,8 +91,20 @@ check_str(struct trc_str s, const uint8_t *buf, size_t used)
 	check((const uint8_t *)s.ptr >= buf && (const uint8_t *)s.ptr + s.len <= buf + used);
 }
 
+/* A name: there too, or cut (escape.h's TRC_NAME_MAX) into the decoder's buffer. */
 static void
-check_message(const struct trc_message *m, const uint8_t *buf, size_t used)
+check_name(struct trc_str s, const struct trc_decoder *d, const uint8_t *buf, size_t used)
+{
+	if (s.len <= TRC_NAME_MAX) {
+		check_str(s, buf, used);
+		return;
+	}
+	check(s.len < TRC_NAME_MAX + 64 && s.ptr >= d->cut.data && s.ptr + s.len <= d->cut.data + d->cut.len);
+}
+
+static void
+check_message(const struct trc_message *m, const struct trc_decoder *d, const uint8_t *buf,
+	      size_t used)
 {
 	check(trc_msg_name(m->type) != NULL);
 	switch (m->type) {
@@ -79,35 +114,38 @@ check_message(const struct trc_message *m, const uint8_t *buf, size_t used)
 		break;
 	case TRC_MSG_TOP:
 		for (size_t i = 0; i < m->top.nrows; i++) {
-			check_str(m->top.rows[i].file, buf, used);
-			check_str(m->top.rows[i].label, buf, used);
+			check_name(m->top.rows[i].file, d, buf, used);
+			check_name(m->top.rows[i].label, d, buf, used);
 		}
 		for (size_t i = 0; i < m->top.npaths; i++) {
-			check_str(m->top.paths[i].file, buf, used);
-			check_str(m->top.paths[i].label, buf, used);
+			check_name(m->top.paths[i].file, d, buf, used);
+			check_name(m->top.paths[i].label, d, buf, used);
 			check(m->top.paths[i].parent < m->top.paths[i].id);
 		}
 		break;
 	case TRC_MSG_PROFILE:
 		for (size_t i = 0; i < m->profile.nframes; i++) {
-			check_str(m->profile.frames[i].label, buf, used);
-			check_str(m->profile.frames[i].file, buf, used);
+			check_name(m->profile.frames[i].label, d, buf, used);
+			check_name(m->profile.frames[i].file, d, buf, used);
 		}
 		for (size_t i = 0; i < m->profile.nthreads; i++)
-			check_str(m->profile.threads[i].name, buf, used);
+			check_name(m->profile.threads[i].name, d, buf, used);
 		for (size_t i = 0; i < m->profile.ntags; i++)
-			check_str(m->profile.tags[i].text, buf, used);
+			check_name(m->profile.tags[i].text, d, buf, used);
 		break;
 	case TRC_EV_METHOD:
-		check_str(m->method.cls, buf, used);
+		check_name(m->method.cls, d, buf, used);
 		check_str(m->method.sep, buf, used);
-		check_str(m->method.name, buf, used);
-		check_str(m->method.path, buf, used);
+		check_name(m->method.name, d, buf, used);
+		check_name(m->method.path, d, buf, used);
+		break;
+	case TRC_EV_THREAD:
+		check_name(m->thread.name, d, buf, used);
 		break;
 	case TRC_EV_RAISE:
-		check_str(m->raise.cls, buf, used);
+		check_name(m->raise.cls, d, buf, used);
 		check_str(m->raise.message, buf, used);
-		check_str(m->raise.path, buf, used);
+		check_name(m->raise.path, d, buf, used);
 		break;
 	}
 }
@@ -128,7 +166,7 @@ dispatch(struct trc_decoder *d, struct trc_trace *t, const uint8_t *stream, size
 		st = trc_decode(d, copy, len, &m, &used);
 		if (st == TRC_DECODE_OK) {
 			check(used > 0 && used <= len);
-			check_message(&m, copy, used);
+			check_message(&m, d, copy, used);
 			if (m.type == TRC_MSG_WELCOME)
 				trc_trace_set_clock(t, m.welcome.mono_ns, m.welcome.real_ns);
 			if (m.type == TRC_MSG_PROFILE) {
@@ -178,7 +216,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data += 2;
 	size -= 2;
 
-	trc_output_init(&out, null_fd, -1);
+	trc_output_init(&out, -1, -1);        /* kept, to be checked */
 	trc_decoder_init(&dec);
 	trc_profile_init(&profile, data[-2] & 64, true);
 	t = trc_trace_new(&out, &opts, specs, 2);
@@ -191,7 +229,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	trc_trace_free(t);
 	trc_profile_release(&profile);
-	trc_output_flush(&out);
+	/* What the trace printed, notes too: nothing a terminal acts on, whatever the agent sent. */
+	check(is_inert(out.out.data, out.out.len) && is_inert(out.err.data, out.err.len));
 	trc_output_release(&out);
 	trc_decoder_release(&dec);
 	return 0;

@@ -140,3 +140,19 @@ write(c, 'threads', "\x0a\x03".b + msgs(welcome, [67, 3, 1000], *methods, *threa
                                         [130, 1, 0, 1_000_000_100], [131, 1, 0, 1_000_000_200],
                                         [138, 1, 1_000_000_300, '#<Thread:0x7f00@worker-1 /app/w.rb:3 run>'],
                                         [138, 0, 1_000_000_400, ''], [69, 4, 0, 0]))
+# Names a hostile app gives: escapes, a C1 control, bidi controls, a byte that is no UTF-8, a
+# NUL, and names, a thread's and a file's past TRC_NAME_MAX, which the decoder cuts.
+long = ("\u202e\e[2J" + 'x' * 700).b + "\xff\u2066".b
+hostile = [[128, 0, "Evil\e]0;t\a", '#', "a\0b\u009b", "/app/\u202ex.rb", 1],
+           [128, 1, long, '.', long * 2, long, 2]]
+write(c, 'hostile', "\x02\x00".b + msgs(welcome, [67, 3, 1000], *hostile, [129, 0, long],
+                                        [130, 0, 0, 1_000_000_010], [130, 0, 1, 1_000_000_020],
+                                        [131, 0, 1, 1_000_000_030], [131, 0, 0, 1_000_000_040],
+                                        [70, 1_000_000_000, 2, 0, 0, 0, 0,
+                                         [[long, 1, long, 1, 0, 0], ['/app/a.rb', 2, "a\0b", 1, 0, 0]]],
+                                        [69, 4, 0, 0]))
+
+# ---- escape.c (fuzz_client_escape): the bytes of a name ----
+e = 'fuzz_client_escape'
+write(e, 'bidi', "evil\u202egpj.exe \u2066a\u2069 \u200f\u061c \u2028".b)
+write(e, 'long_name', ('a' * 300 + "\u202e\e[31m\xff\\x\"<'&>\0".b + 'b' * 300).b)

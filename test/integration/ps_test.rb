@@ -24,6 +24,57 @@ class PsTest < Minitest::Test
 
   def regex = "^cluster-worker-#{@tag}$"
 
+  TOP_APP = File.join(ROOT, 'test', 'apps', 'top_target.rb')
+  BARE = { 'RUBYOPT' => nil, 'TRACER_AGENT_INJECT' => nil }.freeze
+
+  # A process of user nobody whose command line ends with calls@TAG; with the agent or bare.
+  def nobodys(agent:)
+    env = { 'GO' => File.join(@dir, 'never') }.merge(agent ? {} : BARE)
+    target("calls@#{@tag}", script: TOP_APP, env: env, agent: agent, prefix: AS_NOBODY)
+  end
+
+  def agent_loaded?(pid) = File.read("/proc/#{pid}/maps").include?('/tracer_agent.so')
+
+  # Issue 43: as root, --ps loaded the agent into every user's matching Ruby that never loaded
+  # it. Root attaches to another user's process that loaded the agent itself, and leaves the
+  # others alone, saying so; --user USER names whose processes get the agent.
+  def test_as_root_ps_loads_the_agent_only_into_the_user_it_names
+    with = nobodys(agent: true)
+    bare = nobodys(agent: false)
+    regex = "top_target\\.rb calls@#{@tag}$"
+    out, err, status = tracer('--ps', regex, '-e', 'Process.pid')
+    assert status.success?, err
+    assert_equal "=> #{with.pid}\n", out, 'the one with the agent, alone'
+
+    assert_includes err, "tracer: --ps leaves alone 1 matching process of other users that never " \
+                         "loaded tracer_agent (pid #{bare.pid}): --user USER loads it into USER's\n"
+    refute agent_loaded?(bare.pid), 'the agent was loaded into a process of another user'
+
+    _, err, status = tracer('--ps', regex, '--user', 'nobody', '-e', 'Process.pid', '--no-inject')
+    assert status.success?, err
+    refute agent_loaded?(bare.pid), '--no-inject loads nothing'
+
+    out, err, status = tracer('--ps', regex, '--user', 'nobody', '-e', 'Process.uid')
+    assert status.success?, err
+    nobody = Etc.getpwnam('nobody').uid
+    assert_equal ["[#{bare.pid}] => #{nobody}", "[#{with.pid}] => #{nobody}"].sort, out.lines.map(&:chomp).sort
+    assert_match(/^\*\*\* \[#{bare.pid}\] loaded tracer_agent into process #{bare.pid} /, err)
+    assert agent_loaded?(bare.pid)
+
+    _, err, status = tracer('--ps', regex, '--user', 'root', '-e', '1')
+    assert_equal 1, status.exitstatus
+    assert_equal "tracer: no process matches #{regex} with tracer_agent loaded\n", err, '--user: no other user\'s'
+  end
+
+  def test_user_goes_with_ps_and_names_a_user
+    _, err, status = tracer('-p', Process.pid, '--user', 'nobody', '-e', '1')
+    assert_equal 2, status.exitstatus
+    assert_equal "tracer: --user goes with --ps: it says whose processes --ps looks at\n", err.lines.first
+    _, err, status = tracer('--ps', 'x', '--user', 'no-such-user-here', '-e', '1')
+    assert_equal 2, status.exitstatus
+    assert_equal "tracer: --user no-such-user-here: no such user (a name from /etc/passwd, or a uid)\n", err.lines.first
+  end
+
   # The pids of the workers the master has said it forked, in order.
   def workers(master) = master.out.scan(/^worker (\d+)$/).flatten.map(&:to_i)
 

@@ -52,6 +52,7 @@ void test_escape(void);
 void test_export(void);
 void test_flame(void);
 void test_freeze(void);
+void test_hostile_outputs(void);
 void test_http(void);
 void test_replay(void);
 void test_opt(void);

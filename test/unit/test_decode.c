@@ -4,6 +4,7 @@
 
 #include "decode.h"
 #include "encode.h"
+#include "escape.h"
 #include "test.h"
 
 static int
@@ -709,7 +710,7 @@ test_skip_calls(void)
 	trc_decoder_release(&d);
 }
 
-/* Strings of every header size, as str and bin. */
+/* Strings of every header size, as str and bin (an error's text: names are bounded, below). */
 static void
 test_string_widths(void)
 {
@@ -729,20 +730,140 @@ test_string_widths(void)
 
 			trc_buf_init(&b);
 			trc_pack_array(&b, 3);
-			trc_pack_uint(&b, TRC_EV_THREAD);
+			trc_pack_uint(&b, TRC_MSG_ERROR);
 			trc_pack_uint(&b, 1);
 			if (bin)
 				trc_pack_bin(&b, text, lens[i]);
 			else
 				trc_pack_str(&b, text, lens[i]);
 			ok &= decode_exact(&d, b.data, b.len, &m, &used, &copy) == TRC_DECODE_OK &&
-			      m.thread.name.len == lens[i] &&
-			      memcmp(m.thread.name.ptr, text, lens[i]) == 0;
+			      m.error.message.len == lens[i] &&
+			      memcmp(m.error.message.ptr, text, lens[i]) == 0;
 			free(copy);
 			trc_buf_release(&b);
 		}
 	}
 	test_cond("strings at every width boundary, str and bin", ok);
+	trc_decoder_release(&d);
+	free(text);
+}
+
+/* A TOP message of two rows: a long file and label, then short ones. */
+static void
+build_top_long(struct trc_buf *b, const char *text, size_t len)
+{
+	trc_pack_array(b, TRC_MSG_TOP_FIELDS);
+	trc_pack_uint(b, TRC_MSG_TOP);
+	for (int i = 0; i < 6; i++)
+		trc_pack_uint(b, 0);
+	trc_pack_array(b, 2);
+	for (int i = 0; i < 2; i++) {
+		trc_pack_array(b, 6);
+		trc_pack_str(b, text, i == 0 ? len : 4);
+		trc_pack_int(b, 1);
+		trc_pack_bin(b, text, i == 0 ? len - 1 : 3);
+		trc_pack_uint(b, 1);
+		trc_pack_uint(b, 0);
+		trc_pack_uint(b, 0);
+	}
+	/* a call path named alike (--top time --format flamegraph) */
+	trc_pack_array(b, 1);
+	trc_pack_array(b, 7);
+	trc_pack_uint(b, 1);
+	trc_pack_uint(b, 0);
+	trc_pack_str(b, text, len);
+	trc_pack_int(b, 1);
+	trc_pack_bin(b, text, len - 1);
+	trc_pack_uint(b, 1);
+	trc_pack_uint(b, 0);
+}
+
+/* Whether s is text[0..len) bounded as escape.h says. */
+static int
+is_bounded(struct trc_str s, const char *text, size_t len)
+{
+	struct trc_buf want;
+	int ok;
+
+	trc_buf_init(&want);
+	trc_name_bound(&want, text, len);
+	ok = s.len == want.len && memcmp(s.ptr, want.data, want.len) == 0;
+	trc_buf_release(&want);
+	return ok;
+}
+
+/* Names past TRC_NAME_MAX arrive cut, once, for every output; the other strings whole. */
+static void
+test_names_bounded(void)
+{
+	enum { LEN = 1 << 20 };
+	char *text = malloc(LEN), *copy;
+	struct trc_decoder d;
+	struct trc_message m;
+	struct trc_buf b;
+	size_t used;
+
+	memset(text, 'n', LEN);
+	text[LEN / 2] = 'm';
+	trc_decoder_init(&d);
+	trc_buf_init(&b);
+	test_note("a method, a thread, TOP rows named with a megabyte");
+	trc_pack_array(&b, TRC_EV_METHOD_FIELDS);
+	trc_pack_uint(&b, TRC_EV_METHOD);
+	trc_pack_uint(&b, 3);
+	trc_pack_str(&b, text, TRC_NAME_MAX + 1);
+	trc_pack_cstr(&b, "#");
+	trc_pack_bin(&b, text, LEN);
+	trc_pack_str(&b, text, TRC_NAME_MAX);
+	trc_pack_int(&b, 7);
+	test_cond("METHOD decodes", decode_exact(&d, b.data, b.len, &m, &used, &copy) == TRC_DECODE_OK &&
+		  used == b.len);
+	test_cond("a class one byte too long: cut", is_bounded(m.method.cls, text, TRC_NAME_MAX + 1) &&
+		  m.method.cls.len > TRC_NAME_MAX);
+	test_cond("a megabyte name: cut, in the decoder", is_bounded(m.method.name, text, LEN) &&
+		  m.method.name.len < TRC_NAME_MAX + 64 &&
+		  (m.method.name.ptr < copy || m.method.name.ptr >= copy + b.len));
+	test_cond("a file of TRC_NAME_MAX bytes: whole, in place",
+		  m.method.path.len == TRC_NAME_MAX && m.method.path.ptr >= copy &&
+		  m.method.path.ptr < copy + b.len);
+	test_cond("the rest as it was", m.method.idx == 3 && m.method.line == 7 &&
+		  m.method.sep.len == 1 && m.method.sep.ptr[0] == '#');
+	free(copy);
+
+	b.len = 0;
+	trc_pack_array(&b, TRC_EV_THREAD_FIELDS);
+	trc_pack_uint(&b, TRC_EV_THREAD);
+	trc_pack_uint(&b, 1);
+	trc_pack_str(&b, text, LEN);
+	test_cond("a thread: cut", decode_exact(&d, b.data, b.len, &m, &used, &copy) == TRC_DECODE_OK &&
+		  is_bounded(m.thread.name, text, LEN));
+	free(copy);
+
+	b.len = 0;
+	build_top_long(&b, text, LEN);
+	test_cond("TOP rows: long file and label cut, short ones kept",
+		  decode_exact(&d, b.data, b.len, &m, &used, &copy) == TRC_DECODE_OK && m.top.nrows == 2 &&
+		  is_bounded(m.top.rows[0].file, text, LEN) &&
+		  is_bounded(m.top.rows[0].label, text, LEN - 1) &&
+		  m.top.rows[1].file.len == 4 && m.top.rows[1].label.len == 3 && m.top.npaths == 1 &&
+		  is_bounded(m.top.paths[0].file, text, LEN) && is_bounded(m.top.paths[0].label, text, LEN - 1));
+	free(copy);
+
+	b.len = 0;
+	trc_pack_array(&b, TRC_EV_RAISE_FIELDS);
+	trc_pack_uint(&b, TRC_EV_RAISE);
+	trc_pack_uint(&b, 0);
+	trc_pack_uint(&b, 5);
+	trc_pack_str(&b, text, LEN);
+	trc_pack_str(&b, text, 70000);
+	trc_pack_str(&b, text, LEN);
+	trc_pack_int(&b, 2);
+	test_cond("RAISE: class and file cut, the message not (the agent bounds it)",
+		  decode_exact(&d, b.data, b.len, &m, &used, &copy) == TRC_DECODE_OK &&
+		  is_bounded(m.raise.cls, text, LEN) && is_bounded(m.raise.path, text, LEN) &&
+		  m.raise.message.len == 70000);
+	free(copy);
+	trc_buf_release(&b);
 	trc_decoder_release(&d);
 	free(text);
 }
@@ -957,6 +1078,7 @@ test_decode(void)
 	test_integer_widths();
 	test_skip_calls();
 	test_string_widths();
+	test_names_bounded();
 	test_wrong_shapes();
 	test_mark_names();
 	test_huge_lengths();

@@ -708,8 +708,8 @@ test_json_escaping(void)
 {
 	test_str("plain", JSON("Worker#work"), "\"Worker#work\"");
 	test_str("empty", JSON(""), "\"\"");
-	test_str("quotes, backslash, controls", JSON("a\"b\\c\n\t\r\b\f\x01\x1f\x7f"),
-		 "\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f\x7f\"");
+	test_str("quotes, backslash, controls, DEL", JSON("a\"b\\c\n\t\r\b\f\x01\x1f\x7f"),
+		 "\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f\"");
 	test_str("NUL inside", JSON("a\0b"), "\"a\\u0000b\"");
 	test_str("C1 controls as \\u escapes, U+00A0 kept", JSON("\xc2\x80\xc2\x9b\xc2\xa0"),
 		 "\"\\u0080\\u009b\xc2\xa0\"");

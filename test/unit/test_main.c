@@ -52,6 +52,7 @@ static const struct suite {
 	{ "export", test_export },
 	{ "flame", test_flame },
 	{ "freeze", test_freeze },
+	{ "hostile", test_hostile_outputs },
 	{ "http", test_http },
 	{ "metrics", test_metrics },
 	{ "opt", test_opt },

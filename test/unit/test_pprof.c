@@ -69,39 +69,33 @@ out:
 	trc_pprof_free(p);
 }
 
-/* What a hostile target names things: the string table must stay valid UTF-8, bounded. */
+/* What a hostile target names things: the string table must stay valid UTF-8, inert, distinct. */
 static void
 test_strings(void)
 {
 	struct trc_pprof *p = trc_pprof_new(types, 1);
 	struct trc_buf b;
-	static const char bad[] = "A\xff\xc3(\0z\xe2\x82\xac";      /* 0xff, a cut C3, NUL, € */
-	char *big = malloc(TRC_PPROF_MAX_STRING + 100);
+	static const char bad[] = "A\xff\xc3(\0z\xe2\x82\xac\x1b]0;t\a\\";  /* 0xff, a cut C3, NUL, €, OSC, \ */
+	static const char replaced[] = "A\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbdz";
 	int64_t one = 1;
 	uint64_t locs[2];
 	Perftools__Profiles__Profile *pr;
 
-	test_note("names made valid UTF-8 and cut");
+	test_note("names as escape.h's EXACT text: valid UTF-8, inert, two names two functions");
 	trc_buf_init(&b);
-	memset(big, 'x', TRC_PPROF_MAX_STRING + 100);
-	big[TRC_PPROF_MAX_STRING - 1] = '\xc3';        /* a 2-byte sequence across the cut */
-	big[TRC_PPROF_MAX_STRING] = '\xa9';
 	locs[0] = trc_pprof_location(p, bad, sizeof(bad) - 1, "", 0, 0);
-	locs[1] = trc_pprof_location(p, big, TRC_PPROF_MAX_STRING + 100, "", 0, 0);
+	locs[1] = trc_pprof_location(p, replaced, sizeof(replaced) - 1, "", 0, 0);
 	trc_pprof_sample(p, locs, 2, &one, NULL, 0);
 	pr = unpack(p, &b);
 	test_cond("unpacks (protobuf-c checks UTF-8 too)", pr != NULL);
 	if (pr != NULL) {
-		const char *name = pr->string_table[pr->function[0]->name];
-		const char *cut = pr->string_table[pr->function[1]->name];
-
-		test_str("bad bytes and NUL become U+FFFD",
-			 name, "A\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbdz\xe2\x82\xac");
-		test_cond("cut at a code point, within the cap",
-			  strlen(cut) == TRC_PPROF_MAX_STRING - 1 && cut[TRC_PPROF_MAX_STRING - 2] == 'x');
+		test_str("bad bytes, NUL, escapes and backslash as escapes",
+			 pr->string_table[pr->function[0]->name],
+			 "A\\xff\\xc3(\\x00z\xe2\x82\xac\\e]0;t\\a\\\\");
+		test_str("U+FFFD, which they once became, a name of its own",
+			 pr->string_table[pr->function[1]->name], replaced);
 		perftools__profiles__profile__free_unpacked(pr, NULL);
 	}
-	free(big);
 	trc_buf_release(&b);
 	trc_pprof_free(p);
 }

@@ -505,7 +505,7 @@ test_json_escaping(void)
 	test_str("JSON escapes", s,
 		 "{\"mode\":\"objects\",\"pids\":[100,200],\"elapsed\":12.200,\"events\":10,"
 		 "\"events_per_sec\":45678.0,\"lost\":0,\"filter\":[\"/p\\\"\"],\"all\":false,"
-		 "\"rows\":[{\"file\":\"/a \\\"q\\\" \\\\b\\n\\t\\u0001\x7f.rb\",\"line\":1,"
+		 "\"rows\":[{\"file\":\"/a \\\"q\\\" \\\\b\\n\\t\\u0001\\u007f.rb\",\"line\":1,"
 		 "\"object\":\"Caf\xc3\xa9\",\"count\":4,\"pids\":2},"
 		 "{\"file\":\"/bad\\ufffd\\ufffd(\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80.rb\",\"line\":2,"
 		 "\"object\":\"X\",\"count\":1,\"pids\":1}]}\n");
@@ -519,7 +519,7 @@ test_json_escaping(void)
 
 /* Bytes that need escaping or repair, and how every JSON the client writes shows them. */
 #define ODD_LABEL "A\x01\x1b\n\t\"\\\x7f \xe2\x82x \xc0\xaf \xed\xa0\x80 \xc3\xa9 \xf0\x9f\x98"
-#define ODD_JSON "\"A\\u0001\\u001b\\n\\t\\\"\\\\\x7f \\ufffdx \\ufffd\\ufffd " \
+#define ODD_JSON "\"A\\u0001\\u001b\\n\\t\\\"\\\\\\u007f \\ufffdx \\ufffd\\ufffd " \
 		 "\\ufffd\\ufffd\\ufffd \xc3\xa9 \\ufffd\""
 
 /* The "method" of the jsonl exporter's first line for a method named label (NUL-terminated;
