@@ -21,6 +21,7 @@ def integration(log)
     message = message.reject { |l| l.start_with?('    ') && kind == 'Error' && !l.include?('/test/') }
     ["#{clip(name.sub(/:\s*\z/, ''))} (#{kind.downcase})", *message.first(LINES).map { |l| "    #{clip(l)}" }]
   end
+  found += log.lines.grep(/^  SKIPPED /).map { |l| ["#{clip(l.strip)} (skipped)"] }
   counts = log[/^\d+ runs, \d+ assertions, .*$/]
   [found, counts && "  #{counts}"]
 end
