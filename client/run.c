@@ -1104,8 +1104,6 @@ end_output(struct run *r)
 			failed = true;
 		}
 	}
-	if (cause != NULL)
-		failed = true;
 	if (failed && r->code < TRC_EXIT_ERROR)
 		r->code = TRC_EXIT_ERROR;
 }

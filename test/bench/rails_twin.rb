@@ -15,12 +15,14 @@
 #
 #   ruby -Ilib test/bench/rails_twin.rb     (make bench-ruby runs it after rails.rb)
 #
-# Phases: before (no session yet), then for each of --top calls, --top time and -f (B alone):
+# Phases: before (no session yet), then for each of --top calls, --top time, -f, --profile at 100
+# Hz and 1 kHz (CPU) and 100 Hz (wall), and stackprof in B at 100 Hz and 1 kHz (B alone):
 # attached, then after its detach; last, after BENCH_TWIN_MORE more sessions of those and -s. Also the
 # objects allocated per request (B's and A's), which no session should change.
 # Knobs: BENCH_TWIN_ROUNDS (rounds per phase, 16), BENCH_TWIN_REPEAT (times each page is asked
 # for per round, 3), BENCH_TWIN_MORE (the sessions before the last phase, 20; 97 makes it the
-# phase after 100). Progress goes to stderr, the table to stdout.
+# phase after 100), BENCH_TWIN_MODES (the phases' labels, comma-separated). Progress goes to
+# stderr, the table to stdout.
 require 'rbconfig'
 require 'tmpdir'
 require_relative '../../examples/redmine/measure'
@@ -34,11 +36,20 @@ module RailsTwin
   MORE_SESSIONS = Integer(ENV['BENCH_TWIN_MORE'] || 20)
   PAGES = %w[/projects/tracer-p01/issues /issues/5 /projects/tracer-p02 /projects /issues/150
              /projects/tracer-p03/wiki /projects/tracer-p05/activity].freeze
-  MODES = {
+  ALL_MODES = {
     '--top calls' => [%w[--top calls --interval 0.5 --json --rows 5], :top],
     '--top time' => [%w[--top time --interval 0.5 --json --rows 5], :top],
-    '-f -o FILE.zst' => [->(dir) { ['-f', '--filter', "#{RedmineLoad::APP_DIR}/", '-o', File.join(dir, 'trace.log.zst')] }, :trace]
+    '-f -o FILE.zst' => [->(dir) { ['-f', '--filter', "#{RedmineLoad::APP_DIR}/", '-o', File.join(dir, 'trace.log.zst')] }, :trace],
+    # The sampling profiler, and stackprof in the same worker at the same rates (started and
+    # stopped through tracer -e, so it costs the worker what it costs an app that runs it).
+    '--profile 100 Hz' => [%w[--profile --hz 100 --interval 1 --json --rows 5], :trace],
+    '--profile 1 kHz' => [%w[--profile --hz 1000 --interval 1 --json --rows 5], :trace],
+    '--profile wall 100' => [%w[--profile wall --hz 100 --interval 1 --json --rows 5], :trace],
+    'stackprof 100 Hz' => [10_000, :stackprof],
+    'stackprof 1 kHz' => [1000, :stackprof],
   }.freeze
+  # BENCH_TWIN_MODES: the labels to run, separated by commas (default: all).
+  MODES = ALL_MODES.slice(*(ENV['BENCH_TWIN_MODES']&.split(',')&.map(&:strip) || ALL_MODES.keys)).freeze
   MORE = [%w[--top calls], %w[--top time], ['-f', '--filter', "#{RedmineLoad::APP_DIR}/", '-o', :file],
           ['-s', '50', '--filter', "#{RedmineLoad::APP_DIR}/"]].freeze
   ROW = '%-18s %-30s %9s  %-24s %s'
@@ -166,7 +177,25 @@ module RailsTwin
     client
   end
 
+  # stackprof, cpu mode, every interval_us, started in the worker (outside the bundle: its
+  # paths given); the returned object stops it.
+  def self.stackprof(pid, interval_us)
+    paths = Gem::Specification.find_by_name('stackprof').full_require_paths
+    eval_in(pid, "$LOAD_PATH.unshift(*#{paths.inspect}); require 'stackprof'; " \
+                 "StackProf.start(mode: :cpu, interval: #{interval_us}, raw: false) && :started")
+    Struct.new(:pid) do
+      def stop = RailsTwin.eval_in(pid, 'StackProf.stop; StackProf.results && :started')
+    end.new(pid)
+  end
+
+  def self.eval_in(pid, code)
+    out, st = Open3.capture2e(TRACER, '-p', pid.to_s, '-e', code, '--timeout', '30')
+    raise "worker #{pid}: #{code}: #{out.inspect}" unless st.success? && out.include?(':started')
+  end
+
   def self.detach(client)
+    return client.stop unless client.respond_to?(:signal)
+
     client.signal('INT')
     st = client.finish(60)
     raise "tracer: exit #{st.exitstatus}:\n#{client.text(:err)}" unless st.success?
@@ -218,7 +247,7 @@ module RailsTwin
           Dir.mktmpdir('tracer-twin-trace') do |tdir|
             args = args.respond_to?(:call) ? args.(tdir) : args
             log "#{label}: attached"
-            client = attach(twin.b, args, kind)
+            client = kind == :stackprof ? stackprof(twin.b, args) : attach(twin.b, args, kind)
             fig = twin.phase
             detach(client)
             puts row(label, fig, base)

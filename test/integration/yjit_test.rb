@@ -30,6 +30,35 @@ class YjitTest < Minitest::Test
     end
   end
 
+  # YJIT's counts: [code thrown away, methods compiled] (nil without YJIT).
+  def yjit_counts(t)
+    out, err, status = tracer('-p', t.pid, '-e', 's = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? && ' \
+                                                 'RubyVM::YJIT.runtime_stats; s ? [s[:invalidation_count], s[:compiled_iseq_count]] : []')
+    assert status.success?, "#{out}#{err}"
+    counts = out.scan(/\d+/).map { |n| Integer(n) }
+    counts.empty? ? nil : counts
+  end
+
+  # The sampling profiler changes no method and turns no hook on: with YJIT, attaching it,
+  # sampling at 1 kHz and detaching throws no compiled code away and compiles nothing new (once
+  # the target's own code is all compiled: the counts hold still for a second first).
+  def test_profile_leaves_the_jit_code_alone
+    t = target('work')
+    before = nil
+    wait_until(message: 'YJIT\'s counts holding still for a second') do
+      a = yjit_counts(t)
+      sleep 1
+      before = yjit_counts(t)
+      a == before
+    end
+    assert_equal EXPECTED, !before.nil?, 'YJIT\'s counts are there when YJIT is on, and only then'
+    %w[cpu wall].each do |clock|
+      _, err, status = tracer('-p', t.pid, '--profile', clock, '--hz', '1000', '--duration', '1')
+      assert status.success?, "--profile #{clock}: #{err}"
+    end
+    assert_equal before, yjit_counts(t), '[invalidations, methods compiled] before and after two profiles'
+  end
+
   # make test-rubies' 4.0-box run: the targets, and the agent's evals, run with Ruby::Box on.
   def test_targets_run_in_a_box_as_the_suite_does
     t = target('work')
