@@ -105,7 +105,8 @@ bench-floor:
 
 # The benchmark on $(RUBY) alone, here. rbtrace and hyperfine come from Debian, whose
 # ruby-rbtrace loads only in the release's default Ruby: elsewhere the table says so.
-# Build output goes to stderr, leaving the table alone on stdout. Then the real Rails app's
+# Build output goes to stderr, leaving the table alone on stdout; then the profiler against a
+# workload whose split is known (test/bench/profile_split.rb, about a minute). Then the real Rails app's
 # rows (test/bench/rails.rb: Redmine, four workers under wrk, about 3 minutes more per Ruby
 # once set up; then test/bench/rails_twin.rb: one worker's CPU per request attached and after
 # detach against an untraced twin's, about 8 minutes; BENCH_RAILS=0 leaves both out).
@@ -113,6 +114,7 @@ bench-ruby:
 	@$(MAKE) -s all >&2
 	@[ "$$(readlink -f "$$(command -v ruby)")" != "$$(readlink -f "$$(command -v $(RUBY))")" ] || script/deps bench >&2
 	@$(RUBY) -Ilib test/bench/bench.rb
+	@$(RUBY) -Ilib test/bench/profile_split.rb
 	@[ "$(BENCH_RAILS)" = 0 ] || $(RUBY) -Ilib test/bench/rails.rb
 	@[ "$(BENCH_RAILS)" = 0 ] || $(RUBY) -Ilib test/bench/rails_twin.rb
 
