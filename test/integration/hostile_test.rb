@@ -132,7 +132,8 @@ class HostileTest < Minitest::Test
     stacks = text.lines.map { |l| l[/\A(.*) \d+\n\z/, 1] }
     assert_equal stacks.uniq.size, stacks.size, 'a line per stack'
     ['Hostile#a\x00b', 'Hostile#a\x00c', 'Hostile#bad\xff', "Hostile#bad\uFFFD"].each do |name|
-      assert(stacks.any? { |s| s.end_with?(";#{name}") }, "#{name}: a stack of its own")
+      # Threads merged (the default): a stack may be the method alone.
+      assert(stacks.any? { |s| s == name || s.end_with?(";#{name}") }, "#{name}: a stack of its own\n#{stacks.join("\n")}")
     end
   end
 
