@@ -200,6 +200,36 @@ class FlameTest < Minitest::Test
     assert_equal 0, work[:kind], 'the app: under the targets\' working directory'
   end
 
+  # --profile: the sampled stacks of every thread, wall-clock time; pseudo-frames in the colour
+  # of what they are (waiting for the GVL, blocked), C methods apart; --split thread puts each
+  # thread under a frame of its own.
+  def test_profile_flamegraph
+    t = target('all', script: File.join(ROOT, 'test', 'apps', 'profile_target.rb'))
+    merged = File.join(@dir, 'profile.svg')
+    split = File.join(@dir, 'threads.svg')
+    [[merged], [split, '--split', 'thread']].each do |file, *more|
+      _, err, status = tracer('-p', t.pid, '--profile', 'wall', '--format', 'flamegraph', '-o', file, '--duration', 2, *more)
+      assert status.success?, err
+    end
+    m = frames(merged)
+    names = m.map { |f| f[:name] }
+    %w[Object#fifty Object#thirty Object#twenty Object#contender_a].each { |n| assert_includes names, n }
+    assert_equal 0, m.find { |f| f[:name] == 'Object#fifty' }[:kind], 'the app'
+    blocked = m.find { |f| f[:name].start_with?('(blocked') } or flunk("no (blocked...): #{names.uniq}")
+    assert_equal 5, blocked[:kind], 'waiting'
+    if Gem::Version.new(RUBY_VERSION) >= Gem::Version.new('3.2')
+      gvl = m.find { |f| f[:name] == '(waiting for the GVL)' } or flunk("no GVL wait: #{names.uniq}")
+      assert_equal 5, gvl[:kind], 'waiting'
+    end
+    assert_empty m.select { |f| f[:kind] == 7 }.map { |f| f[:name] }, 'one tree for every thread: no thread\'s frame'
+    s = frames(split)
+    top = s.first[:y]
+    assert_equal ["ruby #{t.pid}"], s.select { |f| f[:y] == top + 17 }.map { |f| f[:name] }
+    threads = s.select { |f| f[:y] == top + 34 }.map { |f| f[:name] }
+    assert_operator threads.size, :>=, 4, "a frame per thread: #{threads}"
+    assert_match(/tracer --profile wall: process #{t.pid}/, File.read(merged))
+  end
+
   # Threads (and processes) are one picture by default; --split keeps them apart.
   def test_flamegraph_threads_merged_or_split
     a = target('threads')
