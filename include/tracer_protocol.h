@@ -190,6 +190,10 @@ enum trc_cmd {
  *   arrays         file:line of Array and Hash allocations, label ""
  *   strings        file:line of String allocations, label ""
  *   exceptions     file:line of the raise, label = exception class
+ *   threads        file "" line 0, label = the thread's name, count = turns on the GVL,
+ *                  total_ns = waiting for it, self_ns = holding it
+ *   profile        no rows: the agent sends TRC_MSG_PROFILE (below), from which the client
+ *                  makes them
  * TRC_MSG_TOP also carries the events seen in the interval and those lost (a full count table).
  *
  * Paths (time, with TRC_TOP_PATHS): the agent also counts each call path's calls and self time,

@@ -18,13 +18,15 @@
  * wrapper) holds the GVL: done in one go, the app served no request for as long. So the work
  * is cut into slices that end at a deadline, and the session's service asks for the next one
  * only after the app has had the GVL back for a while (session.c paces them). The methods -m
- * names are few and done at once; the app's own (-f, -s, --top calls and time) are found module
- * by module, then wrapped, in slices. Nothing reports before everything is in place: the
- * wrappers' generation goes live only then (trc_wrap_live, by the caller).
+ * names are few and done at once; the app's own (-f, -s, --top calls and time) are found, then
+ * wrapped, in slices: a walk of the heap lists the modules and keeps their method entries, and
+ * the entries in the app's files are checked (most here, the rest by wrap.rb); where the entries
+ * cannot be read, wrap.rb looks at each module instead. Nothing reports before everything is in
+ * place: the wrappers' generation goes live only then (trc_wrap_live, by the caller).
  */
 enum phase {
 	PHASE_IDLE,
-	PHASE_FIND,             /* looking at modules for the app's methods */
+	PHASE_FIND,             /* the heap walk, then its entries (or modules) for the app's methods */
 	PHASE_WRAP,             /* wrapping what was found */
 	PHASE_DONE,             /* in place */
 	PHASE_REMOVE,           /* taking it all away */
@@ -640,14 +642,15 @@ modules_add(VALUE mod)
  * a heap shared with the preloader; its first session's find cost more than all the rest of
  * the install. The heap walk that lists the modules also sees every method entry (an imemo of
  * Ruby's), whose owner, name and code Ruby's own rb_resolve_me_location reads without making
- * anything. So only the methods in the app's files go to wrap.rb, which checks each as it
- * always has (app_methods_among).
+ * anything. So only the methods in the app's files are candidates, and most of those are
+ * checked here (checked_in_c); the rest go to wrap.rb, which checks each as it always has
+ * (app_methods_among).
  *
  * An entry's head is the same from Ruby 2.3 to 3.4 (rb_method_entry_t in method.h), and so are
  * the imemo type and the first bits of its definition (the method's type) read here. Nothing
  * is read of any other entry before the walk has found wrap.rb's Probe's methods and Module's
- * own and read each as it must (entries_usable); when it has not, the find asks wrap.rb module
- * by module, as before.
+ * own and read each as it must (entries_usable); when it has not, the find asks wrap.rb about
+ * each module instead (find).
  */
 struct entry_view {
 	VALUE flags;

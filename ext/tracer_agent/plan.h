@@ -41,16 +41,18 @@ void trc_plan_begin(const struct trc_spec *specs, int nspecs, const struct trc_s
  */
 int trc_plan_step(uint64_t deadline);
 /*
- * What the plan is doing: TRC_STEP_FIND (modules looked at), TRC_STEP_WRAP (methods wrapped)
- * or TRC_STEP_REMOVE (wrappers taken away), with done out of total.
+ * What the plan is doing: TRC_STEP_FIND (method entries looked at, or modules where the find
+ * goes by modules), TRC_STEP_WRAP (methods wrapped) or TRC_STEP_REMOVE (wrappers taken away),
+ * with done out of total.
  */
 void trc_plan_progress(int *step, uint64_t *done, uint64_t *total);
 /* The longest a step of this session's plan held the GVL, in ns (TracerAgent.stats). */
 uint64_t trc_plan_longest_step(void);
-/* How many methods the plan has wrapped. */
-/* How the last find of the app's methods went: "entries" (the heap's method entries),
- * "modules" (wrap.rb, module by module), or NULL (none yet); *count, what it found. */
+/* How the last find of the app's methods went: "entries" (the heap's method entries, the
+ * way it goes), "modules" (wrap.rb asked about each module: the entries could not be read, or
+ * TRACER_AGENT_FIND=modules), or NULL (none yet); *count, what it found. */
 const char *trc_plan_found_by(long *count);
+/* How many methods the plan has wrapped. */
 uint32_t trc_plan_wrapped(void);
 /* GVL held. Ends the plan: trc_plan_step takes every wrapper away from now on. */
 void trc_plan_end(void);

@@ -72,7 +72,8 @@ void trc_reply_error(struct trc_session *s, int code, const char *fmt, ...) __at
  * caller owns it from now on and must close it.
  */
 int trc_session_take_fd(struct trc_session *s);
-/* The eventfd that wakes the I/O thread: a ring's writer may write it (ring.h). */
+/* The eventfd that wakes the I/O thread: the trace's hooks write it when a burst fills a
+ * quarter of the ring (trace.c's wake_consumer). */
 int trc_session_wake_fd(const struct trc_session *s);
 
 /*

@@ -30,7 +30,8 @@ static struct {
 } trace;
 
 /*
- * The I/O thread drains the ring every few milliseconds anyway; a burst that fills a quarter
+ * The I/O thread drains the ring every 50 ms while events flow, and every 100 ms after a quiet
+ * spell (EVENTS_MS, IDLE_MS in session.c: each wake-up costs CPU); a burst that fills a quarter
  * of it before then wakes it early. One compare per event: the check runs only when the write
  * position passes wake_at.
  */

@@ -2,7 +2,7 @@
  * cow_fault.c: what one copy-on-write fault costs on this machine, the fault a forked worker
  * takes the first time it writes to a page it still shares with the process it was forked
  * from. A first install in a Passenger or Puma worker takes thousands of them (docs/
- * performance.md, "A first install's page faults"), so their price sets much of its CPU.
+ * performance.md, "Where the time goes"), so their price sets much of its CPU.
  *
  *   cc -O2 -Wall -Wextra -pthread -o /tmp/cow_fault test/bench/cow_fault.c && /tmp/cow_fault
  *

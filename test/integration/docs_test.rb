@@ -67,12 +67,53 @@ class DocsTest < Minitest::Test
 
   # Each option the README's options table names is one of tracer's.
   def test_readme_options_are_the_clients
-    readme = File.read(File.join(ROOT, 'README.md'))
-    rows = readme.lines.grep(/\A\| `-/)
+    rows = readme_option_rows
     assert_operator rows.size, :>=, 20, 'no options table in README.md'
     named = rows.flat_map { |r| r.split(' | ').first.scan(/`(--?[\w-]+)/).flatten }
     known = help_options.flat_map { |long, short| [long, short].compact }
     assert_empty named - known, 'options in README.md that tracer --help does not have'
+  end
+
+  # The rows of the README's options table.
+  def readme_option_rows
+    File.read(File.join(ROOT, 'README.md')).lines.grep(/\A\| `-/)
+  end
+
+  # Every option and short form in the code spans of some text: `--rows N`, `-t`, `--split process|thread`.
+  def options_named(text)
+    text.scan(/`([^`]*)`/).flatten.flat_map { |code| code.scan(/(?<![\w-])--?[a-z][\w-]*/) }.to_set
+  end
+
+  # The modes of --help's table, which TRC_TOP_MODES makes (test_completion_of_top_modes_and_formats
+  # holds the two together).
+  def top_modes
+    help_section('Live tables (--top MODE), counted inside the processes:').scan(/^  ([\w-]+) /).flatten
+  end
+
+  # A user reads the README's options table for what tracer can do: each option of --help is in it
+  # (by its long or short form), as is each --top mode in the --top row; the Live tables section
+  # names each mode too.
+  def test_readme_names_every_option_and_top_mode
+    rows = readme_option_rows
+    named = options_named(rows.join)
+    missing = help_options.reject { |long, short| [long, short].compact.any? { |o| named.include?(o) } }
+    assert_empty missing.keys, "options of tracer --help that README.md's options table does not name"
+    top_row = rows.find { |r| r.start_with?('| `--top MODE`') } or flunk('no --top MODE row in README.md')
+    modes_in_row = top_row.split(' | ', 2).last.scan(/`([\w-]+)`/).flatten
+    assert_empty top_modes - modes_in_row, "--top modes README.md's --top row does not name"
+    readme = File.read(File.join(ROOT, 'README.md'))
+    section = readme[/^### Live tables\n(.*?)^##/m, 1] or flunk('no Live tables section in README.md')
+    modes_para = section[/^Modes: (.*?)\n\n/m, 1] or flunk('no "Modes:" paragraph in README.md')
+    assert_empty top_modes - modes_para.scan(/`([\w-]+)`/).flatten, "--top modes README.md's Live tables do not list"
+  end
+
+  # The man page's --top lists each mode as a tag of its own.
+  def test_man_page_names_every_top_mode
+    roff = File.read(MAN_PAGE)
+    list = roff[/^\.BI \\-\\-top " MODE"\n(.*?)^\.RE$/m, 1] or flunk('no --top MODE in tracer.1')
+    tags = list.scan(/^\.TP(?: \d+)?\n\.B (.*)$/).flatten.map { |t| t.gsub('\\-', '-') }
+    assert_operator top_modes.size, :>=, 9
+    assert_equal top_modes, tags, "the --top modes of --help vs tracer.1"
   end
 
   # GitHub's anchor for a heading: lower case, punctuation but - and _ dropped, spaces as -.
