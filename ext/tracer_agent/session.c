@@ -37,6 +37,7 @@
 #define POLL_MS 10
 #define EVENTS_MS 50
 #define IDLE_MS 100
+#define QUIET_MS 1000           /* a session whose work uses no ring (trc_session_quiet) */
 #define OUT_HIGH (1u << 20)     /* encode no further ahead of the socket than this */
 #define ENCODE_SLICE (64u << 10) /* ring bytes encoded before they are handed back */
 #define IN_MAX TRC_MAX_MESSAGE   /* largest command a client may send */
@@ -76,6 +77,7 @@ struct trc_session {
 	msgpack_sbuffer out;
 	size_t out_off;
 	int flowing;            /* events were encoded since the thread last slept */
+	int quiet;              /* nothing reaches the ring: sleep until a timer (trc_session_quiet) */
 
 	/* GVL side only. */
 	msgpack_unpacker in;
@@ -587,6 +589,12 @@ goodbye(struct trc_session *s)
 	}
 }
 
+void
+trc_session_quiet(struct trc_session *s)
+{
+	__atomic_store_n(&s->quiet, 1, __ATOMIC_RELEASE);
+}
+
 static void *
 io_main(void *arg)
 {
@@ -624,7 +632,7 @@ io_main(void *arg)
 			trc_vm_poke();
 			wait_us = (int64_t)POLL_MS * 1000;
 		} else {
-			wait_us = (int64_t)(s->flowing ? EVENTS_MS : IDLE_MS) * 1000;
+			wait_us = (int64_t)(s->flowing ? EVENTS_MS : load(&s->quiet) ? QUIET_MS : IDLE_MS) * 1000;
 		}
 		s->flowing = 0;
 		if ((due = timers_tick(s)) >= 0 && due < wait_us)

@@ -349,6 +349,7 @@ profile(struct trc_session *s, uint64_t interval_ms, int flags, uint32_t hz, uin
 	work.running = 1;
 	__atomic_store_n(&top_first, 1, __ATOMIC_RELAXED);
 	trc_session_timer(s, TIMER_TOP, 0, top_gap, NULL);
+	trc_session_quiet(s);
 	reply_started(s);
 	trc_session_started(s, NULL);
 	return 0;

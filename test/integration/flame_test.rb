@@ -144,7 +144,7 @@ class FlameTest < Minitest::Test
       assert(label == n || (label.end_with?('..') && n.start_with?(label[0..-3])) || label.empty?, "label #{label.inspect} of #{n}")
     end
     ctl = list.find { |x| x[:name].start_with?('Markup#ctl') } or flunk('no Markup#ctl...')
-    assert_equal "Markup#ctl\\e[31m\\xc2\\x85\u202e", ctl[:name], 'controls escaped'
+    assert_equal 'Markup#ctl\e[31m\xc2\x85\xe2\x80\xae', ctl[:name], 'controls escaped, the bidi override too'
     view
   end
 
@@ -290,7 +290,7 @@ class FlameTest < Minitest::Test
   def test_flamegraph_usage_errors
     pid = Process.pid
     [
-      [['--top', 'calls', '--format', 'flamegraph'], /--format flamegraph goes with tracing or --top time/],
+      [['--top', 'calls', '--format', 'flamegraph'], /--format flamegraph goes with tracing, --top time or --profile/],
       [['--top', 'time', '--format', 'flamegraph', '--split', 'thread'], /--top time counts paths per process/],
       [['-m', 'A#b', '--split', 'thread'], /--split goes with --format collapsed or flamegraph/],
       [['-m', 'A#b', '--format', 'collapsed', '--min-share', '1'], /--min-share goes with --format flamegraph/],
