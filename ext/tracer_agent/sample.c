@@ -411,7 +411,7 @@ trc_sample_signal(const siginfo_t *info)
 {
 	int saved = errno;
 	struct th *t;
-	uint64_t t0;
+	uint64_t now;
 	uint32_t g;
 
 	/* The sampler's sigqueue, or a thread's own CPU timer: both carry the magic value. */
@@ -426,11 +426,15 @@ trc_sample_signal(const siginfo_t *info)
 		count_lost();   /* its own hook was at work when the signal came */
 		goto out;
 	}
-	/* Its own time is CPU time: a handler preempted on a busy machine costs the app nothing. */
-	t0 = read_ns(CLOCK_THREAD_CPUTIME_ID);
-	sample_here(t, g, trc_clock_mono_ns(), t0);
+	/*
+	 * Its own time by the monotonic clock (the vDSO's, no system call): a handler holds its
+	 * thread, and is seldom preempted in its few microseconds; when it is, the cap counts too
+	 * much, not too little. The thread's CPU clock is a system call: read once, for the weight.
+	 */
+	now = trc_clock_mono_ns();
+	sample_here(t, g, now, read_ns(CLOCK_THREAD_CPUTIME_ID));
 	__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&p.own_ns, read_ns(CLOCK_THREAD_CPUTIME_ID) - t0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p.own_ns, trc_clock_mono_ns() - now, __ATOMIC_RELAXED);
 
 out:
 	tree_leave(g);
@@ -587,10 +591,10 @@ tick_thread(struct th *t, uint64_t now)
 
 	if (s == ST_EXITED)
 		return;
-	/* A thread's events say where it stands; its CPU clock is read only when they do not. */
-	cpu = p.clock == TRC_SAMPLE_CPU || !p.events || s == ST_UNKNOWN ? read_ns(t->clock) : t->cpu_seen;
 	if (p.clock == TRC_SAMPLE_CPU && p.timers)
 		return;         /* the kernel signals each thread itself */
+	/* A thread's events say where it stands; its CPU clock is read only when they do not. */
+	cpu = p.clock == TRC_SAMPLE_CPU || !p.events || s == ST_UNKNOWN ? read_ns(t->clock) : t->cpu_seen;
 	if (p.clock == TRC_SAMPLE_CPU) {
 		uint64_t since;
 
@@ -847,9 +851,9 @@ sampler_main(void *unused)
 		 * ticks move by up to a tenth of a period either way, at random: a tick that kept
 		 * perfect time would see one part of a program that loops in step with it.
 		 */
-		next += p.timers ? CAP_WINDOW_NS / 4 : p.period_ns + jitter(p.period_ns / 5) - p.period_ns / 10;
+		next += p.timers ? CAP_WINDOW_NS / 2 : p.period_ns + jitter(p.period_ns / 5) - p.period_ns / 10;
 		if (next < now)
-			next = now + (p.timers ? CAP_WINDOW_NS / 4 : p.period_ns);     /* late: no burst */
+			next = now + (p.timers ? CAP_WINDOW_NS / 2 : p.period_ns);     /* late: no burst */
 		self_cpu = read_ns(CLOCK_THREAD_CPUTIME_ID);
 		__atomic_add_fetch(&p.own_ns, self_cpu - self_cpu0, __ATOMIC_RELAXED);
 		own_total += self_cpu - self_cpu0;

@@ -128,6 +128,9 @@ class ReliabilityTest < Minitest::Test
     assert_equal before[:queues], after[:queues]
     assert_equal before[:threads], after[:threads]
     assert_operator after[:rss_kib] - before[:rss_kib], :<, 1024, "RSS #{before[:rss_kib]} -> #{after[:rss_kib]} KiB"
+    # The figure, for the log of each Ruby's run (docs/profiler.md).
+    warn "\n[soak] #{RUBY_DESCRIPTION}#{ENV['RUBY_YJIT_ENABLE'] == '1' ? ' YJIT' : ''}: 1000 attach-profile-detach " \
+         "cycles: RSS #{before[:rss_kib]} -> #{after[:rss_kib]} KiB, threads #{after[:threads]}, fds #{after[:fds]}"
   end
 
   # A script that polls a busy process with -e, one client after the other: each one attaches at
