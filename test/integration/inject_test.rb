@@ -327,10 +327,10 @@ class InjectTest < Minitest::Test
 
   # The agent is built for one Ruby; another Ruby's process is refused, not loaded with it.
   def test_agent_built_for_another_ruby
-    other = other_ruby or skip "no Ruby here other than #{RbConfig.ruby} with a libruby of its own to start"
-    pid = Process.spawn(BARE, other, '-e', 'sleep', out: File::NULL, err: File::NULL)
+    env, other = other_ruby
+    pid = Process.spawn(BARE.merge(env), other, '-e', 'sleep', out: File::NULL, err: File::NULL)
     wait_until(message: "#{other} started") { File.read("/proc/#{pid}/maps").include?('libruby') }
-    version = IO.popen([other, '-e', 'print RUBY_VERSION'], &:read)
+    version = IO.popen(env, [other, '-e', 'print RUBY_VERSION'], &:read)
     _, err, status = tracer('-p', pid, '-e', '1')
     assert_equal 1, status.exitstatus
     assert_match(/\Atracer: the agent's \S+\/tracer_agent\.so was built for libruby\S*, and process #{pid} runs Ruby #{Regexp.escape(version)} \(libruby\S*\): build the agent with that Ruby \(make agent RUBY=\.\.\.\) and set TRACER_AGENT_LIB to its lib, #{Regexp.escape(INSTEAD)}\n\z/, err)
@@ -441,14 +441,29 @@ class InjectTest < Minitest::Test
 
   # A Ruby executable on this machine, other than the one under test, that maps a libruby of
   # another soname: the agent built for this one must not go into it.
+  # [environment, ruby] of a Ruby with a libruby other than the agent's: one installed here,
+  # else this Ruby over a copy of its libruby whose soname (what tracer compares, from the ELF's
+  # dynamic section) names another series, the same length: the loader takes the copy by file
+  # name from LD_LIBRARY_PATH. The copy lives as long as the run.
   def other_ruby
     mine = File.readlines('/proc/self/maps').grep(/libruby/).first&.split&.last
     candidates = Dir['/usr/bin/ruby[0-9]*'] + Dir['/opt/*/bin/ruby'] + ['/usr/bin/ruby']
-    candidates.uniq.find do |r|
+    found = candidates.uniq.find do |r|
       next false unless File.executable?(r) && File.realpath(r) != File.realpath(RbConfig.ruby)
 
       lib = IO.popen([r, '-e', 'print File.readlines("/proc/self/maps").grep(/libruby/).first&.split&.last'], err: File::NULL, &:read) rescue nil # rubocop:disable Style/RescueModifier
       lib && !lib.empty? && File.basename(lib) != File.basename(mine.to_s)
     end
+    return [{}, found] if found
+
+    assert mine, "#{RbConfig.ruby} maps no libruby: a static Ruby, which this test cannot copy"
+    soname = File.basename(mine)[/\Alibruby\.so\.\d+\.\d+|\Alibruby-\d+\.\d+\.so\.\d+\.\d+/] or flunk("no soname in #{mine}")
+    other = soname.gsub(/\d+\.\d+/) { |v| v == v.tr('0-9', '9') ? v.tr('0-9', '8') : v.tr('0-9', '9') }
+    bytes = File.binread(mine)
+    assert_equal 1, bytes.scan(soname).size, "#{mine} names #{soname} once"
+    dir = Dir.mktmpdir('tracer-other-ruby')
+    Minitest.after_run { FileUtils.rm_rf(dir) }
+    File.binwrite(File.join(dir, soname), bytes.sub(soname, other))
+    [{ 'LD_LIBRARY_PATH' => dir }, RbConfig.ruby]
   end
 end
