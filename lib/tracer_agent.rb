@@ -155,15 +155,27 @@ module TracerAgent
     def backtraces(frames)
       Thread.list.reject { |t| AGENT_THREADS.include?(t.name) }.map do |t|
         name = t.name || (t == Thread.main ? 'main' : t.inspect)
-        lines = ((frames ? t.backtrace(0, frames) : t.backtrace) || []).map { |l| "  #{l}" }
+        lines = app_frames(t, frames).map { |l| "  #{l}" }
         ["#{name} (#{t.status || 'dead'})", *lines].join("\n")
       end.join("\n\n")
     end
 
     # Where the main thread is now: its stack, not this thread's (`caller` here would be ours).
     def backtrace(frames)
-      lines = Thread.main.backtrace(0, frames) || []
+      lines = app_frames(Thread.main, frames)
       lines.empty? ? '(the main thread has no Ruby frames)' : lines.join("\n")
+    end
+
+    SERVICE_FRAME = /[`'](?:TracerAgent\.)?__service'\z/
+
+    # t's frames as the app's own: a thread that serves tracer right now (the service runs in
+    # the frame of TracerAgent.__service, on whichever thread the VM picked, a sleeping main
+    # thread too) shows where it was before, not the service.
+    def app_frames(t, frames)
+      lines = t.backtrace || []
+      at = lines.index { |l| l =~ SERVICE_FRAME }
+      lines = lines.drop(at + 1) if at
+      frames ? lines.first(frames) : lines
     end
 
     # A copy of the process for gdb, stopped before it runs anything; it exits once continued
