@@ -76,6 +76,11 @@ class ProfileTest < Minitest::Test
     t = profile_target('split')
     exact = exact_shares(t.pid)
     sampled, count = split_shares(t.pid, '--hz', '1000', samples: SAMPLES_FOR_TWO_POINTS)
+    # The figures, for the log of each Ruby's run (docs/profiler.md).
+    warn format("\n[split] %s%s: 1 kHz, %d samples: %s; --top time: %s", RUBY_DESCRIPTION,
+                ENV['RUBY_YJIT_ENABLE'] == '1' ? ' YJIT' : '', count,
+                sampled.values_at(*%w[Object#fifty Object#thirty Object#twenty]).map { |v| v.round(2) }.join('/'),
+                exact.values_at(*%w[Object#fifty Object#thirty Object#twenty]).map { |v| v.round(2) }.join('/'))
     assert_split(sampled, count)
     exact.each { |m, share| assert_in_delta share, sampled[m], 3.0, "#{m}: exact #{exact}, sampled #{sampled}" }
   end
