@@ -2,6 +2,7 @@
 #include "frames.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -233,7 +234,7 @@ pack_named(msgpack_packer *pk, uint32_t id, int kind, const char *name)
 void
 trc_frames_pack(msgpack_packer *pk)
 {
-	uint32_t next = __atomic_load_n(&ft.next, __ATOMIC_ACQUIRE), n = 0;
+	uint32_t next = __atomic_load_n(&ft.next, __ATOMIC_ACQUIRE), n = 0, *ids;
 
 	if (ft.keys == NULL) {
 		msgpack_pack_array(pk, 0);
@@ -241,19 +242,32 @@ trc_frames_pack(msgpack_packer *pk)
 	}
 	if (next > ft.cap)
 		next = ft.cap;
+	/*
+	 * The ids to send, taken once: naming a frame calls Ruby, which may collect, and a handler
+	 * may mark a frame suspect meanwhile; the array's length is what this list holds, whatever
+	 * their states are by the time each is named (a count taken in a loop of its own and a
+	 * second loop that read the states again once sent a list one element short, which the
+	 * client read as garbage).
+	 */
+	ids = malloc((size_t)(next > ft.named ? next - ft.named : 1) * sizeof(*ids));
+	if (ids == NULL) {
+		msgpack_pack_array(pk, 0);      /* sent next time: nothing was marked sent */
+		return;
+	}
 	for (uint32_t id = ft.named; id < next; id++) {
 		int s = __atomic_load_n(&ft.state[id], __ATOMIC_SEQ_CST);
-		n += s == LIVE || s == SUSPECT;
+
+		if (s == LIVE || s == SUSPECT)
+			ids[n++] = id;
 	}
 	msgpack_pack_array(pk, n);
-	for (uint32_t id = ft.named; id < next && n > 0; id++) {
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = ids[i];
 		int s = __atomic_load_n(&ft.state[id], __ATOMIC_SEQ_CST);
 
-		if (s != LIVE && s != SUSPECT)
-			continue;
 		if (id < TRC_PFRAME_END)
 			pack_named(pk, id, pframes[id].kind, pframes[id].name);
-		else if (s == SUSPECT)
+		else if (s != LIVE)
 			pack_named(pk, id, TRC_FRAME_OTHER, pframes[TRC_PFRAME_UNKNOWN].name);
 		else
 			pack_frame(pk, id, ft.values[id]);
@@ -261,8 +275,8 @@ trc_frames_pack(msgpack_packer *pk)
 		if (!__atomic_compare_exchange_n(&ft.state[id], &(uint8_t){ (uint8_t)s },
 		    s == LIVE ? SENT_LIVE : SENT_SUSPECT, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&ft.state[id], SENT_SUSPECT, __ATOMIC_SEQ_CST);
-		n--;
 	}
+	free(ids);
 	while (ft.named < next && ft.state[ft.named] >= SENT_LIVE)
 		ft.named++;
 }
