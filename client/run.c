@@ -1088,7 +1088,8 @@ end_output(struct run *r)
 {
 	char why[PATH_MAX * 2 + 256];
 	bool failed = trc_output_end(&r->out) < 0 && r->out.error != EPIPE;
-	const char *cause = not_whole(r);
+	/* Only what traces or counts makes a trace: -e, --heapdump and the like trace nothing. */
+	const char *cause = r->job.mode == TRC_MODE_TRACE || r->job.mode == TRC_MODE_TOP ? not_whole(r) : NULL;
 
 	if (r->o->output != NULL && whole_file(r->o) && (failed || cause != NULL)) {
 		snprintf(why, sizeof(why), "%s", failed ? strerror(r->out.error) : cause);
