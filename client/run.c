@@ -1088,8 +1088,12 @@ end_output(struct run *r)
 {
 	char why[PATH_MAX * 2 + 256];
 	bool failed = trc_output_end(&r->out) < 0 && r->out.error != EPIPE;
-	/* Only what traces or counts makes a trace: -e, --heapdump and the like trace nothing. */
-	const char *cause = r->job.mode == TRC_MODE_TRACE || r->job.mode == TRC_MODE_TOP ? not_whole(r) : NULL;
+	/*
+	 * Only a file that is good whole fails for want of one: text and JSON lines are good as far
+	 * as they go (a --wait that outlasted the program traced nothing), and -e, --heapdump and
+	 * the like trace nothing at all.
+	 */
+	const char *cause = whole_file(r->o) ? not_whole(r) : NULL;
 
 	if (r->o->output != NULL && whole_file(r->o) && (failed || cause != NULL)) {
 		snprintf(why, sizeof(why), "%s", failed ? strerror(r->out.error) : cause);
