@@ -109,6 +109,47 @@ class MakeInstallTest < Minitest::Test
     assert_equal "=> [\"#{@agent}/tracer_agent/tracer_agent.so\"]\n", out
   end
 
+  # A user's own install, PREFIX=~/.local, by a user who is not root, from a copy of their
+  # own; then as that user, -x and loading into their own process that never loaded the agent.
+  def test_a_users_install_in_their_home
+    needs_root 'to make install as user nobody'
+    scope = File.exist?('/proc/sys/kernel/yama/ptrace_scope') ? Integer(File.read('/proc/sys/kernel/yama/ptrace_scope')) : 0
+    home = File.join(@dir, 'home')
+    src = File.join(home, 'src')
+    FileUtils.mkdir_p(src)
+    FileUtils.cp_r(PARTS.map { |p| File.join(ROOT, p) }, src, preserve: true)
+    FileUtils.cp(File.join(@dir, 'shop.rb'), home)
+    FileUtils.chmod(0o755, [@dir, @i[:dir]])
+    FileUtils.chown_R('nobody', 'nogroup', home)
+    as = [*AS_NOBODY, 'env', "HOME=#{home}"]
+    out, status = Open3.capture2e(*as, 'make', '-C', src, 'install', "PREFIX=#{home}/.local", "RUBY=#{RUBY}")
+    assert status.success?, out
+    version = IO.popen([RUBY, '-e', 'print RUBY_VERSION'], &:read)
+    assert_includes out, "tracer: installed the agent for Ruby #{version} (#{RUBY}) in #{home}/.local/lib/tracer\n"
+    FileUtils.rm_rf(src)
+    tracer = File.join(home, '.local', 'bin', 'tracer')
+    out, err, status = Open3.capture3(env, *as, tracer, '-m', 'Shop#tax', '-x', RUBY, 'shop.rb', chdir: home)
+    assert status.success?, err
+    assert_equal 3, out.scan(/^Shop#tax </).size, out
+    assert_includes out, "agent from [\"#{home}/.local/lib/tracer/tracer_agent/tracer_agent.so\"]"
+    return unless scope.zero? # Yama lets a user ptrace only their children: -x was the test
+
+    # (Not a Target: its nobody's copy of the checkout has no home of nobody's in it.)
+    r, w = IO.pipe
+    pid = Process.spawn(env, *AS_NOBODY, RUBY, File.join(home, 'shop.rb'), 'stay', out: w, err: File::NULL)
+    w.close
+    begin
+      Timeout.timeout(WAIT) { r.each_line.find { |l| l.start_with?('ready') } } or flunk 'the process never got ready'
+      out, err, status = Open3.capture3(env, *as, tracer, '-p', pid.to_s, '-e', '$LOADED_FEATURES.grep(/tracer_agent\.so\z/)', chdir: home)
+      assert status.success?, err
+      assert_equal "=> [\"#{home}/.local/lib/tracer/tracer_agent/tracer_agent.so\"]\n", out
+    ensure
+      Process.kill('KILL', pid)
+      Process.wait(pid)
+      r.close
+    end
+  end
+
   # Each error names what is missing and how to get it; -x's does not blame the RUBYOPT.
   def test_a_missing_part_is_named_with_its_fix
     prefix = broken_prefix
