@@ -118,8 +118,19 @@ bench-ruby:
 	@[ "$(BENCH_RAILS)" = 0 ] || $(RUBY) -Ilib test/bench/rails.rb
 	@[ "$(BENCH_RAILS)" = 0 ] || $(RUBY) -Ilib test/bench/rails_twin.rb
 
-install: client
+# The client (client/Makefile's install), and the agent it preloads with -x and loads into a
+# running process, built for $(RUBY), in PREFIX/lib/tracer: where PREFIX/bin/tracer looks for
+# it (client/exec.c). install writes a new file in place of an old one: a process that loaded
+# the old library keeps it. Then one line per part says where it went.
+AGENT_DIR = $(PREFIX)/lib/tracer
+install: all
 	$(MAKE) -s -C client install PREFIX=$(PREFIX)
+	install -d $(DESTDIR)$(AGENT_DIR)/tracer_agent
+	install -m 0644 lib/tracer_agent.rb $(DESTDIR)$(AGENT_DIR)/
+	install -m 0644 lib/tracer_agent/*.rb lib/tracer_agent/built_for $(DESTDIR)$(AGENT_DIR)/tracer_agent/
+	install -m 0755 $(AGENT) $(LOADER) $(DESTDIR)$(AGENT_DIR)/tracer_agent/
+	@echo "tracer: installed $(DESTDIR)$(PREFIX)/bin/tracer, its man page, bash completion and tracers under $(DESTDIR)$(PREFIX)/share"
+	@echo "tracer: installed the agent for Ruby $$(cat lib/tracer_agent/built_for) ($$($(RUBY) -e 'print RbConfig.ruby')) in $(DESTDIR)$(AGENT_DIR)"
 
 clean:
 	-cd $(EXT) && [ -f Makefile ] && $(MAKE) -s clean

@@ -342,14 +342,45 @@ built_for_ruby(const char *dir, const char *so, const struct trc_rubyproc *r, ch
 }
 
 int
+trc_agentfile_missing(const char *lib, bool loader, char *why, size_t n)
+{
+	static const struct {
+		const char *file, *fix;
+	} parts[] = {
+		{ "tracer_agent.rb", "set TRACER_AGENT_LIB to the lib/ of a tracer checkout, or to make install's "
+		  "PREFIX/lib/tracer" },
+		{ "tracer_agent/tracer_agent.so", "build it (make agent in the checkout), or make install" },
+		{ "tracer_agent/tracer_inject.so", "build it (make agent in the checkout), or make install; "
+		  "a gem older than this tracer has none" },
+	};
+	char path[PATH_MAX + 64];
+
+	for (size_t i = 0; i < (loader ? 3 : 2); i++) {
+		snprintf(path, sizeof(path), "%s/%s", lib, parts[i].file);
+		if (access(path, R_OK) < 0)
+			return trc_permit_say(why, n, "cannot read the agent's %s (%s): %s", path, strerror(errno),
+					      parts[i].fix);
+	}
+	return 0;
+}
+
+int
 trc_agentfile_check(struct trc_agentfile *a, const char *lib, const struct trc_rubyproc *r,
 		    uid_t owner, char *why, size_t n)
 {
 	char dir[PATH_MAX], sub[PATH_MAX + 16];
 
-	if (lib == NULL || realpath(lib, dir) == NULL)
-		return trc_permit_say(why, n, "tracer found no agent to load into process %d (lib/tracer_agent.rb "
-			   "beside its binary, or $TRACER_AGENT_LIB), " TRC_PERMIT_INSTEAD, (int)r->pid);
+	if (lib == NULL)
+		return trc_permit_say(why, n, "found no agent to load into process %d: tracer looks in $TRACER_AGENT_LIB, "
+			   "then in lib/ beside the directory of its binary (a checkout's client/tracer), then in "
+			   "PREFIX/lib/tracer (make install's PREFIX/bin/tracer); make install puts it there, "
+			   TRC_PERMIT_INSTEAD, (int)r->pid);
+	if (trc_agentfile_missing(lib, true, why, n) < 0) {
+		snprintf(why + strlen(why), n - strlen(why), ", " TRC_PERMIT_INSTEAD);
+		return -1;
+	}
+	if (realpath(lib, dir) == NULL)
+		return trc_permit_say(why, n, "cannot resolve the agent's %s: %s", lib, strerror(errno));
 	snprintf(a->rb, sizeof(a->rb), "%s/tracer_agent.rb", dir);
 	snprintf(a->so, sizeof(a->so), "%s/tracer_agent/tracer_agent.so", dir);
 	snprintf(a->loader, sizeof(a->loader), "%s/tracer_agent/tracer_inject.so", dir);

@@ -3,6 +3,7 @@
 #define TRC_AGENTFILE_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -16,6 +17,13 @@ struct trc_agentfile {
 	char loader[PATH_MAX + 32];     /* lib/tracer_agent/tracer_inject.so: what the job loads */
 	char so[PATH_MAX + 32];         /* lib/tracer_agent/tracer_agent.so */
 };
+
+/*
+ * Whether lib (a directory given as the agent's) holds a built agent: tracer_agent.rb, the
+ * library and, when loader, tracer_inject.so. Returns 0, or -1 with why set to one line that
+ * names the missing file and how to get it.
+ */
+int trc_agentfile_missing(const char *lib, bool loader, char *why, size_t whylen);
 
 /*
  * Checks the agent in lib (a directory holding tracer_agent.rb; NULL: none found) for the Ruby

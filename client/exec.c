@@ -276,20 +276,24 @@ trc_exec_code(const struct trc_exec *x)
 char *
 trc_exec_agent_lib(void)
 {
+	/* A checkout's client/tracer, then make install's PREFIX/bin/tracer. */
+	static const char *const beside[] = { "/../lib", "/../lib/tracer" };
 	const char *env = getenv("TRACER_AGENT_LIB");
-	char *dir, *probe;
-	bool found;
 
 	if (env != NULL && *env != '\0')
 		return xstrdup(env);
-	if ((dir = trc_proc_self_path("/../lib")) == NULL)
-		return NULL;
-	probe = xasprintf("%s/tracer_agent.rb", dir);
-	found = access(probe, R_OK) == 0;
-	free(probe);
-	if (!found) {
+	for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
+		char *dir = trc_proc_self_path(beside[i]), *probe;
+		bool found;
+
+		if (dir == NULL)
+			continue;
+		probe = xasprintf("%s/tracer_agent.rb", dir);
+		found = access(probe, R_OK) == 0;
+		free(probe);
+		if (found)
+			return dir;
 		free(dir);
-		return NULL;
 	}
-	return dir;
+	return NULL;
 }

@@ -65,9 +65,10 @@ void trc_exec_signal(struct trc_exec *x, int sig);
 int trc_exec_code(const struct trc_exec *x);
 
 /*
- * Where the agent's Ruby files are: $TRACER_AGENT_LIB, else the lib/ beside the directory of
- * tracer's own binary when it holds tracer_agent.rb (the source tree: client/tracer and lib/),
- * else NULL (an installed gem). The caller frees it.
+ * Where the agent's Ruby files are: $TRACER_AGENT_LIB, else the first of these that holds
+ * tracer_agent.rb, from the directory of tracer's own binary: ../lib (the source tree:
+ * client/tracer and lib/), ../lib/tracer (make install's PREFIX/bin/tracer and
+ * PREFIX/lib/tracer); else NULL (an installed gem, if any). The caller frees it.
  */
 char *trc_exec_agent_lib(void);
 

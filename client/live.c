@@ -27,6 +27,7 @@ struct trc_live {
 	uint64_t shown_events;          /* trc_top_events() at the latest table */
 	struct trc_top_gc shown_gc;     /* trc_top_gc() at the latest table */
 	bool shown;                     /* a table was printed */
+	uint64_t shown_generation;      /* trc_top_generation() at the latest table printed */
 	trc_live_quit_fn *quit;
 	void *ctx;
 };
@@ -132,6 +133,7 @@ show_lines(struct trc_live *l, bool final)
 	trc_output_write(l->out, b.data, b.len);
 	trc_buf_release(&b);
 	snap_release(&s);
+	l->shown_generation = trc_top_generation(l->top);
 }
 
 /* The latest note (or error) under the table: the screen hides stderr until it closes. */
@@ -173,7 +175,8 @@ show_screen(struct trc_live *l)
 
 /*
  * Without a screen, tables start once every first target counts: none misses the first
- * events. A target --ps finds later does not hold them up.
+ * events. A target --ps finds later does not hold them up. Nor does a table come before
+ * there is a target (--exec's program has yet to connect): it would show nobody.
  */
 static void
 on_redraw(struct ev_loop *loop, ev_timer *w, int revents)
@@ -183,7 +186,8 @@ on_redraw(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop, (void)revents;
 	if (l->screen != NULL) {
 		show_screen(l);
-	} else if (!l->o.final_only && (l->shown || trc_sessions_all_started(l->sessions, l->nsessions))) {
+	} else if (!l->o.final_only &&
+		   (l->shown || (l->nsessions > 0 && trc_sessions_all_started(l->sessions, l->nsessions)))) {
 		show_lines(l, false);
 		l->shown = true;
 	}
@@ -292,7 +296,11 @@ trc_live_stop(struct trc_live *l)
 		out->err.len = 0;
 		out->err_fd = STDERR_FILENO;
 	}
-	if (l->o.final_only || l->o.final)
+	/*
+	 * --exec's last table, unless the latest one printed holds the same counts: a program
+	 * that ends within an interval sends its only counts as it ends, which printed them.
+	 */
+	if (l->o.final_only || (l->o.final && !(l->shown && trc_top_generation(l->top) == l->shown_generation)))
 		show_lines(l, true);
 	free(l);
 }

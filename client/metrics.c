@@ -71,7 +71,7 @@ kind_of(const struct trc_top *t)
 	/* arrays and strings: their rows have no class; the mode says which classes they count */
 	if (!(d->flags & TRC_TOPM_CLASS))
 		return (struct kind){ alloc_families, NFAMILIES(alloc_families), "class",
-				      strcmp(d->name, "strings") == 0 ? "String" : "Array|Hash" };
+				      trc_top_mode(t) == TRC_TOP_STRINGS ? "String" : "Array|Hash" };
 	return (struct kind){ alloc_families, NFAMILIES(alloc_families), "class", NULL };
 }
 

@@ -1,4 +1,4 @@
-/* progress.c: one line on the terminal while wrappers go in place, or come away, in every process. */
+/* progress.c: one line on the terminal while long work goes on in every process. */
 #include "progress.h"
 
 #include <stdbool.h>
@@ -44,34 +44,49 @@ thousands(char *out, size_t size, uint64_t n)
 	out[o] = 0;
 }
 
+_Static_assert((int)TRC_PROGRESS_LOAD < (int)TRC_STEP_FIND && (int)TRC_STEP_REMOVE < (int)TRC_PROGRESS_DUMP &&
+	       TRC_PROGRESS_DUMP < TRC_PROGRESS_MEMORY, "the steps' order is the line's");
+
+/* What each step says; %s is the count of methods or wrappers, with its commas. */
+static const char *const what[] = {
+	[TRC_PROGRESS_LOAD + 1] = "loading tracer_agent into",
+	[TRC_STEP_FIND + 1] = "finding the app's methods in",
+	[TRC_STEP_WRAP + 1] = "wrapping %s methods in",
+	[TRC_STEP_REMOVE + 1] = "removing %s wrappers from",
+	[TRC_PROGRESS_DUMP + 1] = "writing the dump of",
+	[TRC_PROGRESS_MEMORY + 1] = "walking the heap of",
+};
+
 char *
 trc_progress_line(const struct trc_progress_state *states, size_t nstates, char *out, size_t n)
 {
-	static const char *const what[] = {
-		[TRC_STEP_FIND] = "finding the app's methods",
-		[TRC_STEP_WRAP] = "wrapping %s methods",
-		[TRC_STEP_REMOVE] = "removing %s wrappers",
-	};
-	int step = TRC_STEP_REMOVE;
-	uint64_t done = 0, total = 0;
+	int step = TRC_PROGRESS_MEMORY;
+	uint64_t done = 0, total = 0, longest = 0;
 	size_t procs = 0;
-	char count[32], head[96];
+	char count[32], head[96], tail[48];
 
 	/* The earliest step any process is at is the one shown: the rest wait for it. */
 	for (size_t i = 0; i < nstates; i++)
-		if (states[i].step < step)
+		if (states[i].step < step && states[i].step >= TRC_PROGRESS_LOAD)
 			step = states[i].step;
 	for (size_t i = 0; i < nstates; i++) {
 		if (states[i].step != step)
 			continue;
 		procs++;
-		done += states[i].done < states[i].total ? states[i].done : states[i].total;
+		done += states[i].done < states[i].total || states[i].total == 0 ? states[i].done : states[i].total;
 		total += states[i].total;
+		if (states[i].done > longest)
+			longest = states[i].done;
 	}
 	thousands(count, sizeof(count), total);
-	snprintf(head, sizeof(head), what[step], count);
-	snprintf(out, n, "%s %s %zu process%s: %llu%%", head, step == TRC_STEP_REMOVE ? "from" : "in",
-		 procs, procs == 1 ? "" : "es", total ? (unsigned long long)(done * 100 / total) : 0ull);
+	snprintf(head, sizeof(head), what[step + 1], count);
+	if (step == TRC_PROGRESS_DUMP)
+		snprintf(tail, sizeof(tail), "%.1f MB", (double)done / 1e6);
+	else if (step == TRC_PROGRESS_LOAD || step == TRC_PROGRESS_MEMORY)
+		snprintf(tail, sizeof(tail), "%.1f s", (double)longest / 1e3);
+	else
+		snprintf(tail, sizeof(tail), "%llu%%", total ? (unsigned long long)(done * 100 / total) : 0ull);
+	snprintf(out, n, "%s %zu process%s: %s", head, procs, procs == 1 ? "" : "es", tail);
 	return out;
 }
 
@@ -112,6 +127,8 @@ trc_progress_update(pid_t pid, int step, uint64_t done, uint64_t total)
 {
 	struct entry *e = find(pid);
 
+	if (step < TRC_PROGRESS_LOAD || step > TRC_PROGRESS_MEMORY)
+		return;
 	if (e == NULL) {
 		if (P.n == P.cap) {
 			P.cap = P.cap ? P.cap * 2 : 8;

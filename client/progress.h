@@ -1,4 +1,7 @@
-/* progress.h: one line on the terminal while wrappers go in place, or come away, in every process. */
+/*
+ * progress.h: one line on the terminal while long work goes on in every process: the agent
+ * loading, wrappers going in place or coming away, a dump being written, --memory's walk.
+ */
 #ifndef TRC_PROGRESS_H
 #define TRC_PROGRESS_H
 
@@ -12,7 +15,17 @@
  */
 void trc_progress_init(int fd);
 
-/* Process pid is at step (enum trc_step), done of total (its TRC_MSG_PROGRESS). */
+/*
+ * Besides the agent's steps (enum trc_step, from its TRC_MSG_PROGRESS), what the client
+ * watches for itself. The line shows the earliest step any process is at, in this order.
+ */
+enum trc_progress_watch {
+	TRC_PROGRESS_LOAD = -1,         /* loading the agent into it: done is ms so far */
+	TRC_PROGRESS_DUMP = 3,          /* --heapdump, --shapesdump: done is the bytes written so far */
+	TRC_PROGRESS_MEMORY = 4,        /* --memory: its copy walks the heap; done is ms so far */
+};
+
+/* Process pid is at step (enum trc_step or trc_progress_watch), done of total (0: none). */
 void trc_progress_update(pid_t pid, int step, uint64_t done, uint64_t total);
 /* Process pid is done with it (started, detached, or gone). */
 void trc_progress_end(pid_t pid);
@@ -21,7 +34,9 @@ void trc_progress_clear(void);
 
 /*
  * The line for the processes' states (pure, for tests): "wrapping 4,600 methods in 4
- * processes: 62%". Writes at most n bytes (NUL included) into out; returns out.
+ * processes: 62%", "writing the dump of 1 process: 534.2 MB", "loading tracer_agent into 2
+ * processes: 1.4 s" (the longest so far). Writes at most n bytes (NUL included) into out;
+ * returns out.
  */
 struct trc_progress_state {
 	int step;

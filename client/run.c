@@ -18,6 +18,7 @@
 
 #include <ev.h>
 
+#include "agentfile.h"
 #include "compress.h"
 #include "exec.h"
 #include "flame.h"
@@ -151,6 +152,7 @@ struct run {
 	struct trc_export *export;      /* --format other than text */
 	/* --exec: the program, which the run waits for; --wait; the end of its connections */
 	bool execing;
+	bool exec_agent;                /* tracer found an agent to preload, not left to a gem */
 	struct trc_exec exec;
 	ev_timer wait_w, grace_w;
 	struct trc_repl *repl;          /* -i */
@@ -729,10 +731,17 @@ on_exec_exit(struct trc_exec *x, void *ctx)
 static int
 start_exec(struct run *r, const struct trc_run_opts *o)
 {
-	char *lib = trc_exec_agent_lib();
-	int rc = trc_exec_start(&r->exec, r->loop, (char *const *)o->exec.v, lib, o->wait == 0,
-				on_exec_connected, on_exec_exit, r);
+	char *lib = trc_exec_agent_lib(), why[PATH_MAX + 256];
+	int rc;
 
+	/* An agent found but not built would fail as the program starts, with a LoadError. */
+	if (lib != NULL && trc_agentfile_missing(lib, false, why, sizeof(why)) < 0) {
+		free(lib);
+		return setup_failed(TRC_EXIT_ERROR, "%s", why);
+	}
+	r->exec_agent = lib != NULL;
+	rc = trc_exec_start(&r->exec, r->loop, (char *const *)o->exec.v, lib, o->wait == 0,
+			    on_exec_connected, on_exec_exit, r);
 	free(lib);
 	if (rc < 0 && r->exec.exec_failed)
 		return setup_failed(errno == ENOENT ? TRC_EXIT_NOT_FOUND : TRC_EXIT_CANNOT_RUN, "%s",
@@ -764,6 +773,13 @@ exec_report(struct run *r)
 	if (r->nsessions == 0 && r->o->wait > 0) {
 		trc_output_note(&r->out, "process %d ended before --wait ran out: not traced",
 				(int)x->pid);
+	} else if (r->nsessions == 0 && !r->exec_agent) {
+		say_error(r, "process %d never connected: tracer found no agent to preload (not in "
+			  "$TRACER_AGENT_LIB, lib/ beside its binary's directory, nor make install's "
+			  "PREFIX/lib/tracer), and left it to Ruby to find the tracer_agent gem (a LoadError "
+			  "above says it did not): make install, or set TRACER_AGENT_LIB to the lib/ of a "
+			  "built tracer checkout, or gem install tracer_agent", (int)x->pid);
+		r->code = TRC_EXIT_ERROR;
 	} else if (r->nsessions == 0) {
 		say_error(r, "process %d never connected: is it a Ruby program, and did it keep the "
 			  "RUBYOPT that loads tracer_agent?", (int)x->pid);
@@ -1088,7 +1104,12 @@ end_output(struct run *r)
 {
 	char why[PATH_MAX * 2 + 256];
 	bool failed = trc_output_end(&r->out) < 0 && r->out.error != EPIPE;
-	const char *cause = not_whole(r);
+	/*
+	 * Only a file that is good whole fails for want of one: text and JSON lines are good as far
+	 * as they go (a --wait that outlasted the program traced nothing), and -e, --heapdump and
+	 * the like trace nothing at all.
+	 */
+	const char *cause = whole_file(r->o) ? not_whole(r) : NULL;
 
 	if (r->o->output != NULL && whole_file(r->o) && (failed || cause != NULL)) {
 		snprintf(why, sizeof(why), "%s", failed ? strerror(r->out.error) : cause);

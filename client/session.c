@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attach.h"
@@ -35,6 +36,7 @@
 #define GONE_EVERY 0.01         /* after a lost connection: look for the exit this often, */
 #define GONE_CHECKS 50          /* this many times */
 #define INJECT_EVERY 0.01       /* loading the agent: look for it this often */
+#define WATCH_EVERY (TRC_PROGRESS_MS / 1000.0)  /* long work of the client's watching: the line */
 #define EVAL_ID 1
 
 enum state {
@@ -73,6 +75,9 @@ struct trc_session {
 	struct trc_newfile heap;        /* --heapdump, --shapesdump: the file the agent writes */
 	char *cwd;                      /* from WELCOME, or NULL */
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w, inject_w;
+	ev_timer watch_w;               /* the progress line of long work the client watches */
+	int watching;                   /* its enum trc_progress_watch */
+	ev_tstamp watch_since;
 	struct trc_inject *inject;      /* loading the agent before attaching, or NULL */
 	int gone_checks;
 	bool truncated;                 /* the connection ended inside a message */
@@ -117,6 +122,42 @@ stop_timers(struct trc_session *s)
 	ev_timer_stop(s->loop, &s->alive_w);
 	ev_timer_stop(s->loop, &s->gone_w);
 	ev_timer_stop(s->loop, &s->inject_w);
+	ev_timer_stop(s->loop, &s->watch_w);
+}
+
+/*
+ * Long work the agent sends no progress of: the line says how far it has come, from the first
+ * WATCH_EVERY on (quick work shows none). Only on a terminal (progress.c).
+ */
+static void
+watch(struct trc_session *s, int what)
+{
+	s->watching = what;
+	s->watch_since = ev_now(s->loop);
+	ev_timer_again(s->loop, &s->watch_w);
+}
+
+static void
+unwatch(struct trc_session *s)
+{
+	if (!ev_is_active(&s->watch_w))
+		return;
+	ev_timer_stop(s->loop, &s->watch_w);
+	trc_progress_end(s->pid);
+}
+
+static void
+on_watch(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trc_session *s = w->data;
+	struct stat st;
+	uint64_t done = (uint64_t)((ev_now(loop) - s->watch_since) * 1e3);
+
+	(void)revents;
+	/* What the agent wrote into the file it was passed so far. */
+	if (s->watching == TRC_PROGRESS_DUMP)
+		done = fstat(s->heap.fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	trc_progress_update(s->pid, s->watching, done, 0);
 }
 
 /* Records an outcome: the worst code wins, and the latest message. */
@@ -379,6 +420,10 @@ ask_eval(struct trc_session *s, const struct trc_message *m, struct trc_buf *b)
 	trc_encode_eval(b, EVAL_ID, eval_modes[s->job->mode].kind, s->text);
 	s->state = S_EVALING;
 	start_duration(s);
+	if (passes_file(s))
+		watch(s, TRC_PROGRESS_DUMP);
+	else if (s->job->mode == TRC_MODE_MEMORY)
+		watch(s, TRC_PROGRESS_MEMORY);
 }
 
 /* -i: no command; the owner asks its questions from now on, as long as it likes. */
@@ -562,6 +607,7 @@ on_eval(struct trc_session *s, const struct trc_message *m)
 
 	if (s->state == S_DETACHING)    /* answered after we gave up on it */
 		return;
+	unwatch(s);
 	if (s->state == S_INTERACTIVE) {
 		on_answer(s, m);
 		return;
@@ -935,6 +981,7 @@ injected(struct trc_session *s)
 {
 	struct trc_inject *in = s->inject;
 
+	unwatch(s);
 	if (in->written)
 		trc_output_note(s->job->out, "%sloaded tracer_agent into process %d (Ruby %s; the process "
 				"was held still %.2f ms)", s->tag, (int)s->pid, in->ruby.version,
@@ -993,10 +1040,12 @@ start_inject(struct trc_session *s)
 	if (!trc_inject_enabled() || s->job->exec || trc_inject_loaded(s->pid))
 		return false;
 	s->inject = xcalloc(1, sizeof(*s->inject));
+	watch(s, TRC_PROGRESS_LOAD);
 	lib = trc_exec_agent_lib();
 	trc_inject_start(s->inject, s->pid, lib);
 	free(lib);
 	if (s->inject->phase == TRC_INJECT_LOADED && !s->inject->written) {
+		unwatch(s);
 		free(s->inject);
 		s->inject = NULL;
 		return false;
@@ -1035,6 +1084,7 @@ trc_session_new(struct ev_loop *loop, const struct trc_job *job, pid_t pid, cons
 	init_timer(s, &s->alive_w, on_alive_check, ALIVE_EVERY, ALIVE_EVERY);
 	init_timer(s, &s->gone_w, on_gone_check, GONE_EVERY, GONE_EVERY);
 	init_timer(s, &s->inject_w, on_inject, INJECT_EVERY, INJECT_EVERY);
+	init_timer(s, &s->watch_w, on_watch, 0, WATCH_EVERY);
 	if (job->mode == TRC_MODE_TRACE && job->export != NULL) {
 		s->sink = trc_export_sink(job->export, pid);
 	} else if (job->mode == TRC_MODE_TRACE) {

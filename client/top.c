@@ -450,6 +450,12 @@ trc_top_def(const struct trc_top *t)
 	return t->def;
 }
 
+enum trc_top_mode
+trc_top_mode(const struct trc_top *t)
+{
+	return (enum trc_top_mode)(t->def - modes);
+}
+
 const struct trc_top_entry *
 trc_top_entry(const struct trc_top *t, size_t i)
 {

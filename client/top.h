@@ -85,6 +85,8 @@ void trc_top_reset(struct trc_top *t);
 
 /* How the table's mode is shown. */
 const struct trc_top_mode_def *trc_top_def(const struct trc_top *t);
+/* The table's mode. */
+enum trc_top_mode trc_top_mode(const struct trc_top *t);
 
 /* Rows held now, hidden ones included, and row i of them (valid until the next feed or reset). */
 size_t trc_top_size(const struct trc_top *t);

@@ -5,7 +5,8 @@
 # extconf.rb, and writes a Makefile here whose install moves the library into
 # lib/tracer_agent/, where lib/tracer_agent.rb loads it from, and nowhere else: what a
 # Makefile's install puts in RubyGems' directory is copied into both the gem's lib/ and its
-# extensions directory, and the build directory kept a third copy.
+# extensions directory, and the build directory kept a third copy. tracer_inject.so goes there
+# too.
 require 'fileutils'
 require 'rbconfig'
 
@@ -16,15 +17,24 @@ unless system(RbConfig.ruby, 'extconf.rb', *ARGV, chdir: agent)
   abort 'tracer_agent: ext/tracer_agent/extconf.rb failed'
 end
 
+# tracer_inject.so, which `tracer -p` has a process that never loaded the agent load first,
+# beside it: plain C without Ruby's headers (the top Makefile builds it alike), with the
+# compiler this Ruby was built with. built_for names the Ruby that built the agent: tracer
+# loads it into a static Ruby of that series only (client/agentfile.c).
+cc = RbConfig::CONFIG['CC']
 File.write(File.join(__dir__, 'Makefile'), <<~MAKE)
   # Written by ext/extconf.rb, for RubyGems: make clean, make, make install.
   all:
   \t$(MAKE) -C tracer_agent
+  \t#{cc} -std=gnu11 -O2 -fPIC -shared -Wall -Wextra -Wl,-z,now -o tracer_inject.so tracer_inject/tracer_inject.c
   install: all
   \tmkdir -p ../lib/tracer_agent
   \tmv -f tracer_agent/tracer_agent.so ../lib/tracer_agent/tracer_agent.so
+  \tmv -f tracer_inject.so ../lib/tracer_agent/tracer_inject.so
+  \techo '#{RUBY_VERSION}' >../lib/tracer_agent/built_for
   \t$(MAKE) -C tracer_agent clean
   clean:
   \t-$(MAKE) -C tracer_agent clean
+  \trm -f tracer_inject.so
   .PHONY: all install clean
 MAKE

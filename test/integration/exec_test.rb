@@ -279,4 +279,18 @@ class ExecTest < Minitest::Test
     assert tick, "no Object#tick row: #{rows}"
     assert_equal 5000, tick['count']
   end
+
+  # On a pipe, a program that ends within an interval sends its counts once, as it ends: they
+  # make one table, not the same table twice (the first on their arrival, the last at the end).
+  # With a short interval, the tables come only once the program is there to count.
+  def test_top_prints_a_table_once_when_nothing_changed_after_it
+    s = script('once.rb', "def tick = 1\n5000.times { tick }\n")
+    out, err, status = exec_tracer('--top', 'calls', '--interval', '60', '-x', RUBY, s, chdir: @dir)
+    assert status.success?, err
+    assert_equal 1, out.scan(/^tracer --top calls /).size, out
+    assert_match(/^\S+once\.rb +1 +Object#tick +5000$/, out)
+    out, err, status = exec_tracer('--top', 'calls', '--interval', '0.02', '-x', RUBY, s, chdir: @dir)
+    assert status.success?, err
+    assert_match(/\Atracer --top calls  pids: \d+ /, out, 'a table before the program connected')
+  end
 end

@@ -15,10 +15,12 @@ class GemTest < Minitest::Test
       assert_empty warnings.grep_v(/no homepage specified|See https:\S+ for help/), 'gem build warns'
       gem = File.join(dir, 'tracer_agent.gem')
       gems = File.join(dir, 'gems')
-      # Installing compiles the agent from the gem's own sources, and leaves one library.
+      # Installing compiles the agent from the gem's own sources, and leaves one library, and
+      # the loader tracer -p needs for a process that never required the agent.
       sh(dir, RUBY, '-S', 'gem', 'install', '--local', '--no-document', '--install-dir', gems, gem)
-      libs = Dir[File.join(gems, '**', '*.so')]
-      assert_equal [File.join(gems, 'gems', "tracer_agent-#{gem_version(gem)}", 'lib', 'tracer_agent', 'tracer_agent.so')], libs
+      libs = Dir[File.join(gems, '**', '*.so')].sort
+      lib = File.join(gems, 'gems', "tracer_agent-#{gem_version(gem)}", 'lib')
+      assert_equal %w[tracer_agent.so tracer_inject.so].map { |f| File.join(lib, 'tracer_agent', f) }, libs
       assert_empty Dir[File.join(gems, '**', '*.o')], 'objects left behind'
       File.write(File.join(dir, 'Gemfile'), "source 'https://rubygems.org'\ngem 'tracer_agent'\ngem 'sinatra', require: 'sinatra/base'\n")
       File.write(File.join(dir, 'app.rb'), <<~RUBY)
@@ -34,6 +36,13 @@ class GemTest < Minitest::Test
       out, err, status = tracer('-p', t.pid, '-e', '[TracerAgent::VERSION, $LOADED_FEATURES.grep(/tracer_agent\.so/), defined?(Sinatra::Base)]')
       assert status.success?, err
       assert_match(/\A=> \["\d+\.\d+\.\d+", \["#{Regexp.escape(gems)}[^"]*tracer_agent\.so"\], "constant"\]/, out)
+
+      # The gem's agent, loaded into a process that never required it.
+      plain = target('sleep', env: env, agent: false)
+      out, err, status = tracer('-p', plain.pid, '-e', '$LOADED_FEATURES.grep(/tracer_agent\.so/)', env: { 'TRACER_AGENT_LIB' => lib })
+      assert status.success?, err
+      assert_match(/^\*\*\* loaded tracer_agent into process #{plain.pid} /, err)
+      assert_equal "=> [\"#{File.join(lib, 'tracer_agent', 'tracer_agent.so')}\"]\n", out
     end
   end
 

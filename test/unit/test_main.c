@@ -59,6 +59,7 @@ static const struct suite {
 	{ "output", test_output },
 	{ "pace", test_pace },
 	{ "pprof", test_pprof },
+	{ "progress", test_progress },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
 	{ "seccomp", test_seccomp },
