@@ -60,6 +60,7 @@ void test_metrics(void);
 void test_output(void);
 void test_pace(void);
 void test_pprof(void);
+void test_profile(void);
 void test_progress(void);
 void test_ring(void);
 void test_seccomp(void);

@@ -59,6 +59,7 @@ static const struct suite {
 	{ "output", test_output },
 	{ "pace", test_pace },
 	{ "pprof", test_pprof },
+	{ "profile", test_profile },
 	{ "progress", test_progress },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
