@@ -53,7 +53,8 @@ module ProfileCost
       data = File.join(dir, 'perf.data')
       _, err, st = Open3.capture3('perf', 'record', '-e', 'cpu-clock', '-F', '1999', '-p', pid.to_s, '-o', data,
                                   '--', 'sleep', SECONDS.to_s)
-      raise "perf record: #{err}" unless st.success?
+      raise "perf record: exit #{st.exitstatus}, #{err.empty? ? 'nothing said' : err}; worker #{pid} " \
+            "#{File.exist?("/proc/#{pid}") ? 'alive' : 'gone'}" unless st.success?
 
       out, err, st = Open3.capture3('perf', 'report', '-i', data, '--stdio', '--sort', 'comm,dso,sym', '-F',
                                     'sample,comm,dso,sym', '--no-children')
