@@ -167,8 +167,10 @@ trc_top_add_pid(struct trc_top *t, pid_t pid)
 void
 trc_top_reset(struct trc_top *t)
 {
-	for (size_t i = 0; i < t->nentries; i++)
+	for (size_t i = 0; i < t->nentries; i++) {
 		free(t->entries[i].file);
+		free(t->entries[i].buckets);
+	}
 	t->nentries = 0;
 	t->bytes = 0;
 	memset(t->slots, 0, t->nslots * sizeof(*t->slots));
@@ -380,6 +382,10 @@ add_row(struct trc_top *t, size_t p, const struct trc_top_row *r)
 	e->count += r->count;
 	e->total_ns += r->total_ns;
 	e->self_ns += r->self_ns;
+	if (r->nbuckets == TRC_TOP_BUCKETS && e->buckets == NULL)
+		e->buckets = xcalloc(TRC_TOP_BUCKETS, sizeof(*e->buckets));
+	for (size_t i = 0; i < r->nbuckets; i++)
+		e->buckets[i] += r->buckets[i];
 	if (p < t->npids)
 		mark_pid(t, k, p);
 }

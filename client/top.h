@@ -50,6 +50,7 @@ struct trc_top_entry {
 	uint32_t hash;
 	bool hidden;            /* an --ignore regex matched its class */
 	uint64_t count, total_ns, self_ns;
+	uint64_t *buckets;      /* --top time: TRC_TOP_BUCKETS durations, the table's; else NULL */
 };
 
 struct trc_top;
