@@ -287,6 +287,18 @@ find_slot(const struct trc_top *t, const struct trc_top_row *r, uint32_t h)
 			return i;
 }
 
+const struct trc_top_entry *
+trc_top_find(const struct trc_top *t, const char *file, uint32_t file_len, int32_t line,
+	     const char *label, uint32_t label_len)
+{
+	struct trc_top_row r = { .file = { file, file_len }, .line = line,
+				 .label = { label, label_len } };
+	uint32_t h = hash_row(&r);
+	size_t slot = find_slot(t, &r, h);
+
+	return t->slots[slot] != 0 ? &t->entries[t->slots[slot] - 1] : NULL;
+}
+
 static void
 grow_slots(struct trc_top *t)
 {

@@ -87,6 +87,10 @@ void trc_top_reset(struct trc_top *t);
 /* How the table's mode is shown. */
 const struct trc_top_mode_def *trc_top_def(const struct trc_top *t);
 
+/* The row of (file, line, label), or NULL when the table holds none (valid until the next feed or reset). */
+const struct trc_top_entry *trc_top_find(const struct trc_top *t, const char *file, uint32_t file_len,
+					 int32_t line, const char *label, uint32_t label_len);
+
 /* Rows held now, hidden ones included, and row i of them (valid until the next feed or reset). */
 size_t trc_top_size(const struct trc_top *t);
 const struct trc_top_entry *trc_top_entry(const struct trc_top *t, size_t i);
