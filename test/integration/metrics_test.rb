@@ -548,6 +548,83 @@ class MetricsTest < Minitest::Test
     res['data']['result'].first&.dig('value', 1)&.then { |v| Float(v) }
   end
 
+  SINATRA = File.join(ROOT, 'examples', 'sinatra')
+
+  # Puma run by the Ruby under test (example_test.rb's way).
+  def puma_cmd
+    cmd = [RUBY, ENV['TRACER_PUMA'] || Gem.bin_path('puma', 'puma')]
+    nio = system(RUBY, '-e', 'require "nio"', out: File::NULL, err: File::NULL)
+    nio ? cmd : cmd + ['-C', File.join(ROOT, 'test', 'apps', 'puma_no_reactor.rb')]
+  rescue Gem::Exception => e
+    flunk "Puma is missing for #{RUBY} (#{e.message}): apt-get install puma, or make test-rubies"
+  end
+
+  def agent_loaded?(pid)
+    File.read("/proc/#{pid}/maps").include?('tracer_agent.so')
+  rescue SystemCallError
+    false
+  end
+
+  # A fleet operator's view: Debian's Prometheus scraping tracer attached to a three-worker Puma
+  # cluster of the Sinatra example under load, the cluster selected by its master's pid in the
+  # workers' command lines ("puma: cluster worker N: MASTER [tag]"). Each worker is a series of
+  # its own, the sum by method is theirs, and the p99 of Inventory.find, which sleeps 30 ms for
+  # one item in ten of those the load asks for, falls in the bucket of 30 ms (25 to 50 ms).
+  def test_puma_cluster_per_worker_and_p99_in_prometheus
+    app_port = free_port
+    master = Process.spawn(*puma_cmd, '-w', '3', '-b', "tcp://127.0.0.1:#{app_port}", File.join(SINATRA, 'config.ru'),
+                           out: File.join(@dir, 'puma.log'), err: %i[child out], pgroup: true)
+    workers = wait_until(message: 'three workers with the agent') do
+      pids = `pgrep -P #{master}`.split.map(&:to_i)
+      pids if pids.size == 3 && pids.all? { |p| agent_loaded?(p) }
+    end
+    c, port = serve([], '--ps', "cluster worker [0-9]+: #{master} ", '--rows', '5', mode: 'time', attached: 3)
+    start_prometheus([port])
+    load = Process.spawn(RUBY, File.join(SINATRA, 'load.rb'), "http://127.0.0.1:#{app_port}", '60', '4', out: File::NULL)
+    find = 'tracer_method_calls_total{method="Inventory.find"}'
+    per_worker = "count(count by (pid) (#{find}))"
+    wait_until(message: 'Inventory.find counted in the three workers', within: 60) { query(per_worker) == 3 }
+    got = JSON.parse(prom_get("/api/v1/query?query=#{URI.encode_www_form_component("sum by (pid) (#{find})")}").body)
+    pids = got['data']['result'].map { |r| Integer(r['metric']['pid']) }
+    assert_equal workers.sort, pids.sort, 'a series per worker, labelled with its pid'
+    apps = JSON.parse(prom_get("/api/v1/query?query=#{URI.encode_www_form_component("count by (app) (#{find})")}").body)
+    assert_equal [ROOT], apps['data']['result'].map { |r| r['metric']['app'] }, "app: the workers' directory"
+    files = JSON.parse(prom_get("/api/v1/query?query=#{URI.encode_www_form_component("count by (file) (#{find})")}").body)
+    assert_equal ['examples/sinatra/app.rb'], files['data']['result'].map { |r| r['metric']['file'] }, 'relative to it'
+
+    p99 = 'histogram_quantile(0.99, sum by (le, method) (rate(tracer_method_duration_seconds_bucket{method="Inventory.find"}[1m])))'
+    p50 = p99.sub('0.99', '0.5')
+    wait_until(message: 'a p99 from at least 200 calls', within: 60) do
+      query('sum(tracer_method_duration_seconds_count{method="Inventory.find"})').to_f >= 200 && query(p99)
+    end
+    q99 = query(p99)
+    q50 = query(p50)
+    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    Net::HTTP.get(URI("http://127.0.0.1:#{app_port}/price/item7"))
+    slow = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+    sum = query("sum(#{find})")
+    parts = query("sum(sum by (pid) (#{find}))")
+    got = JSON.parse(prom_get("/api/v1/query?query=#{URI.encode_www_form_component("sum by (pid) (#{find})")}").body)
+    puts "\nPuma cluster of 3: Inventory.find p99 #{q99.round(4)} s, p50 #{q50.round(6)} s " \
+         "(a slow request measured #{slow.round(4)} s); #{sum.to_i} calls, per worker " \
+         "#{got['data']['result'].map { |r| "#{r['metric']['pid']}=#{r['value'][1]}" }.join(' ')}"
+    assert_operator q99, :>, 0.025, 'the p99: in the bucket of the 30 ms sleep'
+    assert_operator q99, :<=, 0.05
+    assert_operator slow, :>=, 0.03, 'a request of a slow item took the sleep'
+    assert_operator q50, :<, 0.001, 'the median: the fast lookup'
+    assert_equal sum, parts, 'the sum over the workers'
+
+    text = scrape(port)
+    out, st = Open3.capture2e('promtool', 'check', 'metrics', stdin_data: text)
+    assert st.success?, "promtool check metrics:\n#{out}"
+    assert_promtool_openmetrics(get(port, '/metrics', 'Accept' => 'application/openmetrics-text')[2])
+    stop(c)
+  ensure
+    Process.kill('KILL', load) rescue nil # rubocop:disable Style/RescueModifier
+    Process.kill('-TERM', master) rescue nil # rubocop:disable Style/RescueModifier
+    [load, master].compact.each { |p| Process.wait(p) rescue nil } # rubocop:disable Style/RescueModifier
+  end
+
   # Two tracers ("hosts"), each attached to two targets of 10,000 Burst#tick calls: the fleet's
   # sum in Prometheus is exactly 40,000, and stays so when a worker exits mid-scrape.
   def test_prometheus_sums_the_fleet_exactly
