@@ -637,6 +637,11 @@ class MetricsTest < Minitest::Test
     wait_until(message: "#{sum} == 40000") { query(sum) == 40_000 }
     assert_equal 4, query('count(tracer_method_calls_total{method="Burst#tick"})'), 'a series per process'
     assert_equal 2, query('count(count by (instance) (tracer_method_calls_total{method="Burst#tick"}))'), 'two hosts'
+    # Each series was served at 0 before its 10,000: increase() counts all of it (before, a
+    # series that first came at its value lost that much).
+    inc = query('sum(increase(tracer_method_calls_total{method="Burst#tick"}[5m]))')
+    puts "\nincrease() over the fleet's four new series: #{inc}"
+    assert_operator inc, :>=, 40_000, 'increase() from each series\' start'
     top = 'topk(10, sum by (method) (rate(tracer_method_calls_total[1m])))'
     wait_until(message: 'the top ten query') { query(top) }
 
