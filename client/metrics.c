@@ -89,6 +89,7 @@ struct fig {
 struct proc {
 	pid_t pid;
 	struct trc_top *table;
+	bool seen;                      /* it answered (its root, or counts): served from then on */
 	char *root;                     /* its working directory, or NULL */
 	double created;                 /* attached (its series' _created) */
 	bool ended;
@@ -216,6 +217,7 @@ trc_metrics_root(struct trc_metrics *m, pid_t pid, const char *root)
 		return;
 	free(p->root);
 	p->root = xstrdup(root);
+	p->seen = true;
 	m->valid = false;
 }
 
@@ -227,6 +229,7 @@ trc_metrics_feed(struct trc_metrics *m, pid_t pid, const struct trc_message *msg
 	if (p == NULL || p->ended || msg->type != TRC_MSG_TOP)
 		return;
 	trc_top_feed(p->table, pid, msg);
+	p->seen = true;
 	p->last_report = now;
 	p->last_events = msg->top.events;
 	p->last_elapsed_ns = msg->top.elapsed_ns;
@@ -602,6 +605,8 @@ family(struct ex *x, const struct family *f)
 	for (size_t j = 0; j < m->nprocs; j++) {
 		const struct proc *p = m->procs[j];
 
+		if (!p->seen)
+			continue;       /* refused, gone before it answered: nothing of it to serve */
 		proc_labels(m, p, &x->plabels);
 		for (size_t i = 0; i < x->shown; i++) {
 			if (p->found[i] == NULL)
@@ -633,12 +638,14 @@ proc_counter(struct ex *x, const char *name, const char *help, const char *extra
 {
 	const struct trc_metrics *m = x->m;
 
+	if (help != NULL)
+		header(x, name, "counter", help);
 	for (size_t j = 0; j < m->nprocs; j++) {
 		const struct proc *p = m->procs[j];
 
+		if (!p->seen)
+			continue;
 		proc_labels(m, p, &x->plabels);
-		if (help != NULL && j == 0)
-			header(x, name, "counter", help);
 		trc_buf_addf(x->b, "%s_total", name);
 		own_labels(x, extra);
 		trc_buf_adds(x->b, "} ");
@@ -708,8 +715,7 @@ make(struct ex *x)
 
 	for (size_t j = 0; j < x->k.nfamilies; j++)
 		family(x, &x->k.families[j]);
-	if (m->nprocs > 0)
-		proc_families(x);
+	proc_families(x);
 	header(x, "tracer_targets", "gauge", "Processes tracer is attached to now.");
 	trc_buf_adds(x->b, "tracer_targets");
 	run_labels(m, x->b);

@@ -223,6 +223,7 @@ test_killed(void)
 
 	trc_metrics_add(m, 100, 10.0);
 	trc_metrics_add(m, 200, 10.0);
+	trc_metrics_add(m, 300, 10.0);         /* refused, say: no root, no counts */
 	feed(t, m, 100, a, 1, 400, 0, 11.0);   /* 400 events in its 1 s */
 	feed(t, m, 200, a, 1, 400, 0, 11.0);
 	free(expose(m, TRC_METRICS_TEXT, 11.0));
@@ -233,6 +234,7 @@ test_killed(void)
 	test_cond("estimate", strstr(got, "tracer_events_lost_total{cause=\"unreported\",pid=\"100\"} 100\n") != NULL);
 	test_cond("seconds", strstr(got, "tracer_unreported_seconds_total{pid=\"100\"} 0.250\n") != NULL);
 	test_cond("a detach loses nothing", strstr(got, "tracer_events_lost_total{cause=\"unreported\",pid=\"200\"} 0\n") != NULL);
+	test_cond("one that never answered: not served", strstr(got, "pid=\"300\"") == NULL);
 	test_cond("its counts stay", strstr(got, "tracer_method_calls_total{method=\"A#a\",file=\"/app/a.rb\",line=\"1\",pid=\"100\"} 10\n") != NULL);
 	free(got);
 	got = expose(m, TRC_METRICS_TEXT, 11.3 + TRC_METRICS_KEEP_ENDED);
