@@ -12,6 +12,7 @@
 
 #include "compress.h"
 #include "http.h"
+#include "metrics.h"
 #include "inject.h"
 #include "opt.h"
 #include "proc.h"
@@ -563,6 +564,10 @@ static const struct trc_opt options[] = {
 	{ .name = "metrics", .type = TRC_OPT_CALLBACK, .arg = TRC_ARG_REQUIRED, .cb = set_metrics,
 	  .group = G_TOP, .metavar = "ADDR",
 	  .help = "--top: serve the table to Prometheus on ADDR (below)" },
+	{ .name = "label", .type = TRC_OPT_LIST, .arg = TRC_ARG_REQUIRED,
+	  .off = FIELD(run.labels, struct trc_opt_list), .max = 16, .group = G_TOP,
+	  .metavar = "KEY=VALUE",
+	  .help = "--metrics: one more label on every series (app=NAME names the app); repeatable" },
 	{ .name = "duration", .type = TRC_OPT_SECS, .arg = TRC_ARG_REQUIRED,
 	  .off = FIELD(run.duration, double), .metavar = "SECS",
 	  .help = "detach after SECS seconds (may be fractional)" },
@@ -679,9 +684,10 @@ static const char usage_text_after_modes[] =
 	"time, in 1 ms windows at random, and scales each interval's counts by the VM's\n"
 	"own count of allocations: estimates again, close for steady work, at almost\n"
 	"no cost; a burst between two windows counts as the windows around it did.\n"
-	"--metrics ADDR (127.0.0.1:9394, or :9394 for every address) prints no table:\n"
-	"it serves GET /metrics to Prometheus for as long as it runs, counters that\n"
-	"never reset; the --rows busiest rows are series, the rest one \"(other)\".\n"
+	"--metrics ADDR (127.0.0.1:19394, or :19394 for every address) prints no\n"
+	"table: it serves GET /metrics to Prometheus for as long as it runs, counters\n"
+	"that never reset, a series per process (labels pid, app: its directory, or\n"
+	"--label app=NAME); the --rows busiest rows are series, the rest \"(other)\".\n"
 	"\n"
 	"Looking inside (-e, -i, --heapdump, --shapesdump, --memory, --backtraces,\n"
 	"--backtrace, --fork) runs Ruby in the process, in a thread of its own.\n"
@@ -809,6 +815,26 @@ check_format(const struct opts *o, const struct trc_opt_state *st)
 		check_pprof(o);
 }
 
+
+/* --label KEY=VALUE: names Prometheus takes, none of tracer's own, each once; with --metrics. */
+static void
+check_labels(const struct trc_run_opts *r)
+{
+	char why[128];
+
+	if (r->labels.n > 0 && r->metrics == NULL)
+		die(TRC_EXIT_USAGE, "--label goes with --metrics: it labels the series served");
+	for (size_t i = 0; i < r->labels.n; i++) {
+		size_t n = strcspn(r->labels.v[i], "=");
+
+		if (trc_metrics_check_label(r->labels.v[i], why, sizeof(why)) < 0)
+			die(TRC_EXIT_USAGE, "invalid --label '%s': %s", r->labels.v[i], why);
+		for (size_t k = 0; k < i; k++)
+			if (strncmp(r->labels.v[k], r->labels.v[i], n + 1) == 0)
+				die(TRC_EXIT_USAGE, "--label %.*s given twice", (int)n, r->labels.v[i]);
+	}
+}
+
 /* Options that only --top takes, or only -f, -s and --top: with what they go. */
 static void
 check_groups(const struct opts *o, const struct trc_opt_state *st)
@@ -841,6 +867,7 @@ check_groups(const struct opts *o, const struct trc_opt_state *st)
 	if (r->metrics != NULL && r->format != TRC_FORMAT_TEXT)
 		die(TRC_EXIT_USAGE, "--metrics serves the table instead of writing it: it excludes --format %s",
 		    trc_format_name(r->format));
+	check_labels(r);
 }
 
 /* Exactly one thing to do (the parser refused two), and no option that cannot apply to it. */
@@ -1112,6 +1139,7 @@ free_opts(struct opts *o, struct trc_spec *specs)
 		free((void *)r->filters.v[i]);  /* absolute_prefix's copies */
 	trc_opt_list_release(&r->filters);
 	trc_opt_list_release(&r->ignores);
+	trc_opt_list_release(&r->labels);
 	free(r->pids);
 }
 

@@ -327,8 +327,10 @@ dec_detached(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 static void
 dec_top_row(struct rd *r, struct trc_decoder *d, struct trc_top_row *row)
 {
-	if (rd_array(r) != 6) {
-		rd_fail(r, "TOP row is not a 6-element array");
+	uint32_t n;
+
+	if (rd_array(r) != 7) {
+		rd_fail(r, "TOP row is not a 7-element array");
 		return;
 	}
 	rd_name(r, d, &row->file);
@@ -337,6 +339,14 @@ dec_top_row(struct rd *r, struct trc_decoder *d, struct trc_top_row *row)
 	row->count = rd_u64(r);
 	row->total_ns = rd_u64(r);
 	row->self_ns = rd_u64(r);
+	n = rd_array(r);
+	if (n != 0 && n != TRC_TOP_BUCKETS) {
+		rd_fail(r, "TOP row's buckets are neither none nor TRC_TOP_BUCKETS");
+		return;
+	}
+	row->nbuckets = (uint8_t)n;
+	for (uint32_t i = 0; i < n; i++)
+		row->buckets[i] = rd_u64(r);
 }
 
 static void
@@ -377,7 +387,7 @@ dec_top_paths(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	m->top.npaths = n;
 }
 
-/* A row takes at least 7 bytes, so rows are only allocated for bytes already received. */
+/* A row takes at least 8 bytes, so rows are only allocated for bytes already received. */
 static void
 dec_top(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 {
@@ -392,7 +402,7 @@ dec_top(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 	n = rd_array(r);
 	if (n > TRC_DECODE_MAX_ROWS)
 		rd_fail(r, "too many TOP rows");
-	if (r->status != TRC_DECODE_OK || !rd_have(r, (uint64_t)n * 7))
+	if (r->status != TRC_DECODE_OK || !rd_have(r, (uint64_t)n * 8))
 		return;
 	if (n > d->rows_cap) {
 		d->rows = xreallocarray(d->rows, n, sizeof(*d->rows));

@@ -29,6 +29,8 @@ struct trc_top_row {
 	uint64_t count;
 	uint64_t total_ns;
 	uint64_t self_ns;
+	uint8_t nbuckets;       /* TRC_TOP_BUCKETS (--top time), or 0 */
+	uint64_t buckets[TRC_TOP_BUCKETS];      /* outermost calls by duration (tracer_protocol.h) */
 };
 
 /* TRC_MSG_PROFILE's lists (tracer_protocol.h), each element as the agent sent it. */

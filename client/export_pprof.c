@@ -185,6 +185,13 @@ end(struct trc_export *e)
 	char note[96];
 
 	add_samples(e, p);
+	/*
+	 * Every call is counted, none sampled: each value stands for itself (period 1 of wall
+	 * nanoseconds, the type shown first). Pyroscope files a profile by its sample and period
+	 * types (NAME:wall:nanoseconds:wall:nanoseconds); empty ones left it no name.
+	 */
+	trc_pprof_period(p, "wall", "nanoseconds", 1);
+	trc_pprof_default_type(p, 1);
 	trc_pprof_duration(p, duration(e));
 	trc_pprof_comment(p, e->opts.tool);
 	if (c->left_out > 0) {

@@ -331,6 +331,7 @@ make_rows(struct trc_profile *p, struct trc_profile_target *t, const struct trc_
 		r->count = t->samples[touched[i]];
 		r->total_ns = t->total_ns[touched[i]];
 		r->self_ns = t->self_ns[touched[i]];
+		r->nbuckets = 0;        /* samples have no durations of calls */
 	}
 	free(seen);
 	free(touched);

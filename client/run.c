@@ -148,7 +148,7 @@ struct run {
 	struct trc_live *live;          /* none with --format pprof: the table is written at the end */
 	ev_tstamp top_start;            /* --top --format pprof: when the sessions started */
 	struct trc_httpd *httpd;        /* --metrics: the table served instead of shown */
-	struct trc_metrics_cache metrics_cache[2];      /* its exposition, by trc_metrics_format */
+	struct trc_metrics *metrics;    /* ...a table per target, labelled */
 	struct trc_export *export;      /* --format other than text */
 	/* --exec: the program, which the run waits for; --wait; the end of its connections */
 	bool execing;
@@ -309,8 +309,9 @@ on_session_started(struct trc_session *s, void *ctx)
 {
 	struct run *r = ctx;
 
-	(void)s;
 	r->worked = true;
+	if (r->metrics != NULL)
+		trc_metrics_root(r->metrics, trc_session_pid(s), trc_session_cwd(s));
 	if (!r->begun && trc_sessions_all_started(r->sessions, r->nsessions))
 		begin_duration(r);
 	check_specs(r);
@@ -346,6 +347,8 @@ on_session_done(struct trc_session *s, void *ctx)
 
 	trc_output_flush(&r->out);
 	account(r, s);
+	if (r->metrics != NULL)
+		trc_metrics_ended(r->metrics, trc_session_pid(s), ev_now(r->loop), trc_session_closed_at(s));
 	r->running--;
 	check_specs(r);
 	if (r->running == 0 && !waits_for_more(r)) {
@@ -532,6 +535,7 @@ make_job(struct run *r, const struct trc_run_opts *o)
 	j->scope.ignores = o->ignores.v;
 	j->scope.nignores = o->ignores.n;
 	j->top.table = r->top;
+	j->top.metrics = r->metrics;
 	j->label_pids = o->npids > 1 || r->ps != NULL;
 	j->exec = o->exec.n > 0;
 	j->timeout = o->timeout;
@@ -559,6 +563,8 @@ add_session(struct run *r, pid_t pid, bool found)
 	r->running++;
 	if (r->top != NULL)
 		trc_top_add_pid(r->top, pid);
+	if (r->metrics != NULL)
+		trc_metrics_add(r->metrics, pid, ev_now(r->loop));
 	if (r->live != NULL)
 		trc_live_set_sessions(r->live, r->sessions, r->nsessions);
 	return s;
@@ -900,11 +906,9 @@ free_run(struct run *r)
 		trc_export_free(r->export);
 	trc_outfile_release(&r->file);
 	trc_output_release(&r->out);
-	if (r->httpd != NULL) {
+	if (r->httpd != NULL)
 		trc_httpd_free(r->httpd);
-		trc_metrics_cache_release(&r->metrics_cache[TRC_METRICS_TEXT]);
-		trc_metrics_cache_release(&r->metrics_cache[TRC_METRICS_OPENMETRICS]);
-	}
+	trc_metrics_free(r->metrics);
 	if (r->top != NULL)
 		trc_top_free(r->top);
 	trc_profile_release(&r->profile);
@@ -950,17 +954,18 @@ attached(const struct run *r)
 }
 
 /*
- * GET /metrics: the whole table, never reset, as the scraper asked (Accept). Made again only
- * when the agents reported counts since (or a target came or went): one cache per format.
+ * GET /metrics: every target's table, never reset, as the scraper asked (Accept). Made again
+ * only when the agents reported counts since (or a target came or went, or a series held at
+ * zero gets its value).
  */
 static const char *
 serve_metrics(const struct trc_http_request *req, const struct trc_buf **body, void *ctx)
 {
 	struct run *r = ctx;
 	enum trc_metrics_format f = trc_metrics_negotiate(req->accept);
-	struct trc_metrics_view v = { .rows = r->o->rows, .gc = r->o->gc, .targets = attached(r) };
 
-	*body = trc_metrics_cached(&r->metrics_cache[f], r->top, &v, f);
+	trc_metrics_set_targets(r->metrics, attached(r));
+	*body = trc_metrics_expose(r->metrics, f, ev_now(r->loop));
 	return trc_metrics_content_type(f);
 }
 
@@ -984,8 +989,6 @@ start_metrics(struct run *r, const struct trc_run_opts *o)
 	if (fd < 0)
 		return setup_failed(TRC_EXIT_ERROR, "cannot serve metrics on %s: %s", o->metrics,
 				    strerror(errno));
-	trc_metrics_cache_init(&r->metrics_cache[TRC_METRICS_TEXT]);
-	trc_metrics_cache_init(&r->metrics_cache[TRC_METRICS_OPENMETRICS]);
 	r->httpd = trc_httpd_new(r->loop, fd, "/metrics", serve_metrics, r);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "*** serving metrics on http://%s%s/metrics\n",
@@ -1030,6 +1033,15 @@ set_up(struct run *r, const struct trc_run_opts *o)
 				    strerror(errno));
 	if (o->mode == TRC_MODE_TOP)
 		r->top = new_top(o);
+	if (o->metrics != NULL) {
+		struct trc_metrics_opts mo = {
+			.mode = o->top_mode, .rows = o->rows, .gc = o->gc,
+			.labels = o->labels.v, .nlabels = o->labels.n,
+			.ignores = o->ignores.v, .nignores = o->ignores.n,
+		};
+
+		r->metrics = trc_metrics_new(r->top, &mo);
+	}
 	if (o->mode == TRC_MODE_TOP && o->top_mode == TRC_TOP_PROFILE)
 		trc_profile_init(&r->profile, o->wall, trc_profile_format(o->format) && o->output != NULL);
 	r->spool_dir = spool_dir(fd, o->mode);

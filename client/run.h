@@ -53,6 +53,7 @@ struct trc_run_opts {
 	const char *metrics;            /* --metrics ADDR as given, or NULL; parsed: */
 	struct sockaddr_storage metrics_addr;
 	socklen_t metrics_addrlen;
+	struct trc_opt_list labels;     /* --label KEY=VALUE, checked */
 	struct trc_opt_list filters;    /* absolute prefixes */
 	struct trc_opt_list ignores;
 	/* the output */

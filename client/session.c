@@ -74,6 +74,7 @@ struct trc_session {
 	struct trc_sink sink;           /* trace mode only, until the session ends: printer or exporter */
 	struct trc_newfile heap;        /* --heapdump, --shapesdump: the file the agent writes */
 	char *cwd;                      /* from WELCOME, or NULL */
+	ev_tstamp closed_at;            /* the connection ended without DETACHED, or 0 */
 	ev_timer timeout_w, duration_w, detach_w, alive_w, gone_w, inject_w;
 	ev_timer watch_w;               /* the progress line of long work the client watches */
 	int watching;                   /* its enum trc_progress_watch */
@@ -680,6 +681,8 @@ on_top(struct trc_session *s, const struct trc_message *m)
 		m = &rows;
 	}
 	trc_top_feed(s->job->top.table, s->pid, m);
+	if (s->job->top.metrics != NULL)
+		trc_metrics_feed(s->job->top.metrics, s->pid, m, ev_now(s->loop));
 	if (!s->counted && s->job->mode == TRC_MODE_TOP) {
 		s->counted = true;
 		if (s->cbs->counted != NULL)
@@ -803,6 +806,7 @@ on_end(void *ctx, enum trc_conn_end why, const char *detail)
 	}
 	trc_conn_close(&s->conn);
 	stop_timers(s);
+	s->closed_at = ev_now(s->loop);
 	s->state = S_CLOSED;
 	s->truncated = why == TRC_CONN_TRUNCATED;
 	s->gone_checks = GONE_CHECKS;
@@ -1330,6 +1334,12 @@ bool
 trc_session_spec_matched(const struct trc_session *s, size_t i)
 {
 	return i < s->job->nspecs && s->matched[i];
+}
+
+double
+trc_session_closed_at(const struct trc_session *s)
+{
+	return s->closed_at;
 }
 
 const char *

@@ -12,6 +12,7 @@
 #include "output.h"
 #include "spec.h"
 #include "profile.h"
+#include "metrics.h"
 #include "top.h"
 #include "trace.h"
 
@@ -64,6 +65,7 @@ struct trc_job {
 		uint32_t sample;                /* --sample: 1 counts every allocation; profile: Hz */
 		uint32_t cap;                   /* profile: the profiler's own time, millionths */
 		struct trc_top *table;          /* where every target's TRC_MSG_TOP rows go */
+		struct trc_metrics *metrics;    /* --metrics: each target's rows too, or NULL */
 		struct trc_profile *profile;    /* profile: every target's TRC_MSG_PROFILE */
 	} top;
 	bool label_pids;        /* several targets: "[PID] " before each of their lines */
@@ -149,6 +151,11 @@ bool trc_session_traced(const struct trc_session *s);
 bool trc_session_spec_matched(const struct trc_session *s, size_t i);
 /* The target's working directory from its WELCOME, or NULL before. Owned by the session. */
 const char *trc_session_cwd(const struct trc_session *s);
+/*
+ * When its connection closed without the agent's goodbye (the process killed: what it counted
+ * since its last report is lost), on the loop's clock; 0 when it did not.
+ */
+double trc_session_closed_at(const struct trc_session *s);
 /* Whether its spool could not keep the trace whole (a full disk): its note said why. */
 bool trc_session_cut_short(const struct trc_session *s);
 /* What went wrong, without the "tracer: " prefix, or NULL. Owned by the session. */

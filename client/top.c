@@ -167,8 +167,10 @@ trc_top_add_pid(struct trc_top *t, pid_t pid)
 void
 trc_top_reset(struct trc_top *t)
 {
-	for (size_t i = 0; i < t->nentries; i++)
+	for (size_t i = 0; i < t->nentries; i++) {
 		free(t->entries[i].file);
+		free(t->entries[i].buckets);
+	}
 	t->nentries = 0;
 	t->bytes = 0;
 	memset(t->slots, 0, t->nslots * sizeof(*t->slots));
@@ -285,6 +287,18 @@ find_slot(const struct trc_top *t, const struct trc_top_row *r, uint32_t h)
 			return i;
 }
 
+const struct trc_top_entry *
+trc_top_find(const struct trc_top *t, const char *file, uint32_t file_len, int32_t line,
+	     const char *label, uint32_t label_len)
+{
+	struct trc_top_row r = { .file = { file, file_len }, .line = line,
+				 .label = { label, label_len } };
+	uint32_t h = hash_row(&r);
+	size_t slot = find_slot(t, &r, h);
+
+	return t->slots[slot] != 0 ? &t->entries[t->slots[slot] - 1] : NULL;
+}
+
 static void
 grow_slots(struct trc_top *t)
 {
@@ -380,6 +394,10 @@ add_row(struct trc_top *t, size_t p, const struct trc_top_row *r)
 	e->count += r->count;
 	e->total_ns += r->total_ns;
 	e->self_ns += r->self_ns;
+	if (r->nbuckets == TRC_TOP_BUCKETS && e->buckets == NULL)
+		e->buckets = xcalloc(TRC_TOP_BUCKETS, sizeof(*e->buckets));
+	for (size_t i = 0; i < r->nbuckets; i++)
+		e->buckets[i] += r->buckets[i];
 	if (p < t->npids)
 		mark_pid(t, k, p);
 }

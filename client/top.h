@@ -50,6 +50,7 @@ struct trc_top_entry {
 	uint32_t hash;
 	bool hidden;            /* an --ignore regex matched its class */
 	uint64_t count, total_ns, self_ns;
+	uint64_t *buckets;      /* --top time: TRC_TOP_BUCKETS durations, the table's; else NULL */
 };
 
 struct trc_top;
@@ -87,6 +88,10 @@ void trc_top_reset(struct trc_top *t);
 const struct trc_top_mode_def *trc_top_def(const struct trc_top *t);
 /* The table's mode. */
 enum trc_top_mode trc_top_mode(const struct trc_top *t);
+
+/* The row of (file, line, label), or NULL when the table holds none (valid until the next feed or reset). */
+const struct trc_top_entry *trc_top_find(const struct trc_top *t, const char *file, uint32_t file_len,
+					 int32_t line, const char *label, uint32_t label_len);
 
 /* Rows held now, hidden ones included, and row i of them (valid until the next feed or reset). */
 size_t trc_top_size(const struct trc_top *t);

@@ -10,13 +10,14 @@ static const struct {
 	int flags;
 	struct trc_pprof_type types[3];
 	size_t ntypes;
+	size_t main;            /* the type shown first, and the period's */
 } kinds[] = {
 	{ TRC_TOPM_THREAD, { { "runs", "count" }, { "gvl_wait", "nanoseconds" },
-			     { "gvl_held", "nanoseconds" } }, 3 },
-	{ TRC_TOPM_METHOD | TRC_TOPM_TIMED, { { "calls", "count" }, { "wall", "nanoseconds" } }, 2 },
-	{ TRC_TOPM_METHOD, { { "calls", "count" } }, 1 },
-	{ TRC_TOPM_ALLOC, { { "alloc_objects", "count" } }, 1 },
-	{ TRC_TOPM_RAISE, { { "exceptions", "count" } }, 1 },
+			     { "gvl_held", "nanoseconds" } }, 3, 1 },
+	{ TRC_TOPM_METHOD | TRC_TOPM_TIMED, { { "calls", "count" }, { "wall", "nanoseconds" } }, 2, 1 },
+	{ TRC_TOPM_METHOD, { { "calls", "count" } }, 1, 0 },
+	{ TRC_TOPM_ALLOC, { { "alloc_objects", "count" } }, 1, 0 },
+	{ TRC_TOPM_RAISE, { { "exceptions", "count" } }, 1, 0 },
 };
 
 static size_t
@@ -78,6 +79,13 @@ trc_top_format_pprof(const struct trc_top *t, int64_t duration_ns, const char *t
 		}
 		trc_pprof_sample(p, locs, row_stack(p, def, e, locs), values, NULL, 0);
 	}
+	/*
+	 * Counted, not sampled (--sample's estimates are already scaled): each value stands for
+	 * itself, period 1 of the main type. Pyroscope names a profile by its sample and period
+	 * types (NAME:wall:nanoseconds:wall:nanoseconds); empty ones left it unnamed.
+	 */
+	trc_pprof_period(p, kinds[k].types[kinds[k].main].type, kinds[k].types[kinds[k].main].unit, 1);
+	trc_pprof_default_type(p, kinds[k].main);
 	trc_pprof_duration(p, duration_ns);
 	trc_pprof_comment(p, tool);
 	snprintf(note, sizeof(note), "--top %s", def->name);

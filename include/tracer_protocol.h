@@ -11,7 +11,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 13
+#define TRC_PROTOCOL_VERSION 14
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -180,11 +180,14 @@ enum trc_cmd {
  * Top mode: the agent counts events itself and every interval_ms sends one TRC_MSG_TOP with the
  * rows counted since the previous one (deltas: the client adds them up and resets when it likes).
  * A row counts only when its FILE is in the scope (above).
- * Row [file, line, label, count, total_ns, self_ns], per mode:
+ * Row [file, line, label, count, total_ns, self_ns, buckets], per mode:
  *   calls          file:line of the method's definition (with all, of its Ruby caller for a C
  *                  method), label "Class#method", count = calls
  *   time           as calls, plus total_ns (inclusive, outermost call of a recursion only) and
- *                  self_ns (exclusive), per thread; a method that raises ends at its unwinding
+ *                  self_ns (exclusive), per thread; a method that raises ends at its unwinding;
+ *                  buckets: the same outermost calls by their duration (total), TRC_TOP_BUCKETS
+ *                  counts: [i] of those up to bound i (TRC_TOP_BUCKET_BOUNDS) and above bound
+ *                  i - 1, the last of those above every bound. Every other mode: buckets [].
  *   objects-total  file "" line 0, label = class name, count = allocations
  *   objects        file:line of the allocation, label = class name
  *   arrays         file:line of Array and Hash allocations, label ""
@@ -206,6 +209,18 @@ enum trc_cmd {
  */
 #define TRC_TOP_MAX_ROWS 65536
 #define TRC_TOP_MAX_PATHS 65536
+
+/*
+ * --top time's duration buckets: their upper bounds in nanoseconds, 10 us to 10 s in steps of
+ * 1, 2.5 and 5 (what a Prometheus histogram's le labels show, in seconds), and one bucket above.
+ * Fixed: every agent and client agree on them without saying them on the wire.
+ */
+#define TRC_TOP_BUCKET_BOUNDS(X) \
+	X(10000) X(25000) X(50000) X(100000) X(250000) X(500000) \
+	X(1000000) X(2500000) X(5000000) X(10000000) X(25000000) X(50000000) \
+	X(100000000) X(250000000) X(500000000) X(1000000000) X(2500000000) X(5000000000) \
+	X(10000000000)
+#define TRC_TOP_BUCKETS 20      /* the bounds, and the bucket above them */
 #define TRC_GC_NO_THREAD 0xffffffffu
 
 /* TRC_CMD_TRACE flags. */
@@ -357,7 +372,7 @@ enum trc_top_mode {
  *   detached  [69, events, lost, nomem]  totals for the session; nomem: the agent's
  *             allocations that failed during it (what needed them did without)
  *   top       [70, elapsed_ns, events, lost, gcs, major_gcs, gc_ns,
- *              [[file, line, label, count, total_ns, self_ns]...],
+ *              [[file, line, label, count, total_ns, self_ns, buckets]...],
  *              [[id, parent, file, line, label, count, self_ns]...]]
  *             counts since the previous TRC_MSG_TOP (deltas); gc_ns: the time the collections
  *             stopped the app (0s without TRC_TOP_GC); the paths: [] without TRC_TOP_PATHS

@@ -141,15 +141,18 @@ pack_label(msgpack_packer *pk, const struct trc_label *label)
 
 void
 trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct trc_label *label, uint64_t count,
-    uint64_t total_ns, uint64_t self_ns)
+    uint64_t total_ns, uint64_t self_ns, const uint64_t *buckets)
 {
-	msgpack_pack_array(pk, 6);
+	msgpack_pack_array(pk, 7);
 	pack_cstr(pk, path);
 	msgpack_pack_int(pk, line);
 	pack_label(pk, label);
 	msgpack_pack_uint64(pk, count);
 	msgpack_pack_uint64(pk, total_ns);
 	msgpack_pack_uint64(pk, self_ns);
+	msgpack_pack_array(pk, buckets != NULL ? TRC_TOP_BUCKETS : 0);
+	for (unsigned i = 0; buckets != NULL && i < TRC_TOP_BUCKETS; i++)
+		msgpack_pack_uint64(pk, buckets[i]);
 }
 
 void

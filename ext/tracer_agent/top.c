@@ -51,6 +51,17 @@ struct timed {
 	uint64_t count, total, self;
 };
 
+/* A row's or a wrapped method's outermost calls by duration (tracer_protocol.h's buckets). */
+struct hist {
+	uint64_t n[TRC_TOP_BUCKETS];
+};
+
+#define BOUND_NS(ns) (ns),
+static const uint64_t bound_ns[] = { TRC_TOP_BUCKET_BOUNDS(BOUND_NS) };
+#undef BOUND_NS
+_Static_assert(sizeof(bound_ns) / sizeof(bound_ns[0]) + 1 == TRC_TOP_BUCKETS,
+    "TRC_TOP_BUCKETS is the bounds and one more");
+
 static struct {
 	int mode;
 	int flags;              /* enum trc_top_flag */
@@ -82,6 +93,13 @@ static struct {
 	 */
 	uint32_t *calls;
 	struct timed *timed;    /* --top time of the app: the same, with the times */
+	/*
+	 * --top time: the rows' (by slot) and the wrapped methods' (by index) durations, mapped
+	 * apart from them so that no other mode pays for them; NULL in other modes. A return
+	 * adds one to one counter of a fixed array: nothing is allocated.
+	 */
+	struct hist *row_hist, *timed_hist;
+	uint64_t bound_ticks[TRC_TOP_BUCKETS - 1];      /* bound_ns in clock ticks (trc_top_go) */
 	uint32_t *called;
 	uint32_t ncalled;
 	int threads;            /* the VM's thread events are watched */
@@ -151,6 +169,17 @@ row_get(uintptr_t what, const char *file, int line, const char *path)
 }
 
 /* ---- calls and time ---- */
+
+/* The bucket of a duration in clock ticks: most calls are short, so the search starts low. */
+static inline unsigned
+bucket_of(uint64_t ticks)
+{
+	unsigned i = 0;
+
+	while (i < TRC_TOP_BUCKETS - 1 && ticks > table.bound_ticks[i])
+		i++;
+	return i;
+}
 
 struct site {
 	uint32_t method;
@@ -278,8 +307,11 @@ time_return(struct trc_thread *t, const struct site *s)
 		return;
 	r->count++;
 	r->self += self;
-	if (outermost)
-		r->total += total;
+	if (!outermost)
+		return;
+	r->total += total;
+	if (table.row_hist != NULL)
+		table.row_hist[r - table.rows].n[bucket_of(total)]++;
 }
 
 static void
@@ -363,8 +395,25 @@ sink_leave(struct trc_thread *t, uint32_t m)
 	if (x->count++ == 0)
 		table.called[table.ncalled++] = m;
 	x->self += self;
-	if (outermost)
-		x->total += total;
+	if (!outermost)
+		return;
+	x->total += total;
+	if (table.timed_hist != NULL)
+		table.timed_hist[m].n[bucket_of(total)]++;
+}
+
+/* A wrapped method's durations this interval into its row's, and cleared. */
+static void
+fold_hist(const struct row *r, uint32_t m)
+{
+	struct hist *h;
+
+	if (table.timed_hist == NULL || table.row_hist == NULL)
+		return;
+	h = &table.row_hist[r - table.rows];
+	for (unsigned i = 0; i < TRC_TOP_BUCKETS; i++)
+		h->n[i] += table.timed_hist[m].n[i];
+	table.timed_hist[m] = (struct hist){ { 0 } };
 }
 
 /*
@@ -394,9 +443,12 @@ fold_calls(void)
 			r->count += x.count;
 			r->total += x.total;
 			r->self += x.self;
+			fold_hist(r, m);
 		} else if (table.lost != lost) {
 			table.lost += x.count - 1;
 		}
+		if (table.timed_hist != NULL)
+			table.timed_hist[m] = (struct hist){ { 0 } };
 	}
 	table.ncalled = 0;
 }
@@ -552,6 +604,8 @@ clear_rows(void)
 		struct row *r = &table.rows[table.used[i]];
 		free(r->path);
 		memset(r, 0, sizeof(*r));
+		if (table.row_hist != NULL)
+			table.row_hist[table.used[i]] = (struct hist){ { 0 } };
 	}
 	table.nused = 0;
 	table.events = table.lost = 0;
@@ -585,9 +639,10 @@ table_unmap(void *p, size_t n)
 size_t
 trc_top_table_bytes(void)
 {
-	/* A session maps calls or timed, not both: the larger counts. */
-	return (size_t)SLOTS * sizeof(struct row) + TRC_TOP_MAX_ROWS * sizeof(uint32_t) +
-	    (size_t)TRC_MAX_METHODS * (sizeof(uint32_t) + sizeof(struct timed)) + trc_paths_bytes();
+	/* A session maps calls or timed (and their durations), not both: the larger counts. */
+	return (size_t)SLOTS * (sizeof(struct row) + sizeof(struct hist)) + TRC_TOP_MAX_ROWS * sizeof(uint32_t) +
+	    (size_t)TRC_MAX_METHODS * (sizeof(uint32_t) + sizeof(struct timed) + sizeof(struct hist)) +
+	    trc_paths_bytes();
 }
 
 /* The VM's own count of the objects it has made, every kind included. */
@@ -705,14 +760,19 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 	table.gen = table.wrapped ? trc_wrap_generation() : 0;
 	table.ncalled = 0;
 	if (table.wrapped) {
-		if (modes[mode] & TRC_TOPM_TIMED)
+		if (modes[mode] & TRC_TOPM_TIMED) {
 			table.timed = table_map(TRC_MAX_METHODS * sizeof(*table.timed));
-		else
+			table.timed_hist = table_map(TRC_MAX_METHODS * sizeof(*table.timed_hist));
+		} else {
 			table.calls = table_map(TRC_MAX_METHODS * sizeof(*table.calls));
+		}
 		table.called = table_map(TRC_MAX_METHODS * sizeof(*table.called));
-		if ((table.calls == NULL && table.timed == NULL) || table.called == NULL)
+		if ((table.calls == NULL && (table.timed == NULL || table.timed_hist == NULL)) || table.called == NULL)
 			goto fail;
 	}
+	if ((modes[mode] & TRC_TOPM_METHOD) && (modes[mode] & TRC_TOPM_TIMED) &&
+	    (table.row_hist = table_map((size_t)SLOTS * sizeof(*table.row_hist))) == NULL)
+		goto fail;
 	if ((flags & TRC_TOP_PATHS) && (modes[mode] & TRC_TOPM_METHOD) && (modes[mode] & TRC_TOPM_TIMED)) {
 		*why = "out of memory for the table of call paths";
 		if (trc_paths_start() < 0)
@@ -744,6 +804,8 @@ void
 trc_top_go(void)
 {
 	trc_clock_calibrate();
+	for (unsigned i = 0; i < TRC_TOP_BUCKETS - 1; i++)
+		table.bound_ticks[i] = trc_clock_ticks(bound_ns[i]);
 	clear_rows();
 	table.armed = 1;
 	table.gc = (table.flags & TRC_TOP_GC) != 0;
@@ -808,6 +870,10 @@ trc_top_stop(void)
 	table_unmap(table.used, TRC_TOP_MAX_ROWS * sizeof(*table.used));
 	table.rows = NULL;
 	table.used = NULL;
+	table_unmap(table.row_hist, (size_t)SLOTS * sizeof(*table.row_hist));
+	table_unmap(table.timed_hist, TRC_MAX_METHODS * sizeof(*table.timed_hist));
+	table.row_hist = NULL;
+	table.timed_hist = NULL;
 	table_unmap(table.calls, TRC_MAX_METHODS * sizeof(*table.calls));
 	table_unmap(table.timed, TRC_MAX_METHODS * sizeof(*table.timed));
 	table_unmap(table.called, TRC_MAX_METHODS * sizeof(*table.called));
@@ -863,7 +929,7 @@ pack_row(msgpack_packer *pk, const struct row *r, double scale)
 	label_of(r, &label, &keep);
 	trc_encode_top_row(pk, no_site ? "" : r->path, no_site ? 0 : r->line, &label,
 	    scale < 0 ? r->count : (uint64_t)((double)r->count * scale + 0.5), trc_clock_dur_ns(r->total),
-	    trc_clock_dur_ns(r->self));
+	    trc_clock_dur_ns(r->self), table.row_hist != NULL ? table.row_hist[r - table.rows].n : NULL);
 	RB_GC_GUARD(keep);
 }
 

@@ -173,7 +173,7 @@ class HostileTest < Minitest::Test
     series = nil
     body = wait_until(message: 'every Hostile method in a scrape') do
       b = (Net::HTTP.get(URI("http://127.0.0.1:#{port}/metrics")) rescue '').force_encoding('UTF-8') # rubocop:disable Style/RescueModifier
-      series = b.lines.grep(/\Aruby_method_calls_total\{method="Hostile#/).map { |l| l[/\A[^}]*\}/] }
+      series = b.lines.grep(/\Atracer_method_calls_total\{method="Hostile#/).map { |l| l[/\A[^}]*\}/] }
       b if series.size >= 10
     end
     assert_equal series.uniq.size, series.size, 'one series per method'
@@ -183,7 +183,7 @@ class HostileTest < Minitest::Test
     assert_megas_cut_apart(body, '--metrics')
     # The values are EXACT's text (a\x00b), each backslash escaped again in the exposition.
     ['a\\\\x00b', 'a\\\\x00c', 'bad\\\\xff', "bad\uFFFD"].each do |name|
-      assert(series.any? { |l| l.start_with?("ruby_method_calls_total{method=\"Hostile##{name}\",") },
+      assert(series.any? { |l| l.start_with?("tracer_method_calls_total{method=\"Hostile##{name}\",") },
              "Hostile##{name}: a series of its own")
     end
     check, st = Open3.capture2e('promtool', 'check', 'metrics', stdin_data: body)

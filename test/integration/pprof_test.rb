@@ -122,6 +122,15 @@ class PprofTest < Minitest::Test
     t = app('calls')
     path = profile(t, '-m', 'Burst#tick')
     assert_equal({ 'Burst#tick' => [10_000, 10_000] }, top(path, 'calls'))
+    assert_period path, 'wall nanoseconds'
+  end
+
+  # Period type and period set, and the main type shown first: Pyroscope files a profile as
+  # NAME:TYPE:UNIT:PERIOD_TYPE:PERIOD_UNIT, which empty ones left without a name.
+  def assert_period(path, type)
+    raw = pprof(path, '-raw')
+    assert_match(/^PeriodType: #{type}$/, raw)
+    assert_match(/^Period: 1$/, raw)
   end
 
   # The agent's table of the same burst: calls and self time per method, one frame each. It
@@ -142,11 +151,14 @@ class PprofTest < Minitest::Test
     assert_near s['failing'], own.call('failing', 'FAILING_SLEEP'), 'failing self'
     inner = wall.fetch("Burst#inner #{PPROF_TARGET}:#{def_line('inner')}")
     assert_equal inner[0], inner[1], 'one frame: flat is cum'
+    assert_period path, 'wall nanoseconds'
   end
 
   def test_top_calls
     t = app('calls')
-    assert_equal [10_000, 10_000], top(profile(t, '--top', 'calls', '--interval', '0.2'), 'calls')['Burst#tick']
+    path = profile(t, '--top', 'calls', '--interval', '0.2')
+    assert_equal [10_000, 10_000], top(path, 'calls')['Burst#tick']
+    assert_period path, 'calls count'
   end
 
   # --duration ends the session too, and the profile is written then.

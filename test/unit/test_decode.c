@@ -166,16 +166,21 @@ check_detached(const struct trc_message *m)
 	return m->detached.events == 1ull << 32 && m->detached.lost == 5 && m->detached.nomem == 2;
 }
 
+/* A row; with nbuckets TRC_TOP_BUCKETS (--top time), bucket i holds i * n. */
 static void
-build_row(struct trc_buf *b, const char *file, int32_t line, const char *label, uint64_t n)
+build_row(struct trc_buf *b, const char *file, int32_t line, const char *label, uint64_t n,
+	  uint32_t nbuckets)
 {
-	trc_pack_array(b, 6);
+	trc_pack_array(b, 7);
 	trc_pack_cstr(b, file);
 	trc_pack_int(b, line);
 	trc_pack_cstr(b, label);
 	trc_pack_uint(b, n);
 	trc_pack_uint(b, n * 100);
 	trc_pack_uint(b, n * 10);
+	trc_pack_array(b, nbuckets);
+	for (uint32_t i = 0; i < nbuckets; i++)
+		trc_pack_uint(b, i * n);
 }
 
 static void
@@ -204,8 +209,8 @@ build_top(struct trc_buf *b)
 	trc_pack_uint(b, 2);
 	trc_pack_uint(b, 12345678);
 	trc_pack_array(b, 2);
-	build_row(b, "app.rb", 12, "Foo#bar", 3);
-	build_row(b, "", -1, "Integer#+", 70000);
+	build_row(b, "app.rb", 12, "Foo#bar", 3, TRC_TOP_BUCKETS);
+	build_row(b, "", -1, "Integer#+", 70000, 0);
 	trc_pack_array(b, 2);
 	build_path(b, 1, 0, "/app.rb", "Foo#bar", 3);
 	build_path(b, 2, 1, "", "Integer#+", 5);
@@ -220,7 +225,9 @@ check_top(const struct trc_message *m)
 	       m->top.gcs == 7 && m->top.major_gcs == 2 && m->top.gc_ns == 12345678 &&
 	       m->top.nrows == 2 && streq(r[0].file, "app.rb") && r[0].line == 12 &&
 	       streq(r[0].label, "Foo#bar") && r[0].count == 3 && r[0].total_ns == 300 &&
-	       r[0].self_ns == 30 && streq(r[1].file, "") && r[1].line == -1 &&
+	       r[0].self_ns == 30 && r[0].nbuckets == TRC_TOP_BUCKETS && r[0].buckets[0] == 0 &&
+	       r[0].buckets[TRC_TOP_BUCKETS - 1] == 3 * (TRC_TOP_BUCKETS - 1) && r[1].nbuckets == 0 &&
+	       streq(r[1].file, "") && r[1].line == -1 &&
 	       r[1].count == 70000 && r[1].self_ns == 700000 && m->top.npaths == 2 &&
 	       m->top.paths[0].id == 1 && m->top.paths[0].parent == 0 &&
 	       streq(m->top.paths[0].file, "/app.rb") && m->top.paths[0].line == 7 &&
@@ -758,13 +765,14 @@ build_top_long(struct trc_buf *b, const char *text, size_t len)
 		trc_pack_uint(b, 0);
 	trc_pack_array(b, 2);
 	for (int i = 0; i < 2; i++) {
-		trc_pack_array(b, 6);
+		trc_pack_array(b, 7);
 		trc_pack_str(b, text, i == 0 ? len : 4);
 		trc_pack_int(b, 1);
 		trc_pack_bin(b, text, i == 0 ? len - 1 : 3);
 		trc_pack_uint(b, 1);
 		trc_pack_uint(b, 0);
 		trc_pack_uint(b, 0);
+		trc_pack_array(b, 0);
 	}
 	/* a call path named alike (--top time --format flamegraph) */
 	trc_pack_array(b, 1);
@@ -896,10 +904,14 @@ test_wrong_shapes(void)
 		{ "EVAL ok is a string", { 0x94, 68, 1, 0xa1, 't', 0xa0 }, 6 },
 		{ "TOP rows is an int", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0, 0x90 }, 10 },
 		{ "TOP row of 5", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x95, 0xa0, 0, 0xa0, 0, 0, 0, 0x90 }, 17 },
+		{ "TOP row of 6 (before buckets)", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x96, 0xa0, 0, 0xa0, 0, 0, 0,
+						     0x90 }, 17 },
+		{ "TOP row of 3 buckets", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x97, 0xa0, 0, 0xa0, 0, 0, 0,
+					    0x93, 1, 2, 3, 0x90 }, 21 },
 		{ "TOP of 5", { 0x95, 70, 0, 0, 0, 0x90 }, 6 },
 		{ "TOP of 8 (protocol 11)", { 0x98, 70, 0, 0, 0, 0, 0, 0, 0x90 }, 9 },
 		{ "TOP gcs is a string", { 0x99, 70, 0, 0, 0, 0xa0, 0, 0, 0x90, 0x90 }, 10 },
-		{ "TOP row file is an int", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x96, 1, 0, 0xa0, 0, 0, 0, 0x90 }, 17 },
+		{ "TOP row file is an int", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x91, 0x97, 1, 0, 0xa0, 0, 0, 0, 0x90, 0x90 }, 18 },
 		{ "TOP paths is an int", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0 }, 10 },
 		{ "TOP path of 6", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0x91, 0x96, 1, 0, 0xa1, 0x78, 0, 0xa0, 0 }, 18 },
 		{ "TOP path id 0", { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0x91, 0x97, 0, 0, 0xa0, 0, 0xa0, 0, 0 }, 18 },
@@ -956,7 +968,7 @@ test_huge_lengths(void)
 	static const uint8_t str_60m[] = { 0x93, 0xcc, 129, 1, 0xdb, 0x03, 0xc0, 0x00, 0x00, 'a' };
 	static const uint8_t rows_huge[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0xdd, 0xff, 0xff, 0xff, 0xff };
 	static const uint8_t rows_max1[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0xdd, 0x00, 0x01, 0x00, 0x01 };
-	static const uint8_t rows_1000[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0xdc, 0x03, 0xe8, 0x96 };
+	static const uint8_t rows_1000[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0xdc, 0x03, 0xe8, 0x97 };
 	static const uint8_t paths_huge[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0xdd, 0xff, 0xff, 0xff, 0xff };
 	static const uint8_t paths_max1[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0xdd, 0x00, 0x01, 0x00, 0x01 };
 	static const uint8_t paths_1000[] = { 0x99, 70, 0, 0, 0, 0, 0, 0, 0x90, 0xdc, 0x03, 0xe8, 0x97 };
@@ -981,7 +993,7 @@ test_huge_lengths(void)
 		  decode_bytes(rows_max1, sizeof(rows_max1), &m, &d) == TRC_DECODE_ERROR);
 	test_cond("1000 rows not yet here: no allocation, MORE",
 		  decode_bytes(rows_1000, sizeof(rows_1000), &m, &d) == TRC_DECODE_MORE &&
-		  d.rows_cap == 0 && d.need == 11 + 7000);
+		  d.rows_cap == 0 && d.need == 11 + 8000);
 	test_cond("4G TOP paths", decode_bytes(paths_huge, sizeof(paths_huge), &m, &d) ==
 				  TRC_DECODE_ERROR);
 	test_cond("one path over the limit",

@@ -305,16 +305,27 @@ through_pprof_export(void)
 
 /* ---- --top, from a TOP message whose rows are the same names ---- */
 
+/* --metrics' processes, fed alongside the table when set. */
+static struct trc_metrics *top_metrics;
+
 static void
 feed_top(void *ctx, const struct trc_message *m)
 {
 	trc_top_feed(ctx, pids[0], m);
+	if (top_metrics != NULL)
+		trc_metrics_feed(top_metrics, pids[0], m, 1.0);
 }
 
+/* The table of the names; with mo, --metrics' set over it (top_metrics), fed the same rows. */
 static struct trc_top *
-top_table(void)
+top_table(const struct trc_metrics_opts *mo)
 {
 	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, pids, 1);
+
+	if (mo != NULL) {
+		top_metrics = trc_metrics_new(t, mo);
+		trc_metrics_add(top_metrics, pids[0], 1.0);
+	}
 	struct trc_buf b, label;
 
 	trc_buf_init(&b);
@@ -328,13 +339,14 @@ top_table(void)
 		label.len = 0;
 		trc_buf_adds(&label, "Hostile#");
 		trc_buf_add(&label, names[i].p, names[i].n);
-		trc_pack_array(&b, 6);
+		trc_pack_array(&b, 7);
 		trc_pack_cstr(&b, FILE_NAME);
 		trc_pack_int(&b, 1);
 		trc_pack_bin(&b, label.data, label.len);
 		trc_pack_uint(&b, 3);
 		trc_pack_uint(&b, 0);
 		trc_pack_uint(&b, 0);
+		trc_pack_array(&b, 0);
 	}
 	trc_pack_array(&b, 0);          /* no call paths */
 	deliver(&b, feed_top, t);
@@ -346,11 +358,13 @@ top_table(void)
 static void
 through_top(void)
 {
-	struct trc_top *t = top_table();
+	struct trc_top *t;
 	struct trc_top_view v = { .pids = pids, .npids = 1, .width = 100, .rows = 50, .all = true };
-	struct trc_metrics_view mv = { .rows = 50, .targets = 1 };
+	struct trc_metrics_opts mo = { .mode = TRC_TOP_CALLS, .rows = 50 };
 	struct trc_buf b;
 	size_t total;
+
+	t = top_table(&mo);
 
 	test_note("--top: a row per name");
 	test_cond("every name its own row", trc_top_size(t) == NNAMES);
@@ -361,13 +375,17 @@ through_top(void)
 	trc_top_format_json(t, &v, &b);
 	check_text("--top --json", b.data, b.len);
 	for (int f = TRC_METRICS_TEXT; f <= TRC_METRICS_OPENMETRICS; f++) {
-		b.len = 0;
-		trc_metrics_format(t, &mv, (enum trc_metrics_format)f, &b);
-		check_text(f == TRC_METRICS_TEXT ? "--metrics" : "--metrics (OpenMetrics)", b.data, b.len);
+		const struct trc_buf *e;
+
+		trc_metrics_expose(top_metrics, (enum trc_metrics_format)f, 1.0);
+		e = trc_metrics_expose(top_metrics, (enum trc_metrics_format)f, 3.0);   /* past zero first */
+		check_text(f == TRC_METRICS_TEXT ? "--metrics" : "--metrics (OpenMetrics)", e->data, e->len);
 		test_cond("a series per name, every name its own",
-			  distinct_lines(b.data, b.len, "ruby_method_calls_total{", '}', &total) == NNAMES &&
+			  distinct_lines(e->data, e->len, "tracer_method_calls_total{", '}', &total) == NNAMES &&
 			  total == NNAMES);
 	}
+	trc_metrics_free(top_metrics);
+	top_metrics = NULL;
 	b.len = 0;
 	trc_top_format_pprof(t, 1, "tracer test", &b);
 	check_profile("--top --format pprof", &b, NNAMES);

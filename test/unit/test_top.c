@@ -16,7 +16,7 @@ static struct trc_top_row
 R(const char *file, int32_t line, const char *label, uint64_t count)
 {
 	return (struct trc_top_row){ { file, (uint32_t)strlen(file) }, line,
-				     { label, (uint32_t)strlen(label) }, count, 0, 0 };
+				     { label, (uint32_t)strlen(label) }, count, 0, 0, 0, { 0 } };
 }
 
 static struct trc_top_row
@@ -465,7 +465,7 @@ test_utf8_and_controls(void)
 		R("/app/\xc3\xa9t\xc3\xa9/caf\xc3\xa9/na\xc3\xafve/r\xc3\xa9sum\xc3\xa9.rb", 1, "E", 2),
 		R("/app/x\ny.rb", 2, "Bad\x1b[2J", 1),
 		R("/c1.rb", 3, "\xc2\x9b" "2J\x9b", 1),
-		{ { "/n.rb", 5 }, 4, { "K#a\0b", 5 }, 1, 0, 0 },
+		{ { "/n.rb", 5 }, 4, { "K#a\0b", 5 }, 1, 0, 0, 0, { 0 } },
 	};
 	struct trc_top_view v = view(40, 25);
 	char *s;
