@@ -294,6 +294,24 @@ class TopTest < Minitest::Test
     stop(c, [a, b])
   end
 
+  # A template compiled as ActionView compiles one has a method name and an anonymous class
+  # that differ in each process (test/apps/top_target.rb's compile_template): the table names
+  # it without them, so that the same template in two workers is one row of both.
+  def test_a_compiled_template_is_one_row_across_processes
+    a = app('templates')
+    b = app('templates')
+    names = [a, b].map { |t| t.out[/^template (.*)$/, 1] }
+    assert_equal 2, names.uniq.size, "each process names the template its own way: #{names}"
+    assert(names.all? { |n| n =~ /\A#<Class:0x\h+>#_test_apps_views_widgets_index_html_erb__+\d+_\d+\z/ }, names.inspect)
+    c = top([a, b], 'time')
+    label = '#<Class>#_test_apps_views_widgets_index_html_erb'
+    snap = run_burst([a, b], c, "#{label} 14 times") { |s| count(s, label) >= 14 }
+    rows = snap['rows'].select { |r| r['method'].include?('widgets') }
+    assert_equal [[File.join(ROOT, 'test/apps/views/widgets/index.html.erb'), 0, label, 14, 2]],
+                 rows.map { |r| r.values_at('file', 'line', 'method', 'count', 'pids') }
+    stop(c, [a, b])
+  end
+
   def test_ps_finds_the_processes_with_the_agent
     tag = "t#{rand(1 << 40)}"
     a = app("calls@#{tag}")

@@ -58,6 +58,7 @@ static const struct suite {
 	{ "opt", test_opt },
 	{ "output", test_output },
 	{ "pace", test_pace },
+	{ "stable", test_stable },
 	{ "pprof", test_pprof },
 	{ "replay", test_replay },
 	{ "ring", test_ring },
