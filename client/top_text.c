@@ -76,6 +76,7 @@ struct layout {
 	enum col col[MAX_COLS];
 	size_t width[MAX_COLS];
 	size_t typical[MAX_COLS];       /* what nine rows in ten need (title included) */
+	size_t names;                   /* FILENAME: what keeps every file's own name whole */
 	size_t n;
 };
 
@@ -195,6 +196,37 @@ cmp_size(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * What a path needs for its file's own name to stay whole once its start is cut: ".../name.rb",
+ * or the whole path when that is shorter.
+ */
+static size_t
+name_width(struct cell c)
+{
+	size_t slash = c.len, whole = trc_utf8_width(c.p, c.len), name;
+
+	while (slash > 0 && c.p[slash - 1] != '/')
+		slash--;
+	if (slash == 0)
+		return whole;
+	name = 4 + trc_utf8_width(c.p + slash, c.len - slash);
+	return name < whole ? name : whole;
+}
+
+/* The widest name_width of the rows' files. */
+static size_t
+names_width(const struct text_row *rows, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t r = 0; r < n; r++) {
+		size_t x = name_width(rows[r].file);
+
+		w = x > w ? x : w;
+	}
+	return w;
+}
+
 /* Each column's widest cell, and the width nine cells in ten fit in (for fit()). */
 static void
 natural_widths(struct layout *l, const struct trc_top_mode_def *d, const struct text_row *rows,
@@ -247,8 +279,10 @@ typical(const struct layout *l, enum col col, size_t min)
 /*
  * The few names far longer than the rest give way first (one ERB template's generated method
  * must not cut every file name to a stub): each name column shrinks to what nine rows in ten
- * need. Then FILENAME gives up width, then the label, each down to a readable minimum; on a
- * very narrow terminal both go on down to "...x". Numbers never shrink.
+ * need. Then FILENAME gives up the start of its paths, down to what keeps every file's own
+ * name whole (".../issues_controller.rb": a Rails app's paths are long, and its file names
+ * say which file it is), then the label, each down to a readable minimum; on a very narrow
+ * terminal both go on down to "...x". Numbers never shrink.
  */
 static void
 fit(struct layout *l, size_t width)
@@ -262,6 +296,8 @@ fit(struct layout *l, size_t width)
 	over -= width;
 	over = shrink(l, C_LABEL, typical(l, C_LABEL, TRC_TOP_MIN_LABEL), over);
 	over = shrink(l, C_FILE, typical(l, C_FILE, TRC_TOP_MIN_FILE), over);
+	over = shrink(l, C_FILE, l->names > TRC_TOP_MIN_FILE ? l->names : TRC_TOP_MIN_FILE, over);
+	over = shrink(l, C_LABEL, TRC_TOP_MIN_LABEL, over);
 	over = shrink(l, C_FILE, TRC_TOP_MIN_FILE, over);
 	over = shrink(l, C_LABEL, TRC_TOP_MIN_LABEL, over);
 	over = shrink(l, C_FILE, TRC_TOP_MIN_CUT, over);
@@ -470,6 +506,7 @@ trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struc
 	trc_buf_addc(out, '\n');
 	choose_cols(&l, trc_top_def(t), v->pids_column);
 	natural_widths(&l, trc_top_def(t), rows, n);
+	l.names = names_width(rows, n);
 	fit(&l, v->width);
 	put_titles(out, &l, trc_top_def(t));
 	for (size_t i = 0; i < n; i++)

@@ -788,6 +788,44 @@ test_one_long_label(void)
 	trc_top_free(t);
 }
 
+/*
+ * A Rails app's rows: long paths under one root, long labels. Each file's own name stays whole
+ * (".../issues_controller.rb"), the labels giving way first; never cut to a 16-column stub.
+ */
+static void
+test_file_names_stay_whole(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	struct trc_top_row rows[] = {
+		R("/usr/share/redmine/app/controllers/issues_controller.rb", 10, "IssuesController#index", 9),
+		R("/usr/share/redmine/app/views/issues/index.html.erb", 0, "#<Class>#_app_views_issues_index_html_erb", 8),
+		R("/usr/share/redmine/app/helpers/application_helper.rb", 300,
+		  "ApplicationHelper#link_to_project_with_a_long_name", 7),
+	};
+	struct trc_top_view v = view(80, 25);
+	char *s;
+
+	feed(t, 100, rows, 3, 0, 0);
+	s = text(t, &v);
+	test_str("80 columns: the long labels, then the paths' starts give way", table_of(s),
+		 "FILENAME                   LINE  METHOD                                    CALLS\n"
+		 "...s/issues_controller.rb    10  IssuesController#index                        9\n"
+		 ".../issues/index.html.erb     0  ...ass>#_app_views_issues_index_html_erb      8\n"
+		 ".../application_helper.rb   300  ...lper#link_to_project_with_a_long_name      7\n");
+	test_cond("80 columns fit", lines_fit(s, 80));
+	free(s);
+	v.width = 60;
+	s = text(t, &v);
+	test_str("60 columns: the labels give way, every file name whole", table_of(s),
+		 "FILENAME                   LINE  METHOD                CALLS\n"
+		 "...s/issues_controller.rb    10  ...sController#index      9\n"
+		 ".../issues/index.html.erb     0  ...es_index_html_erb      8\n"
+		 ".../application_helper.rb   300  ..._with_a_long_name      7\n");
+	test_cond("60 columns fit", lines_fit(s, 60));
+	free(s);
+	trc_top_free(t);
+}
+
 static struct trc_top_path
 P(uint32_t id, uint32_t parent, const char *file, const char *label, uint64_t self)
 {
@@ -906,6 +944,7 @@ test_top(void)
 	test_header();
 	test_gc();
 	test_width_fitting();
+	test_file_names_stay_whole();
 	test_label_cut();
 	test_one_long_label();
 	test_utf8_and_controls();
