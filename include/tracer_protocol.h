@@ -11,7 +11,7 @@
  * message type, a new field, a changed meaning. Both sides check it on the first message and
  * refuse to talk to a different version (the agent answers TRC_MSG_ERROR/TRC_ERR_VERSION).
  */
-#define TRC_PROTOCOL_VERSION 13
+#define TRC_PROTOCOL_VERSION 14
 
 /*
  * How a client attaches (all of it in the client's attach.c and ns.c and the agent's control.c):
@@ -426,6 +426,9 @@ enum trc_err {
 	TRC_ERR_EVAL_DISABLED = 4,
 	TRC_ERR_PROTOCOL = 5,   /* malformed message */
 	TRC_ERR_INTERNAL = 6,
+	TRC_ERR_UNSUPPORTED = 7,        /* this process's Ruby cannot do what was asked (--top threads
+					 * without the VM's thread events): no process of the same Ruby
+					 * can, and the client ends the run on it */
 };
 
 /*

@@ -721,9 +721,13 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 	}
 	if (modes[mode] & TRC_TOPM_THREAD) {
 		if (trc_threads_watch(1) < 0) {
-			*why = errno == ENOSYS ? "its Ruby has no thread events to count (Ruby 3.3 and later have them)" :
-			    "out of memory for the table";
-			goto fail;
+			if (errno != ENOSYS) {
+				*why = "out of memory for the table";
+				goto fail;
+			}
+			*why = "its Ruby has no thread events to count (Ruby 3.3 and later have them)";
+			trc_top_stop();
+			return -2;
 		}
 		table.threads = 1;
 	}

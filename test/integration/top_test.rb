@@ -328,6 +328,28 @@ class TopTest < Minitest::Test
     assert_equal [a.pid, b.pid].sort.map { |p| "[#{p}] => #{p}" }.sort, out.lines.map(&:chomp).sort
   end
 
+  # Workers found by --ps: where their Ruby has no thread events (before 3.3), the first one's
+  # refusal is the run's one line and its end (it said so per worker, then waited forever for
+  # a process that could); where it has them, the workers' threads add up.
+  def test_threads_of_workers_found_by_ps
+    tag = "t#{rand(1 << 40)}"
+    a = app("threads@#{tag}")
+    b = app("threads@#{tag}")
+    regex = "top_target\\.rb threads@#{tag}$"
+    if Gem::Version.new(RUBY_VERSION) < Gem::Version.new('3.3')
+      out, err, status = tracer('--ps', regex, '--top', 'threads', '--no-inject')
+      assert_equal 1, status.exitstatus
+      assert_equal '', out
+      assert_match(/\Atracer: process (#{a.pid}|#{b.pid}): its Ruby has no thread events to count \(Ruby 3.3 and later have them\)\n\z/, err)
+      assert [a, b].all?(&:alive?)
+      return
+    end
+    c = client('--ps', regex, '--top', 'threads', '--json', '--interval', '0.2', '--no-inject')
+    snap = run_burst([a, b], c, 'worker-0 in both') { |s| row(s, 'worker-0', key: 'thread')&.fetch('pids') == 2 }
+    assert_equal [a.pid, b.pid].sort, snap['pids']
+    stop(c, [a, b])
+  end
+
   def test_ps_without_a_match
     t = app("calls@nomatch#{rand(1 << 40)}", agent: false)
     _, err, status = tracer('--ps', "calls@nomatch[0-9]+$", '--top', 'calls', '--no-inject')
