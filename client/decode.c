@@ -327,8 +327,8 @@ dec_detached(struct rd *r, struct trc_message *m, struct trc_decoder *d)
 static void
 dec_top_row(struct rd *r, struct trc_decoder *d, struct trc_top_row *row)
 {
-	if (rd_array(r) != 6) {
-		rd_fail(r, "TOP row is not a 6-element array");
+	if (rd_array(r) != 8) {
+		rd_fail(r, "TOP row is not an 8-element array");
 		return;
 	}
 	rd_name(r, d, &row->file);
@@ -337,6 +337,8 @@ dec_top_row(struct rd *r, struct trc_decoder *d, struct trc_top_row *row)
 	row->count = rd_u64(r);
 	row->total_ns = rd_u64(r);
 	row->self_ns = rd_u64(r);
+	rd_name(r, d, &row->app_file);
+	row->app_line = rd_i32(r);
 }
 
 static void

@@ -29,6 +29,8 @@ struct trc_top_row {
 	uint64_t count;
 	uint64_t total_ns;
 	uint64_t self_ns;
+	struct trc_str app_file;        /* exceptions: the app's frame nearest the raise ("": none) */
+	int32_t app_line;
 };
 
 /* TRC_MSG_PROFILE's lists (tracer_protocol.h), each element as the agent sent it. */

@@ -149,6 +149,12 @@ series(struct trc_buf *b, const struct family *f, const struct kind *k, bool sit
 		trc_metrics_label_value(b, e->file, e->file_len);
 		trc_buf_addf(b, "\",line=\"%" PRId32 "\"", e->line);
 	}
+	/* An exception's app frame: two rows of one site and class differ by it alone. */
+	if (!other && e->app_len > 0) {
+		trc_buf_adds(b, ",app_file=\"");
+		trc_metrics_label_value(b, e->app, e->app_len);
+		trc_buf_addf(b, "\",app_line=\"%" PRId32 "\"", e->app_line);
+	}
 	if (fig == FIG_TOTAL && f->figure == FIG_TIMES)
 		trc_buf_adds(b, ",kind=\"total\"");
 	else if (fig == FIG_SELF && f->figure == FIG_TIMES)

@@ -141,15 +141,17 @@ pack_label(msgpack_packer *pk, const struct trc_label *label)
 
 void
 trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct trc_label *label, uint64_t count,
-    uint64_t total_ns, uint64_t self_ns)
+    uint64_t total_ns, uint64_t self_ns, const char *app_path, int app_line)
 {
-	msgpack_pack_array(pk, 6);
+	msgpack_pack_array(pk, 8);
 	pack_cstr(pk, path);
 	msgpack_pack_int(pk, line);
 	pack_label(pk, label);
 	msgpack_pack_uint64(pk, count);
 	msgpack_pack_uint64(pk, total_ns);
 	msgpack_pack_uint64(pk, self_ns);
+	pack_cstr(pk, app_path != NULL ? app_path : "");
+	msgpack_pack_int(pk, app_path != NULL ? app_line : 0);
 }
 
 void

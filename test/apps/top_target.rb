@@ -76,6 +76,11 @@ def time
   puts format('spent inner=%.6f outer=%.6f failing=%.6f', b.inner_spent, outer, failing)
 end
 
+# What a gem raises on the app's behalf (JSON's parser, outside the app dir, called from here),
+# and what one raises with no frame of the app on its thread's stack (a thread whose block is
+# defined in a file outside the app dir, as a server's middleware is).
+GEM_FILE = '/nonexistent/gems/static.rb'
+
 def exceptions
   3.times do
     raise KeyError, 'k' # RAISE_KEY
@@ -87,6 +92,12 @@ def exceptions
   rescue ArgumentError
     nil
   end
+  4.times do
+    JSON.parse('{') # GEM_RAISE
+  rescue JSON::ParserError
+    nil
+  end
+  eval("Thread.new { 5.times { begin; raise IOError, 'gem'; rescue IOError; end } }.join", TOPLEVEL_BINDING, GEM_FILE, 1) # rubocop:disable Security/Eval
 end
 
 # Two named threads that both want the GVL: each takes turns, and waits while the other runs.
@@ -183,6 +194,7 @@ BURSTS = {
 }.freeze
 
 burst = BURSTS.fetch(ARGV.fetch(0).split('@').first) { abort "unknown mode #{ARGV[0]}" }
+require 'json' if burst == method(:exceptions)
 go = ENV.fetch('GO')
 allocations(2) if burst == method(:allocations)
 puts "ready #{Process.pid}"

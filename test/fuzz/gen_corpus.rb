@@ -100,8 +100,9 @@ write(c, 'interactive', "\x02\x03".b + msgs(welcome, [68, 1, true, 'incomplete']
                                              [69, 0, 0, 0]))
 write(c, 'top', "\x02\x00".b + msgs(welcome, [67, 3, 1000],
                                     [70, 1_000_000_000, 1234, 5, 3, 1, 4_500_000,
-                                     [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000],
-                                      ['', 0, 'String', 7, 0, 0]],
+                                     [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000, '', 0],
+                                      ['', 0, 'String', 7, 0, 0, '', 0],
+                                      ['/gems/x.rb', 3, 'KeyError', 2, 0, 0, '/app/a.rb', 12]],
                                      [[1, 0, '/app/a.rb', 10, 'Foo#bar', 100, 1_000_000],
                                       [2, 1, '', 0, 'Kernel#sleep', 3, 500_000]]]))
 # --top profile: frames, threads, a tree of two roots (one with a tag) and their weights.

@@ -254,6 +254,35 @@ class TopTest < Minitest::Test
     stop(c, t)
   end
 
+  # Rails raises inside its gems on the app's behalf (ActiveRecord::RecordNotFound, and
+  # Errno::ENOENT in ActionDispatch::Static before the app's code runs): those count by default,
+  # where they were raised, with the app's frame nearest the raise when its stack has one.
+  def test_exceptions_raised_in_gems
+    t = app('exceptions')
+    c = top(t, 'exceptions')
+    gem = '/nonexistent/gems/static.rb'
+    snap = run_burst(t, c, 'the gems\' raises') do |s|
+      count(s, 'JSON::ParserError', key: 'exception') >= 4 && count(s, 'IOError', key: 'exception') >= 5
+    end
+    json = row(snap, 'JSON::ParserError', key: 'exception')
+    refute json['file'].start_with?("#{ROOT}/"), "raised in json, not in the app: #{json}"
+    assert_equal [4, TOP_TARGET, line_of('GEM_RAISE')], json.values_at('count', 'app_file', 'app_line')
+    assert_equal({ 'file' => gem, 'line' => 1, 'exception' => 'IOError', 'count' => 5, 'pids' => 1 },
+                 row(snap, 'IOError', key: 'exception'))
+    stop(c, t)
+
+
+    # As text: the column, the app's file and line in it (as much of the path as fits).
+    go = "#{@go}.text"
+    u = target('exceptions', env: { 'GO' => go }, script: TOP_TARGET)
+    c = client('-p', u.pid, '--top', 'exceptions', '--interval', '0.2')
+    c.wait_for(/^tracer --top exceptions /, stream: :out)
+    FileUtils.touch(go)
+    c.wait_for(%r{  JSON::ParserError  +\S*/top_target\.rb:#{line_of('GEM_RAISE')} +4$}, stream: :out)
+    assert_match(/^FILENAME +LINE +EXCEPTION +APP FRAME +COUNT$/, c.out)
+    stop(c, u)
+  end
+
   # Ruby 3.3 and later report each thread's GVL handovers; before, --top threads says so.
   def test_threads_take_turns
     t = app('threads')

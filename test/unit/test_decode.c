@@ -169,13 +169,15 @@ check_detached(const struct trc_message *m)
 static void
 build_row(struct trc_buf *b, const char *file, int32_t line, const char *label, uint64_t n)
 {
-	trc_pack_array(b, 6);
+	trc_pack_array(b, 8);
 	trc_pack_cstr(b, file);
 	trc_pack_int(b, line);
 	trc_pack_cstr(b, label);
 	trc_pack_uint(b, n);
 	trc_pack_uint(b, n * 100);
 	trc_pack_uint(b, n * 10);
+	trc_pack_cstr(b, n == 3 ? "/app/c.rb" : "");     /* an exception's app frame */
+	trc_pack_int(b, n == 3 ? 42 : 0);
 }
 
 static void
@@ -220,7 +222,8 @@ check_top(const struct trc_message *m)
 	       m->top.gcs == 7 && m->top.major_gcs == 2 && m->top.gc_ns == 12345678 &&
 	       m->top.nrows == 2 && streq(r[0].file, "app.rb") && r[0].line == 12 &&
 	       streq(r[0].label, "Foo#bar") && r[0].count == 3 && r[0].total_ns == 300 &&
-	       r[0].self_ns == 30 && streq(r[1].file, "") && r[1].line == -1 &&
+	       r[0].self_ns == 30 && streq(r[0].app_file, "/app/c.rb") && r[0].app_line == 42 &&
+	       streq(r[1].app_file, "") && r[1].app_line == 0 && streq(r[1].file, "") && r[1].line == -1 &&
 	       r[1].count == 70000 && r[1].self_ns == 700000 && m->top.npaths == 2 &&
 	       m->top.paths[0].id == 1 && m->top.paths[0].parent == 0 &&
 	       streq(m->top.paths[0].file, "/app.rb") && m->top.paths[0].line == 7 &&
@@ -758,13 +761,15 @@ build_top_long(struct trc_buf *b, const char *text, size_t len)
 		trc_pack_uint(b, 0);
 	trc_pack_array(b, 2);
 	for (int i = 0; i < 2; i++) {
-		trc_pack_array(b, 6);
+		trc_pack_array(b, 8);
 		trc_pack_str(b, text, i == 0 ? len : 4);
 		trc_pack_int(b, 1);
 		trc_pack_bin(b, text, i == 0 ? len - 1 : 3);
 		trc_pack_uint(b, 1);
 		trc_pack_uint(b, 0);
 		trc_pack_uint(b, 0);
+		trc_pack_cstr(b, "");
+		trc_pack_int(b, 0);
 	}
 	/* a call path named alike (--top time --format flamegraph) */
 	trc_pack_array(b, 1);

@@ -328,13 +328,15 @@ top_table(void)
 		label.len = 0;
 		trc_buf_adds(&label, "Hostile#");
 		trc_buf_add(&label, names[i].p, names[i].n);
-		trc_pack_array(&b, 6);
+		trc_pack_array(&b, 8);
 		trc_pack_cstr(&b, FILE_NAME);
 		trc_pack_int(&b, 1);
 		trc_pack_bin(&b, label.data, label.len);
 		trc_pack_uint(&b, 3);
 		trc_pack_uint(&b, 0);
 		trc_pack_uint(&b, 0);
+		trc_pack_cstr(&b, "");
+		trc_pack_int(&b, 0);
 	}
 	trc_pack_array(&b, 0);          /* no call paths */
 	deliver(&b, feed_top, t);
