@@ -329,8 +329,8 @@ dec_top_row(struct rd *r, struct trc_decoder *d, struct trc_top_row *row)
 {
 	uint32_t n;
 
-	if (rd_array(r) != 7) {
-		rd_fail(r, "TOP row is not a 7-element array");
+	if (rd_array(r) != 9) {
+		rd_fail(r, "TOP row is not a 9-element array");
 		return;
 	}
 	rd_name(r, d, &row->file);
@@ -347,6 +347,8 @@ dec_top_row(struct rd *r, struct trc_decoder *d, struct trc_top_row *row)
 	row->nbuckets = (uint8_t)n;
 	for (uint32_t i = 0; i < n; i++)
 		row->buckets[i] = rd_u64(r);
+	rd_name(r, d, &row->app_file);
+	row->app_line = rd_i32(r);
 }
 
 static void

@@ -31,6 +31,8 @@ struct trc_top_row {
 	uint64_t self_ns;
 	uint8_t nbuckets;       /* TRC_TOP_BUCKETS (--top time), or 0 */
 	uint64_t buckets[TRC_TOP_BUCKETS];      /* outermost calls by duration (tracer_protocol.h) */
+	struct trc_str app_file;        /* exceptions: the app's frame nearest the raise ("": none) */
+	int32_t app_line;
 };
 
 /* TRC_MSG_PROFILE's lists (tracer_protocol.h), each element as the agent sent it. */

@@ -70,7 +70,7 @@ struct kind {
 
 /* The labels the families use themselves: --label may not name them. */
 static const char *const reserved[] = {
-	"pid", "method", "file", "line", "class", "thread", "kind", "le", "cause", "quantile",
+	"pid", "method", "file", "line", "class", "thread", "kind", "le", "cause", "quantile", "app_file", "app_line",
 };
 
 #define BOUND_NS(ns) (ns),
@@ -469,6 +469,12 @@ row_labels(const struct ex *x, const struct proc *p, const struct trc_top_entry 
 		trc_buf_adds(b, ",file=\"");
 		file_value(b, p, e->file, e->file_len);
 		trc_buf_addf(b, "\",line=\"%" PRId32 "\"", e->line);
+	}
+	/* An exception's app frame: two rows of one site and class differ by it alone. */
+	if (e != NULL && e->app_len > 0) {
+		trc_buf_adds(b, ",app_file=\"");
+		trc_metrics_label_value(b, e->app, e->app_len);
+		trc_buf_addf(b, "\",app_line=\"%" PRId32 "\"", e->app_line);
 	}
 	trc_buf_add(b, x->plabels.data, x->plabels.len);
 }

@@ -157,6 +157,7 @@ struct run {
 	ev_timer wait_w, grace_w;
 	struct trc_repl *repl;          /* -i */
 	char *spool_dir;                /* tracing to a file: where its scratch files go (spool.h) */
+	bool refused;                   /* a process's Ruby could not do the mode: said, and ending */
 	struct trc_outfile file;        /* -o FILE */
 };
 
@@ -317,6 +318,27 @@ on_session_started(struct trc_session *s, void *ctx)
 	check_specs(r);
 }
 
+/*
+ * A process whose Ruby cannot do what was asked (--top threads on Ruby 3.1): the others, and
+ * those --ps would find, most likely run the same Ruby. The run ends on the first, said once,
+ * rather than each worker saying so and --ps waiting for one that could, forever.
+ */
+static bool
+refused_mode(struct run *r, struct trc_session *s)
+{
+	if (!trc_session_unsupported(s))
+		return false;
+	if (!r->refused) {
+		r->refused = true;
+		say_error(r, "%s", trc_session_error(s));
+	}
+	if (r->code < TRC_EXIT_ERROR)
+		r->code = TRC_EXIT_ERROR;
+	if (!r->stopping)
+		stop_all(r, TRC_STOP_END);
+	return true;
+}
+
 /* A session's outcome: its error said (as a note if churn), its code counted. */
 static void
 account(struct run *r, struct trc_session *s)
@@ -324,6 +346,8 @@ account(struct run *r, struct trc_session *s)
 	const char *err = trc_session_error(s);
 	enum trc_exit st = trc_session_status(s);
 
+	if (refused_mode(r, s))
+		return;
 	if (trc_session_traced(s) || (r->job.mode != TRC_MODE_TRACE && r->job.mode != TRC_MODE_TOP &&
 				      st == TRC_EXIT_OK))
 		r->worked = true;

@@ -89,6 +89,7 @@ struct trc_session {
 	bool traced;                    /* STARTED came */
 	bool counted;                   /* a TOP came */
 	bool busy;                      /* the agent said another client traces it */
+	bool unsupported;               /* ... that its Ruby cannot do what was asked */
 	bool *matched;                  /* per job spec: its SPEC reply found methods */
 	uint32_t next_id;               /* -i: the id of the last question */
 	uint32_t asking;                /* -i: the id of the question out, or 0 */
@@ -481,6 +482,7 @@ on_error(struct trc_session *s, const struct trc_message *m)
 	enum trc_exit code = m->error.code == TRC_ERR_DENIED ? TRC_EXIT_DENIED : TRC_EXIT_ERROR;
 
 	s->busy = m->error.code == TRC_ERR_BUSY;
+	s->unsupported = m->error.code == TRC_ERR_UNSUPPORTED;
 
 	char *text;
 
@@ -1322,6 +1324,12 @@ bool
 trc_session_busy(const struct trc_session *s)
 {
 	return s->busy;
+}
+
+bool
+trc_session_unsupported(const struct trc_session *s)
+{
+	return s->unsupported;
 }
 
 bool

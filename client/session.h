@@ -145,6 +145,8 @@ bool trc_sessions_all_counted(struct trc_session *const *sessions, size_t n);
 bool trc_session_finished(const struct trc_session *s);
 /* True if the agent refused because another client traces the process (TRC_ERR_BUSY). */
 bool trc_session_busy(const struct trc_session *s);
+/* True if the agent refused because its Ruby cannot do what was asked (TRC_ERR_UNSUPPORTED). */
+bool trc_session_unsupported(const struct trc_session *s);
 /* True once the agent's hooks were on, even if the session is over now. */
 bool trc_session_traced(const struct trc_session *s);
 /* Whether job->specs[i] matched a method in the target (false until its SPEC reply). */

@@ -117,8 +117,9 @@ trc_top_mode_help(FILE *out, size_t width)
 				     d->label ? d->label : "", d->label ? " " : "", d->count, d->total, d->self,
 				     d->help);
 		else
-			n = snprintf(line, sizeof(line), "%s%s%s%s: %s", d->file ? "FILENAME LINE " : "",
-				     d->label ? d->label : "", d->label ? " " : "", d->count, d->help);
+			n = snprintf(line, sizeof(line), "%s%s%s%s%s: %s", d->file ? "FILENAME LINE " : "",
+				     d->label ? d->label : "", d->label ? " " : "",
+				     d->flags & TRC_TOPM_RAISE ? "APP FRAME " : "", d->count, d->help);
 		if (n < 0)
 			continue;
 		fprintf(out, "  %-14s ", d->name);
@@ -265,15 +266,19 @@ hash_row(const struct trc_top_row *r)
 
 	h = hash_bytes(h, r->file.ptr, r->file.len);
 	h = hash_bytes(h, &r->line, sizeof(r->line));
+	h = hash_bytes(h, r->app_file.ptr, r->app_file.len);
+	h = hash_bytes(h, &r->app_line, sizeof(r->app_line));
 	return hash_bytes(h, r->label.ptr, r->label.len);
 }
 
 static bool
 same_key(const struct trc_top_entry *e, const struct trc_top_row *r, uint32_t h)
 {
+	/* A row made here rather than decoded (the profiler's) may leave an empty string NULL. */
 	return e->hash == h && e->line == r->line && e->file_len == r->file.len &&
-	       e->label_len == r->label.len && memcmp(e->file, r->file.ptr, r->file.len) == 0 &&
-	       memcmp(e->label, r->label.ptr, r->label.len) == 0;
+	       e->label_len == r->label.len && (r->file.len == 0 || memcmp(e->file, r->file.ptr, r->file.len) == 0) &&
+	       (r->label.len == 0 || memcmp(e->label, r->label.ptr, r->label.len) == 0) && e->app_line == r->app_line &&
+	       e->app_len == r->app_file.len && (r->app_file.len == 0 || memcmp(e->app, r->app_file.ptr, r->app_file.len) == 0);
 }
 
 /* The slot holding the row's entry, or the free slot where it belongs. */
@@ -340,15 +345,21 @@ add_entry(struct trc_top *t, const struct trc_top_row *r, uint32_t h)
 	slot = find_slot(t, r, h);
 	e = &t->entries[t->nentries];
 	memset(e, 0, sizeof(*e));
-	e->file = xmalloc((size_t)r->file.len + r->label.len + 2);
+	e->file = xmalloc((size_t)r->file.len + r->label.len + r->app_file.len + 3);
 	memcpy(e->file, r->file.ptr, r->file.len);
 	e->file[r->file.len] = '\0';
 	e->label = e->file + r->file.len + 1;
 	memcpy(e->file + r->file.len + 1, r->label.ptr, r->label.len);
 	e->file[r->file.len + 1 + r->label.len] = '\0';
+	e->app = e->label + r->label.len + 1;
+	if (r->app_file.len > 0)
+		memcpy(e->file + r->file.len + r->label.len + 2, r->app_file.ptr, r->app_file.len);
+	e->file[r->file.len + r->label.len + 2 + r->app_file.len] = '\0';
 	e->file_len = r->file.len;
 	e->label_len = r->label.len;
+	e->app_len = r->app_file.len;
 	e->line = r->line;
+	e->app_line = r->app_line;
 	e->hash = h;
 	e->hidden = is_ignored(t, e->label, e->label_len);
 	if (t->words > 0)
@@ -361,7 +372,7 @@ add_entry(struct trc_top *t, const struct trc_top_row *r, uint32_t h)
 static bool
 fits(struct trc_top *t, const struct trc_top_row *r)
 {
-	size_t n = (size_t)r->file.len + r->label.len + 2;
+	size_t n = (size_t)r->file.len + r->label.len + r->app_file.len + 3;
 
 	if (n > TRC_TOP_MAX_BYTES - t->bytes)
 		return false;

@@ -41,12 +41,13 @@ void trc_top_mode_list(char *buf, size_t size, int flags);
 /* For --help: a line per mode, its name, columns and what it counts, wrapped at width. */
 void trc_top_mode_help(FILE *out, size_t width);
 
-/* One row of the table: what the agents counted for a (file, line, label), summed. */
+/* One row of the table: what the agents counted for a (file, line, label, app frame), summed. */
 struct trc_top_entry {
-	char *file;             /* file, NUL, label, NUL: one allocation, the table's */
+	char *file;             /* file, NUL, label, NUL, app, NUL: one allocation, the table's */
 	const char *label;
-	uint32_t file_len, label_len;
-	int32_t line;
+	const char *app;        /* exceptions: the app's frame nearest the raise ("": none) */
+	uint32_t file_len, label_len, app_len;
+	int32_t line, app_line;
 	uint32_t hash;
 	bool hidden;            /* an --ignore regex matched its class */
 	uint64_t count, total_ns, self_ns;

@@ -45,6 +45,12 @@ json_row(struct trc_buf *b, const struct trc_top *t, const struct trc_top_shown 
 		json_key(b, trc_top_def(t)->json_label);
 		trc_json_str(b, e->label, e->label_len);
 	}
+	/* An exception's app frame, when its stack had one: "app_file", "app_line". */
+	if (e->app_len > 0) {
+		trc_buf_adds(b, ",\"app_file\":");
+		trc_json_str(b, e->app, e->app_len);
+		trc_buf_addf(b, ",\"app_line\":%" PRId32, e->app_line);
+	}
 	trc_buf_addf(b, ",\"count\":%" PRIu64, e->count);
 	if (trc_top_def(t)->timed)
 		put_times(b, e);

@@ -54,7 +54,7 @@ put_left_cut(struct trc_buf *out, const char *s, size_t len, size_t w, bool pad)
 
 /* Columns. */
 
-enum col { C_FILE, C_LINE, C_LABEL, C_COUNT, C_TOTAL, C_SELF, C_AVG, C_PIDS, C_SELF_PCT, C_TOTAL_PCT };
+enum col { C_FILE, C_LINE, C_LABEL, C_APP, C_COUNT, C_TOTAL, C_SELF, C_AVG, C_PIDS, C_SELF_PCT, C_TOTAL_PCT };
 
 static const struct col_def {
 	const char *title;      /* NULL: the mode's */
@@ -63,6 +63,7 @@ static const struct col_def {
 	[C_FILE] = { "FILENAME", true },
 	[C_LINE] = { "LINE", false },
 	[C_LABEL] = { NULL, true },
+	[C_APP] = { "APP FRAME", true },
 	[C_COUNT] = { NULL, false },
 	[C_TOTAL] = { "TOTAL", false },
 	[C_SELF] = { "SELF", false },
@@ -76,6 +77,8 @@ struct layout {
 	enum col col[MAX_COLS];
 	size_t width[MAX_COLS];
 	size_t typical[MAX_COLS];       /* what nine rows in ten need (title included) */
+	size_t names;                   /* FILENAME: what keeps every file's own name whole */
+	size_t app_names;               /* APP FRAME: the same */
 	size_t n;
 };
 
@@ -89,6 +92,7 @@ struct cell {
 struct text_row {
 	const struct trc_top_shown *shown;
 	struct cell file, label;
+	struct cell app;        /* exceptions: "file:line" of the app's frame nearest the raise */
 	uint64_t whole;         /* a profile: every row's self time, which the shares are of */
 };
 
@@ -138,6 +142,8 @@ get_cell(const struct text_row *row, enum col c, char *buf, size_t size)
 		return num_cell(buf, size, "%" PRId32, e->line);
 	case C_LABEL:
 		return row->label;
+	case C_APP:
+		return row->app;
 	case C_COUNT:
 		return num_cell(buf, size, "%" PRIu64, e->count);
 	case C_TOTAL:
@@ -156,8 +162,18 @@ get_cell(const struct text_row *row, enum col c, char *buf, size_t size)
 	return (struct cell){ "", 0 };
 }
 
+/* APP FRAME: exceptions, when a row has one (none has, under --all). */
+static bool
+any_app(const struct text_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].app.len > 0)
+			return true;
+	return false;
+}
+
 static void
-choose_cols(struct layout *l, const struct trc_top_mode_def *d, bool pids)
+choose_cols(struct layout *l, const struct trc_top_mode_def *d, bool pids, bool app)
 {
 	l->n = 0;
 	if (d->file) {
@@ -166,6 +182,8 @@ choose_cols(struct layout *l, const struct trc_top_mode_def *d, bool pids)
 	}
 	if (d->label)
 		l->col[l->n++] = C_LABEL;
+	if ((d->flags & TRC_TOPM_RAISE) && app)
+		l->col[l->n++] = C_APP;
 	if (d->flags & TRC_TOPM_PROFILE) {
 		/* Shares first: what a profile is read for. */
 		l->col[l->n++] = C_SELF_PCT;
@@ -193,6 +211,37 @@ cmp_size(const void *a, const void *b)
 	size_t x = *(const size_t *)a, y = *(const size_t *)b;
 
 	return (x > y) - (x < y);
+}
+
+/*
+ * What a path needs for its file's own name to stay whole once its start is cut: ".../name.rb",
+ * or the whole path when that is shorter.
+ */
+static size_t
+name_width(struct cell c)
+{
+	size_t slash = c.len, whole = trc_utf8_width(c.p, c.len), name;
+
+	while (slash > 0 && c.p[slash - 1] != '/')
+		slash--;
+	if (slash == 0)
+		return whole;
+	name = 4 + trc_utf8_width(c.p + slash, c.len - slash);
+	return name < whole ? name : whole;
+}
+
+/* The widest name_width of the rows' files (app: of their app frames). */
+static size_t
+names_width(const struct text_row *rows, size_t n, bool app)
+{
+	size_t w = 0;
+
+	for (size_t r = 0; r < n; r++) {
+		size_t x = name_width(app ? rows[r].app : rows[r].file);
+
+		w = x > w ? x : w;
+	}
+	return w;
 }
 
 /* Each column's widest cell, and the width nine cells in ten fit in (for fit()). */
@@ -247,8 +296,10 @@ typical(const struct layout *l, enum col col, size_t min)
 /*
  * The few names far longer than the rest give way first (one ERB template's generated method
  * must not cut every file name to a stub): each name column shrinks to what nine rows in ten
- * need. Then FILENAME gives up width, then the label, each down to a readable minimum; on a
- * very narrow terminal both go on down to "...x". Numbers never shrink.
+ * need. Then FILENAME gives up the start of its paths, down to what keeps every file's own
+ * name whole (".../issues_controller.rb": a Rails app's paths are long, and its file names
+ * say which file it is), then the label, each down to a readable minimum; on a very narrow
+ * terminal both go on down to "...x". Numbers never shrink.
  */
 static void
 fit(struct layout *l, size_t width)
@@ -262,7 +313,13 @@ fit(struct layout *l, size_t width)
 	over -= width;
 	over = shrink(l, C_LABEL, typical(l, C_LABEL, TRC_TOP_MIN_LABEL), over);
 	over = shrink(l, C_FILE, typical(l, C_FILE, TRC_TOP_MIN_FILE), over);
+	over = shrink(l, C_APP, typical(l, C_APP, TRC_TOP_MIN_FILE), over);
+	over = shrink(l, C_FILE, l->names > TRC_TOP_MIN_FILE ? l->names : TRC_TOP_MIN_FILE, over);
+	over = shrink(l, C_APP, l->app_names > TRC_TOP_MIN_FILE ? l->app_names : TRC_TOP_MIN_FILE, over);
+	over = shrink(l, C_LABEL, TRC_TOP_MIN_LABEL, over);
 	over = shrink(l, C_FILE, TRC_TOP_MIN_FILE, over);
+	over = shrink(l, C_APP, TRC_TOP_MIN_FILE, over);
+	over = shrink(l, C_APP, TRC_TOP_MIN_CUT, over);
 	over = shrink(l, C_LABEL, TRC_TOP_MIN_LABEL, over);
 	over = shrink(l, C_FILE, TRC_TOP_MIN_CUT, over);
 	shrink(l, C_LABEL, TRC_TOP_MIN_CUT, over);
@@ -425,23 +482,29 @@ static struct text_row *
 escape_rows(const struct trc_top_shown *shown, size_t n, struct trc_buf *names)
 {
 	struct text_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
-	size_t *offs = xcalloc(2 * n + 1, sizeof(*offs));
+	size_t *offs = xcalloc(3 * n + 1, sizeof(*offs));
 	const char *base;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct trc_top_entry *e = shown[i].e;
 
-		offs[2 * i] = names->len;
+		offs[3 * i] = names->len;
 		trc_escape(names, e->file, e->file_len);
-		offs[2 * i + 1] = names->len;
+		offs[3 * i + 1] = names->len;
 		trc_escape(names, e->label, e->label_len);
+		offs[3 * i + 2] = names->len;
+		if (e->app_len > 0) {
+			trc_escape(names, e->app, e->app_len);
+			trc_buf_addf(names, ":%" PRId32, e->app_line);
+		}
 	}
-	offs[2 * n] = names->len;
+	offs[3 * n] = names->len;
 	base = names->data != NULL ? names->data : "";
 	for (size_t i = 0; i < n; i++) {
 		rows[i].shown = &shown[i];
-		rows[i].file = (struct cell){ base + offs[2 * i], offs[2 * i + 1] - offs[2 * i] };
-		rows[i].label = (struct cell){ base + offs[2 * i + 1], offs[2 * i + 2] - offs[2 * i + 1] };
+		rows[i].file = (struct cell){ base + offs[3 * i], offs[3 * i + 1] - offs[3 * i] };
+		rows[i].label = (struct cell){ base + offs[3 * i + 1], offs[3 * i + 2] - offs[3 * i + 1] };
+		rows[i].app = (struct cell){ base + offs[3 * i + 2], offs[3 * i + 3] - offs[3 * i + 2] };
 	}
 	free(offs);
 	return rows;
@@ -468,8 +531,10 @@ trc_top_format_text(const struct trc_top *t, const struct trc_top_view *v, struc
 	}
 	put_header(out, t, v, n);
 	trc_buf_addc(out, '\n');
-	choose_cols(&l, trc_top_def(t), v->pids_column);
+	choose_cols(&l, trc_top_def(t), v->pids_column, any_app(rows, n));
 	natural_widths(&l, trc_top_def(t), rows, n);
+	l.names = names_width(rows, n, false);
+	l.app_names = names_width(rows, n, true);
 	fit(&l, v->width);
 	put_titles(out, &l, trc_top_def(t));
 	for (size_t i = 0; i < n; i++)

@@ -6,8 +6,9 @@
 #include "top.h"
 #include "top_rows.h"
 
-/* FILENAME and METHOD/OBJECT/EXCEPTION shrink to these widths first when the table does not
- * fit, then both down to TRC_TOP_MIN_CUT ("...x"). */
+/* When the table does not fit, FILENAME shrinks to what keeps each file's own name whole (at
+ * least TRC_TOP_MIN_FILE), then METHOD/OBJECT/EXCEPTION to TRC_TOP_MIN_LABEL, FILENAME to
+ * TRC_TOP_MIN_FILE, then both down to TRC_TOP_MIN_CUT ("...x"). */
 #define TRC_TOP_MIN_FILE 16
 #define TRC_TOP_MIN_LABEL 12
 #define TRC_TOP_MIN_CUT 4

@@ -328,7 +328,7 @@ enum trc_eval_kind {
 	    "Array and Hash allocations by line") \
 	X(STRINGS, 5, "strings", TRC_TOPM_ALLOC, NULL, NULL, "COUNT", NULL, NULL, "String allocations by line") \
 	X(EXCEPTIONS, 6, "exceptions", TRC_TOPM_RAISE | TRC_TOPM_CLASS, "EXCEPTION", "exception", "COUNT", \
-	    NULL, NULL, "raises by class and line") \
+	    NULL, NULL, "raises by class and line, with the app's frame nearest each") \
 	X(THREADS, 7, "threads", TRC_TOPM_THREAD | TRC_TOPM_TIMED | TRC_TOPM_NO_SITE, "THREAD", "thread", "RUNS", \
 	    "WAITED", "HELD", "each thread's turns on the GVL: time waiting for it, and holding it (Ruby 3.3+)") \
 	X(PROFILE, 8, "profile", TRC_TOPM_PROFILE | TRC_TOPM_TIMED, "FRAME", "frame", "SAMPLES", "TOTAL", "SELF", \
@@ -372,10 +372,12 @@ enum trc_top_mode {
  *   detached  [69, events, lost, nomem]  totals for the session; nomem: the agent's
  *             allocations that failed during it (what needed them did without)
  *   top       [70, elapsed_ns, events, lost, gcs, major_gcs, gc_ns,
- *              [[file, line, label, count, total_ns, self_ns, buckets]...],
+ *              [[file, line, label, count, total_ns, self_ns, buckets, app_file, app_line]...],
  *              [[id, parent, file, line, label, count, self_ns]...]]
  *             counts since the previous TRC_MSG_TOP (deltas); gc_ns: the time the collections
- *             stopped the app (0s without TRC_TOP_GC); the paths: [] without TRC_TOP_PATHS
+ *             stopped the app (0s without TRC_TOP_GC); the paths: [] without TRC_TOP_PATHS;
+ *             app_file and app_line: exceptions, the innermost frame of the raising thread's
+ *             stack under the scope's prefixes ("", 0: none, and every other mode)
  *   progress  [71, step, done, total]  putting wrappers in place, or taking them away, takes a
  *             while: step is enum trc_step; sent every TRC_PROGRESS_MS or so while it lasts
  *   profile   [72, frames, threads, tags, elapsed_ns, samples, lost, hz, own_ns, roots, nodes,
@@ -445,6 +447,9 @@ enum trc_err {
 	TRC_ERR_EVAL_DISABLED = 4,
 	TRC_ERR_PROTOCOL = 5,   /* malformed message */
 	TRC_ERR_INTERNAL = 6,
+	TRC_ERR_UNSUPPORTED = 7,        /* this process's Ruby cannot do what was asked (--top threads
+					 * without the VM's thread events): no process of the same Ruby
+					 * can, and the client ends the run on it */
 };
 
 /*

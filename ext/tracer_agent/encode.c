@@ -141,9 +141,9 @@ pack_label(msgpack_packer *pk, const struct trc_label *label)
 
 void
 trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct trc_label *label, uint64_t count,
-    uint64_t total_ns, uint64_t self_ns, const uint64_t *buckets)
+    uint64_t total_ns, uint64_t self_ns, const uint64_t *buckets, const char *app_path, int app_line)
 {
-	msgpack_pack_array(pk, 7);
+	msgpack_pack_array(pk, 9);
 	pack_cstr(pk, path);
 	msgpack_pack_int(pk, line);
 	pack_label(pk, label);
@@ -153,6 +153,8 @@ trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct 
 	msgpack_pack_array(pk, buckets != NULL ? TRC_TOP_BUCKETS : 0);
 	for (unsigned i = 0; buckets != NULL && i < TRC_TOP_BUCKETS; i++)
 		msgpack_pack_uint64(pk, buckets[i]);
+	pack_cstr(pk, app_path != NULL ? app_path : "");
+	msgpack_pack_int(pk, app_path != NULL ? app_line : 0);
 }
 
 void

@@ -63,9 +63,10 @@ struct trc_label {
 	size_t na, nb;
 	char sep;
 };
-/* buckets: TRC_TOP_BUCKETS durations (--top time), or NULL for none. */
+/* buckets: TRC_TOP_BUCKETS durations (--top time), or NULL for none; app_path: the app's frame
+ * nearest a raise (NULL: none). */
 void trc_encode_top_row(msgpack_packer *pk, const char *path, int line, const struct trc_label *label, uint64_t count,
-    uint64_t total_ns, uint64_t self_ns, const uint64_t *buckets);
+    uint64_t total_ns, uint64_t self_ns, const uint64_t *buckets, const char *app_path, int app_line);
 /* After the rows: the array of paths (paths.c packs its header), each [id, parent, file, line, label, count, self_ns]. */
 void trc_encode_top_path(msgpack_packer *pk, uint32_t id, uint32_t parent, const char *path, int line,
     const struct trc_label *label, uint64_t count, uint64_t self_ns);

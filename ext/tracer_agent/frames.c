@@ -8,6 +8,7 @@
 
 #include <ruby/debug.h>
 
+#include "stable.h"
 #include "tracer_protocol.h"
 
 #define SPINS 4096
@@ -192,6 +193,27 @@ pack_cstr(msgpack_packer *pk, const char *s)
 	msgpack_pack_str_body(pk, s, n);
 }
 
+/*
+ * A label made stable (stable.h): a compiled template's frame is one frame across a server's
+ * workers. One too long for the buffer goes as it is.
+ */
+static void
+pack_label_str(msgpack_packer *pk, VALUE label)
+{
+	char buf[1024];
+	size_t n;
+
+	if (!RB_TYPE_P(label, T_STRING) || (size_t)RSTRING_LEN(label) > sizeof(buf)) {
+		pack_str(pk, label);
+		return;
+	}
+	n = (size_t)RSTRING_LEN(label);
+	memcpy(buf, RSTRING_PTR(label), n);
+	n = trc_stable_label(buf, n);
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, buf, n);
+}
+
 /* [id, kind, label, file, line] of a frame the VM knows. */
 static void
 pack_frame(msgpack_packer *pk, uint32_t id, VALUE v)
@@ -213,7 +235,7 @@ pack_frame(msgpack_packer *pk, uint32_t id, VALUE v)
 	msgpack_pack_array(pk, 5);
 	msgpack_pack_uint32(pk, id);
 	msgpack_pack_uint8(pk, c ? TRC_FRAME_C : TRC_FRAME_RUBY);
-	pack_str(pk, label);
+	pack_label_str(pk, label);
 	pack_str(pk, file);
 	msgpack_pack_int32(pk, FIXNUM_P(line) ? (int32_t)FIX2LONG(line) : 0);
 	RB_GC_GUARD(label);

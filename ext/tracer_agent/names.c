@@ -3,6 +3,7 @@
 
 #include "extconf.h"
 #include "mem.h"
+#include "stable.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -147,13 +148,24 @@ str_copy(VALUE str, uint32_t *len)
 	return trc_memdup(RSTRING_PTR(str), *len);
 }
 
+/*
+ * An anonymous one's "#<Class:0x...>" without its address: the same class in each of a
+ * server's workers (ActionView's class of compiled templates) is one row across them.
+ */
 static char *
 module_path(VALUE mod, uint32_t *len)
 {
 	VALUE name = rb_mod_name(mod);
+	char *s;
+
 	if (NIL_P(name))
-		name = rb_class_path(mod);      /* "#<Class:0x...>" for anonymous ones */
-	return str_copy(name, len);
+		name = rb_class_path(mod);
+	s = str_copy(name, len);
+	if (s != NULL) {
+		*len = (uint32_t)trc_stable_class(s, *len);
+		s[*len] = '\0';
+	}
+	return s;
 }
 
 /* "Foo" with sep '.' for Foo's singleton class, "Foo" with '#' for Foo or an object's. */
@@ -207,7 +219,12 @@ trc_method_intern(VALUE klass, ID mid, VALUE path, int line, int spec)
 	m.klass_name = class_name(klass, &m.sep, &m.klass_name_len);
 	/* By its length: define_method("a\0b") and ("a\0c") are two methods, not two "a". */
 	if (RB_TYPE_P(name, T_STRING)) {
+		/* A compiled template's name without the numbers of its process (stable.h). */
 		m.name = str_copy(name, &m.name_len);
+		if (m.name != NULL) {
+			m.name_len = (uint32_t)trc_stable_method(m.name, m.name_len);
+			m.name[m.name_len] = '\0';
+		}
 	} else {
 		m.name = trc_strdup("(unknown)");
 		m.name_len = sizeof("(unknown)") - 1;

@@ -40,6 +40,9 @@ struct row {
 	const char *file;       /* key: Ruby's own path string */
 	char *path;             /* our copy, for the snapshot */
 	int line;
+	const char *app;        /* key (exceptions): the app's frame nearest the raise, NULL: none */
+	int app_line;
+	char *app_path;         /* our copy of it, absolute */
 	uint8_t used;
 	uint8_t excluded;       /* outside the prefixes: looked up, never reported */
 	uint8_t nomem;          /* excluded for want of memory for its path: its events are lost */
@@ -120,12 +123,28 @@ static struct {
 
 
 
+/* Where the app was when an exception was raised (exceptions only; else app is NULL). */
+struct app_site {
+	const char *app;        /* Ruby's own path string */
+	int line;
+};
+
 static inline uint32_t
-row_hash(uintptr_t what, const char *file, int line)
+row_hash(uintptr_t what, const char *file, int line, const struct app_site *a)
 {
 	uint64_t h = (uint64_t)what * 0x9E3779B97F4A7C15ull ^ ((uint64_t)(uintptr_t)file >> 3) * 0xC2B2AE3D27D4EB4Full ^
 	    (uint64_t)line * 0x165667B19E3779F9ull;
+
+	if (a != NULL)
+		h ^= ((uint64_t)(uintptr_t)a->app >> 3) * 0x27D4EB2F165667C5ull ^ (uint64_t)a->line * 0x94D049BB133111EBull;
 	return (uint32_t)(h >> 40);
+}
+
+/* Rows of exceptions are counted wherever the raise was: Rails raises inside its gems. */
+static int
+scoped(void)
+{
+	return !(modes[table.mode] & TRC_TOPM_RAISE);
 }
 
 /*
@@ -133,16 +152,18 @@ row_hash(uintptr_t what, const char *file, int line)
  * called from an allocation hook: it uses plain malloc only, never the Ruby heap.
  */
 static struct row *
-row_get(uintptr_t what, const char *file, int line, const char *path)
+row_get_at(uintptr_t what, const char *file, int line, const char *path, const struct app_site *a)
 {
-	uint32_t i = row_hash(what, file, line) & (SLOTS - 1);
+	uint32_t i = row_hash(what, file, line, a) & (SLOTS - 1);
+	const char *app = a != NULL ? a->app : NULL;
+	int app_line = a != NULL ? a->line : 0;
 	struct row *r;
 
 	for (;; i = (i + 1) & (SLOTS - 1)) {
 		r = &table.rows[i];
 		if (!r->used)
 			break;
-		if (r->what == what && r->file == file && r->line == line) {
+		if (r->what == what && r->file == file && r->line == line && r->app == app && r->app_line == app_line) {
 			if (r->nomem)
 				table.lost++;
 			return r->excluded ? NULL : r;
@@ -155,17 +176,26 @@ row_get(uintptr_t what, const char *file, int line, const char *path)
 	r->what = what;
 	r->file = file;
 	r->line = line;
+	r->app = app;
+	r->app_line = app_line;
 	r->used = 1;
 	/* Without a path (a thread), no scope applies. */
-	r->excluded = path != NULL && !trc_scope_wanted(&table.scope, path);
+	r->excluded = path != NULL && scoped() && !trc_scope_wanted(&table.scope, path);
 	/* Shown as an absolute path: a script run as `ruby app.rb` has relative ones. */
 	r->path = r->excluded || path == NULL ? NULL : trc_scope_absolute(&table.scope, path);
-	r->nomem = !r->excluded && path != NULL && r->path == NULL;
+	r->app_path = r->excluded || app == NULL ? NULL : trc_scope_absolute(&table.scope, app);
+	r->nomem = !r->excluded && ((path != NULL && r->path == NULL) || (app != NULL && r->app_path == NULL));
 	r->excluded |= r->nomem;
 	r->count = r->total = r->self = 0;
 	table.used[table.nused++] = i;
 	table.lost += r->nomem;
 	return r->excluded ? NULL : r;
+}
+
+static struct row *
+row_get(uintptr_t what, const char *file, int line, const char *path)
+{
+	return row_get_at(what, file, line, path, NULL);
 }
 
 /* ---- calls and time ---- */
@@ -547,12 +577,43 @@ newobj_hook(VALUE data, const rb_trace_arg_t *arg)
 
 /* ---- exceptions ---- */
 
+/* Frames of the raising thread's stack looked at for the app's: Rails raises some 100 deep. */
+#define APP_FRAMES 256
+
+/*
+ * The innermost frame of this thread's stack in a file under the scope's prefixes: where the
+ * app was when a gem raised on its behalf. 0 when none is (a raise in a middleware before the
+ * app's code ran, or --all). rb_profile_frames allocates nothing; a C frame has no path.
+ */
+static int
+app_frame(struct app_site *a)
+{
+	VALUE frames[APP_FRAMES];
+	int lines[APP_FRAMES];
+	int n;
+
+	if (table.scope.all)
+		return 0;
+	n = rb_profile_frames(0, APP_FRAMES, frames, lines);
+	for (int i = 0; i < n; i++) {
+		VALUE path = rb_profile_frame_path(frames[i]);
+
+		if (RB_TYPE_P(path, T_STRING) && trc_scope_wanted(&table.scope, RSTRING_PTR(path))) {
+			a->app = RSTRING_PTR(path);
+			a->line = lines[i];
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static void
 count_raise(void)
 {
 	rb_trace_arg_t *ta;
 	VALUE path;
 	struct row *r;
+	struct app_site a = { NULL, 0 };
 
 	if (!table.armed || trc_thread_current() == NULL)
 		return;
@@ -561,8 +622,11 @@ count_raise(void)
 	path = rb_tracearg_path(ta);
 	if (!RB_TYPE_P(path, T_STRING))
 		return;
-	r = row_get(rb_obj_class(rb_tracearg_raised_exception(ta)), RSTRING_PTR(path),
-	    FIX2INT(rb_tracearg_lineno(ta)), RSTRING_PTR(path));
+	/* Raised by the app itself: its own site says where the app was. */
+	if (app_frame(&a) && a.line == FIX2INT(rb_tracearg_lineno(ta)) && strcmp(a.app, RSTRING_PTR(path)) == 0)
+		a.app = NULL, a.line = 0;
+	r = row_get_at(rb_obj_class(rb_tracearg_raised_exception(ta)), RSTRING_PTR(path),
+	    FIX2INT(rb_tracearg_lineno(ta)), RSTRING_PTR(path), &a);
 	if (r != NULL)
 		r->count++;
 }
@@ -603,6 +667,7 @@ clear_rows(void)
 	for (uint32_t i = 0; i < table.nused; i++) {
 		struct row *r = &table.rows[table.used[i]];
 		free(r->path);
+		free(r->app_path);
 		memset(r, 0, sizeof(*r));
 		if (table.row_hist != NULL)
 			table.row_hist[table.used[i]] = (struct hist){ { 0 } };
@@ -781,9 +846,13 @@ trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scop
 	}
 	if (modes[mode] & TRC_TOPM_THREAD) {
 		if (trc_threads_watch(1) < 0) {
-			*why = errno == ENOSYS ? "its Ruby has no thread events to count (Ruby 3.3 and later have them)" :
-			    "out of memory for the table";
-			goto fail;
+			if (errno != ENOSYS) {
+				*why = "out of memory for the table";
+				goto fail;
+			}
+			*why = "its Ruby has no thread events to count (Ruby 3.3 and later have them)";
+			trc_top_stop();
+			return -2;
 		}
 		table.threads = 1;
 	}
@@ -929,7 +998,8 @@ pack_row(msgpack_packer *pk, const struct row *r, double scale)
 	label_of(r, &label, &keep);
 	trc_encode_top_row(pk, no_site ? "" : r->path, no_site ? 0 : r->line, &label,
 	    scale < 0 ? r->count : (uint64_t)((double)r->count * scale + 0.5), trc_clock_dur_ns(r->total),
-	    trc_clock_dur_ns(r->self), table.row_hist != NULL ? table.row_hist[r - table.rows].n : NULL);
+	    trc_clock_dur_ns(r->self), table.row_hist != NULL ? table.row_hist[r - table.rows].n : NULL, r->app_path,
+	    r->app_line);
 	RB_GC_GUARD(keep);
 }
 

@@ -26,8 +26,8 @@ trc_xorshift(uint64_t *state)
  * nothing is counted before trc_top_go. Rows whose file is out of the scope are not counted.
  * sample > 1 (the allocation modes): the site of about one allocation in sample is looked up
  * and counted as the allocations since the previous one. Takes the scope over (trc_top_stop
- * releases it). -1 with *why set (a static string) when it cannot: memory, or what the mode
- * needs of the VM.
+ * releases it). -1 with *why set (a static string) when it cannot (memory); -2 when this
+ * Ruby has not what the mode needs of the VM (its thread events).
  */
 int trc_top_start(int mode, int flags, uint32_t sample, const struct trc_scope *scope, const char **why);
 /* The address space a table takes (mapped at trc_top_start). */

@@ -362,6 +362,7 @@ trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, u
 	const struct trc_scope *wrapped;
 	const char *why;
 	uint64_t gen;
+	int rc;
 
 	if (mode == TRC_TOP_PROFILE) {
 		trc_scope_release(scope);
@@ -374,8 +375,8 @@ trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, u
 		    "not counting in it, its own allocations come first", (int)getpid());
 		return -1;
 	}
-	if (trc_top_start(mode, flags, sample, scope, &why) < 0) {
-		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d: %s", (int)getpid(), why);
+	if ((rc = trc_top_start(mode, flags, sample, scope, &why)) < 0) {
+		trc_reply_error(s, rc == -2 ? TRC_ERR_UNSUPPORTED : TRC_ERR_INTERNAL, "process %d: %s", (int)getpid(), why);
 		return -1;
 	}
 	work.kind = KIND_TOP;

@@ -76,6 +76,11 @@ def time
   puts format('spent inner=%.6f outer=%.6f failing=%.6f', b.inner_spent, outer, failing)
 end
 
+# What a gem raises on the app's behalf (JSON's parser, outside the app dir, called from here),
+# and what one raises with no frame of the app on its thread's stack (a thread whose block is
+# defined in a file outside the app dir, as a server's middleware is).
+GEM_FILE = '/nonexistent/gems/static.rb'
+
 def exceptions
   3.times do
     raise KeyError, 'k' # RAISE_KEY
@@ -87,6 +92,12 @@ def exceptions
   rescue ArgumentError
     nil
   end
+  4.times do
+    JSON.parse('{') # GEM_RAISE
+  rescue JSON::ParserError
+    nil
+  end
+  eval("Thread.new { 5.times { begin; raise IOError, 'gem'; rescue IOError; end } }.join", TOPLEVEL_BINDING, GEM_FILE, 1) # rubocop:disable Security/Eval
 end
 
 # Two named threads that both want the GVL: each takes turns, and waits while the other runs.
@@ -148,14 +159,42 @@ def readers
   end
 end
 
+# A template compiled as ActionView 6.1 compiles one (Template#compile, #method_name): into an
+# anonymous subclass of the view class (Base.with_empty_template_cache), as a method named after
+# its path, the path's String#hash (seeded per process) and the template's object id, defined by
+# module_eval at the template's path, line 0. Each process names it differently.
+class ViewBase
+end
+
+TEMPLATE = File.join(__dir__, 'views', 'widgets', 'index.html.erb')
+
+def compile_template
+  views = Class.new(ViewBase)
+  template = Object.new
+  name = +"_#{TEMPLATE.delete_prefix("#{File.dirname(__dir__, 2)}/").tr('^a-z_', '_')}__#{TEMPLATE.hash}_#{template.__id__}"
+  name.tr!('-', '_')
+  views.module_eval("def #{name}(local_assigns, output_buffer)\n  output_buffer << 'x'\nend\n", TEMPLATE, 0)
+  puts "template #{views.inspect}##{name}"
+  [views.new, name]
+end
+
+VIEW = compile_template if ARGV.fetch(0).start_with?('templates')
+
+def templates
+  view, name = VIEW
+  7.times { view.public_send(name, {}, +'') }
+end
+
 BURSTS = {
   'calls' => method(:calls), 'time' => method(:time), 'exceptions' => method(:exceptions),
   'objects' => method(:allocations), 'objects-total' => method(:allocations),
   'arrays' => method(:allocations), 'strings' => method(:allocations),
-  'threads' => method(:threads), 'hostile' => method(:hostile), 'readers' => method(:readers)
+  'threads' => method(:threads), 'hostile' => method(:hostile), 'readers' => method(:readers),
+  'templates' => method(:templates)
 }.freeze
 
 burst = BURSTS.fetch(ARGV.fetch(0).split('@').first) { abort "unknown mode #{ARGV[0]}" }
+require 'json' if burst == method(:exceptions)
 go = ENV.fetch('GO')
 allocations(2) if burst == method(:allocations)
 puts "ready #{Process.pid}"

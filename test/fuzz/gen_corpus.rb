@@ -101,8 +101,9 @@ write(c, 'interactive', "\x02\x03".b + msgs(welcome, [68, 1, true, 'incomplete']
 write(c, 'top', "\x02\x00".b + msgs(welcome, [67, 3, 1000],
                                     [70, 1_000_000_000, 1234, 5, 3, 1, 4_500_000,
                                      [['/app/a.rb', 10, 'Foo#bar', 100, 2_000_000, 1_000_000,
-                                       [90, 6, 4] + [0] * 17],
-                                      ['', 0, 'String', 7, 0, 0, []]],
+                                       [90, 6, 4] + [0] * 17, '', 0],
+                                      ['', 0, 'String', 7, 0, 0, [], '', 0],
+                                      ['/gems/x.rb', 3, 'KeyError', 2, 0, 0, [], '/app/a.rb', 12]],
                                      [[1, 0, '/app/a.rb', 10, 'Foo#bar', 100, 1_000_000],
                                       [2, 1, '', 0, 'Kernel#sleep', 3, 500_000]]]))
 # --top profile: frames, threads, a tree of two roots (one with a tag) and their weights.
@@ -150,7 +151,8 @@ write(c, 'hostile', "\x02\x00".b + msgs(welcome, [67, 3, 1000], *hostile, [129, 
                                         [130, 0, 0, 1_000_000_010], [130, 0, 1, 1_000_000_020],
                                         [131, 0, 1, 1_000_000_030], [131, 0, 0, 1_000_000_040],
                                         [70, 1_000_000_000, 2, 0, 0, 0, 0,
-                                         [[long, 1, long, 1, 0, 0, []], ['/app/a.rb', 2, "a\0b", 1, 0, 0, []]]],
+                                         [[long, 1, long, 1, 0, 0, [], long, 3], ['/app/a.rb', 2, "a\0b", 1, 0, 0, [], '', 0]],
+                                         []],
                                         [69, 4, 0, 0]))
 
 # ---- escape.c (fuzz_client_escape): the bytes of a name ----

@@ -254,6 +254,35 @@ class TopTest < Minitest::Test
     stop(c, t)
   end
 
+  # Rails raises inside its gems on the app's behalf (ActiveRecord::RecordNotFound, and
+  # Errno::ENOENT in ActionDispatch::Static before the app's code runs): those count by default,
+  # where they were raised, with the app's frame nearest the raise when its stack has one.
+  def test_exceptions_raised_in_gems
+    t = app('exceptions')
+    c = top(t, 'exceptions')
+    gem = '/nonexistent/gems/static.rb'
+    snap = run_burst(t, c, 'the gems\' raises') do |s|
+      count(s, 'JSON::ParserError', key: 'exception') >= 4 && count(s, 'IOError', key: 'exception') >= 5
+    end
+    json = row(snap, 'JSON::ParserError', key: 'exception')
+    refute json['file'].start_with?("#{ROOT}/"), "raised in json, not in the app: #{json}"
+    assert_equal [4, TOP_TARGET, line_of('GEM_RAISE')], json.values_at('count', 'app_file', 'app_line')
+    assert_equal({ 'file' => gem, 'line' => 1, 'exception' => 'IOError', 'count' => 5, 'pids' => 1 },
+                 row(snap, 'IOError', key: 'exception'))
+    stop(c, t)
+
+
+    # As text: the column, the app's file and line in it (as much of the path as fits).
+    go = "#{@go}.text"
+    u = target('exceptions', env: { 'GO' => go }, script: TOP_TARGET)
+    c = client('-p', u.pid, '--top', 'exceptions', '--interval', '0.2')
+    c.wait_for(/^tracer --top exceptions /, stream: :out)
+    FileUtils.touch(go)
+    c.wait_for(%r{  JSON::ParserError  +\S*/top_target\.rb:#{line_of('GEM_RAISE')} +4$}, stream: :out)
+    assert_match(/^FILENAME +LINE +EXCEPTION +APP FRAME +COUNT$/, c.out)
+    stop(c, u)
+  end
+
   # Ruby 3.3 and later report each thread's GVL handovers; before, --top threads says so.
   def test_threads_take_turns
     t = app('threads')
@@ -294,6 +323,24 @@ class TopTest < Minitest::Test
     stop(c, [a, b])
   end
 
+  # A template compiled as ActionView compiles one has a method name and an anonymous class
+  # that differ in each process (test/apps/top_target.rb's compile_template): the table names
+  # it without them, so that the same template in two workers is one row of both.
+  def test_a_compiled_template_is_one_row_across_processes
+    a = app('templates')
+    b = app('templates')
+    names = [a, b].map { |t| t.out[/^template (.*)$/, 1] }
+    assert_equal 2, names.uniq.size, "each process names the template its own way: #{names}"
+    assert(names.all? { |n| n =~ /\A#<Class:0x\h+>#_test_apps_views_widgets_index_html_erb__+\d+_\d+\z/ }, names.inspect)
+    c = top([a, b], 'time')
+    label = '#<Class>#_test_apps_views_widgets_index_html_erb'
+    snap = run_burst([a, b], c, "#{label} 14 times") { |s| count(s, label) >= 14 }
+    rows = snap['rows'].select { |r| r['method'].include?('widgets') }
+    assert_equal [[File.join(ROOT, 'test/apps/views/widgets/index.html.erb'), 0, label, 14, 2]],
+                 rows.map { |r| r.values_at('file', 'line', 'method', 'count', 'pids') }
+    stop(c, [a, b])
+  end
+
   def test_ps_finds_the_processes_with_the_agent
     tag = "t#{rand(1 << 40)}"
     a = app("calls@#{tag}")
@@ -308,6 +355,28 @@ class TopTest < Minitest::Test
     out, err, status = tracer('--ps', "calls@#{tag}", '-e', 'Process.pid', '--no-inject')
     assert status.success?, err
     assert_equal [a.pid, b.pid].sort.map { |p| "[#{p}] => #{p}" }.sort, out.lines.map(&:chomp).sort
+  end
+
+  # Workers found by --ps: where their Ruby has no thread events (before 3.3), the first one's
+  # refusal is the run's one line and its end (it said so per worker, then waited forever for
+  # a process that could); where it has them, the workers' threads add up.
+  def test_threads_of_workers_found_by_ps
+    tag = "t#{rand(1 << 40)}"
+    a = app("threads@#{tag}")
+    b = app("threads@#{tag}")
+    regex = "top_target\\.rb threads@#{tag}$"
+    if Gem::Version.new(RUBY_VERSION) < Gem::Version.new('3.3')
+      out, err, status = tracer('--ps', regex, '--top', 'threads', '--no-inject')
+      assert_equal 1, status.exitstatus
+      assert_equal '', out
+      assert_match(/\Atracer: process (#{a.pid}|#{b.pid}): its Ruby has no thread events to count \(Ruby 3.3 and later have them\)\n\z/, err)
+      assert [a, b].all?(&:alive?)
+      return
+    end
+    c = client('--ps', regex, '--top', 'threads', '--json', '--interval', '0.2', '--no-inject')
+    snap = run_burst([a, b], c, 'worker-0 in both') { |s| row(s, 'worker-0', key: 'thread')&.fetch('pids') == 2 }
+    assert_equal [a.pid, b.pid].sort, snap['pids']
+    stop(c, [a, b])
   end
 
   def test_ps_without_a_match

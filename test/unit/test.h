@@ -59,6 +59,7 @@ void test_opt(void);
 void test_metrics(void);
 void test_output(void);
 void test_pace(void);
+void test_stable(void);
 void test_pprof(void);
 void test_profile(void);
 void test_progress(void);

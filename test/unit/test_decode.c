@@ -171,7 +171,7 @@ static void
 build_row(struct trc_buf *b, const char *file, int32_t line, const char *label, uint64_t n,
 	  uint32_t nbuckets)
 {
-	trc_pack_array(b, 7);
+	trc_pack_array(b, 9);
 	trc_pack_cstr(b, file);
 	trc_pack_int(b, line);
 	trc_pack_cstr(b, label);
@@ -181,6 +181,8 @@ build_row(struct trc_buf *b, const char *file, int32_t line, const char *label, 
 	trc_pack_array(b, nbuckets);
 	for (uint32_t i = 0; i < nbuckets; i++)
 		trc_pack_uint(b, i * n);
+	trc_pack_cstr(b, n == 3 ? "/app/c.rb" : "");     /* an exception's app frame */
+	trc_pack_int(b, n == 3 ? 42 : 0);
 }
 
 static void
@@ -227,7 +229,8 @@ check_top(const struct trc_message *m)
 	       streq(r[0].label, "Foo#bar") && r[0].count == 3 && r[0].total_ns == 300 &&
 	       r[0].self_ns == 30 && r[0].nbuckets == TRC_TOP_BUCKETS && r[0].buckets[0] == 0 &&
 	       r[0].buckets[TRC_TOP_BUCKETS - 1] == 3 * (TRC_TOP_BUCKETS - 1) && r[1].nbuckets == 0 &&
-	       streq(r[1].file, "") && r[1].line == -1 &&
+	       streq(r[0].app_file, "/app/c.rb") && r[0].app_line == 42 &&
+	       streq(r[1].app_file, "") && r[1].app_line == 0 && streq(r[1].file, "") && r[1].line == -1 &&
 	       r[1].count == 70000 && r[1].self_ns == 700000 && m->top.npaths == 2 &&
 	       m->top.paths[0].id == 1 && m->top.paths[0].parent == 0 &&
 	       streq(m->top.paths[0].file, "/app.rb") && m->top.paths[0].line == 7 &&
@@ -765,7 +768,7 @@ build_top_long(struct trc_buf *b, const char *text, size_t len)
 		trc_pack_uint(b, 0);
 	trc_pack_array(b, 2);
 	for (int i = 0; i < 2; i++) {
-		trc_pack_array(b, 7);
+		trc_pack_array(b, 9);
 		trc_pack_str(b, text, i == 0 ? len : 4);
 		trc_pack_int(b, 1);
 		trc_pack_bin(b, text, i == 0 ? len - 1 : 3);
@@ -773,6 +776,8 @@ build_top_long(struct trc_buf *b, const char *text, size_t len)
 		trc_pack_uint(b, 0);
 		trc_pack_uint(b, 0);
 		trc_pack_array(b, 0);
+		trc_pack_cstr(b, "");
+		trc_pack_int(b, 0);
 	}
 	/* a call path named alike (--top time --format flamegraph) */
 	trc_pack_array(b, 1);

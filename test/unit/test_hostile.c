@@ -339,7 +339,7 @@ top_table(const struct trc_metrics_opts *mo)
 		label.len = 0;
 		trc_buf_adds(&label, "Hostile#");
 		trc_buf_add(&label, names[i].p, names[i].n);
-		trc_pack_array(&b, 7);
+		trc_pack_array(&b, 9);
 		trc_pack_cstr(&b, FILE_NAME);
 		trc_pack_int(&b, 1);
 		trc_pack_bin(&b, label.data, label.len);
@@ -347,6 +347,8 @@ top_table(const struct trc_metrics_opts *mo)
 		trc_pack_uint(&b, 0);
 		trc_pack_uint(&b, 0);
 		trc_pack_array(&b, 0);
+		trc_pack_cstr(&b, "");
+		trc_pack_int(&b, 0);
 	}
 	trc_pack_array(&b, 0);          /* no call paths */
 	deliver(&b, feed_top, t);

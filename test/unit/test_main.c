@@ -58,6 +58,7 @@ static const struct suite {
 	{ "opt", test_opt },
 	{ "output", test_output },
 	{ "pace", test_pace },
+	{ "stable", test_stable },
 	{ "pprof", test_pprof },
 	{ "profile", test_profile },
 	{ "progress", test_progress },

@@ -14,7 +14,7 @@ static struct trc_top_row
 R(const char *file, int32_t line, const char *label, uint64_t count, uint64_t total, uint64_t self)
 {
 	return (struct trc_top_row){ { file, (uint32_t)strlen(file) }, line,
-				     { label, (uint32_t)strlen(label) }, count, total, self, 0, { 0 } };
+				     { label, (uint32_t)strlen(label) }, count, total, self, 0, { 0 }, { "", 0 }, 0 };
 }
 
 /* One TOP from pid into the run's table and the set, as a session feeds both. */

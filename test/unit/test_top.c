@@ -16,7 +16,16 @@ static struct trc_top_row
 R(const char *file, int32_t line, const char *label, uint64_t count)
 {
 	return (struct trc_top_row){ { file, (uint32_t)strlen(file) }, line,
-				     { label, (uint32_t)strlen(label) }, count, 0, 0, 0, { 0 } };
+				     { label, (uint32_t)strlen(label) }, count, 0, 0, 0, { 0 }, { "", 0 }, 0 };
+}
+
+/* An exception's row, raised at file:line with the app at app:app_line ("": none). */
+static struct trc_top_row
+X(const char *file, int32_t line, const char *label, const char *app, int32_t app_line, uint64_t count)
+{
+	return (struct trc_top_row){ { file, (uint32_t)strlen(file) }, line,
+				     { label, (uint32_t)strlen(label) }, count, 0, 0, 0, { 0 },
+				     { app, (uint32_t)strlen(app) }, app_line };
 }
 
 static struct trc_top_row
@@ -465,7 +474,7 @@ test_utf8_and_controls(void)
 		R("/app/\xc3\xa9t\xc3\xa9/caf\xc3\xa9/na\xc3\xafve/r\xc3\xa9sum\xc3\xa9.rb", 1, "E", 2),
 		R("/app/x\ny.rb", 2, "Bad\x1b[2J", 1),
 		R("/c1.rb", 3, "\xc2\x9b" "2J\x9b", 1),
-		{ { "/n.rb", 5 }, 4, { "K#a\0b", 5 }, 1, 0, 0, 0, { 0 } },
+		{ { "/n.rb", 5 }, 4, { "K#a\0b", 5 }, 1, 0, 0, 0, { 0 }, { "", 0 }, 0 },
 	};
 	struct trc_top_view v = view(40, 25);
 	char *s;
@@ -788,6 +797,79 @@ test_one_long_label(void)
 	trc_top_free(t);
 }
 
+/*
+ * A Rails app's rows: long paths under one root, long labels. Each file's own name stays whole
+ * (".../issues_controller.rb"), the labels giving way first; never cut to a 16-column stub.
+ */
+static void
+test_file_names_stay_whole(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_CALLS, two_pids, 1);
+	struct trc_top_row rows[] = {
+		R("/usr/share/redmine/app/controllers/issues_controller.rb", 10, "IssuesController#index", 9),
+		R("/usr/share/redmine/app/views/issues/index.html.erb", 0, "#<Class>#_app_views_issues_index_html_erb", 8),
+		R("/usr/share/redmine/app/helpers/application_helper.rb", 300,
+		  "ApplicationHelper#link_to_project_with_a_long_name", 7),
+	};
+	struct trc_top_view v = view(80, 25);
+	char *s;
+
+	feed(t, 100, rows, 3, 0, 0);
+	s = text(t, &v);
+	test_str("80 columns: the long labels, then the paths' starts give way", table_of(s),
+		 "FILENAME                   LINE  METHOD                                    CALLS\n"
+		 "...s/issues_controller.rb    10  IssuesController#index                        9\n"
+		 ".../issues/index.html.erb     0  ...ass>#_app_views_issues_index_html_erb      8\n"
+		 ".../application_helper.rb   300  ...lper#link_to_project_with_a_long_name      7\n");
+	test_cond("80 columns fit", lines_fit(s, 80));
+	free(s);
+	v.width = 60;
+	s = text(t, &v);
+	test_str("60 columns: the labels give way, every file name whole", table_of(s),
+		 "FILENAME                   LINE  METHOD                CALLS\n"
+		 "...s/issues_controller.rb    10  ...sController#index      9\n"
+		 ".../issues/index.html.erb     0  ...es_index_html_erb      8\n"
+		 ".../application_helper.rb   300  ..._with_a_long_name      7\n");
+	test_cond("60 columns fit", lines_fit(s, 60));
+	free(s);
+	trc_top_free(t);
+}
+
+/*
+ * Exceptions raised in gems on the app's behalf: a row per raise site, class and app frame,
+ * summed across processes; APP FRAME says where the app was ("" when its stack had no frame
+ * of the app).
+ */
+static void
+test_exceptions_app_frame(void)
+{
+	struct trc_top *t = trc_top_new(TRC_TOP_EXCEPTIONS, two_pids, 2);
+	struct trc_top_row rows[] = {
+		X("/gems/ar/core.rb", 5, "ActiveRecord::RecordNotFound", "/srv/app/app/controllers/issues_controller.rb", 45, 3),
+		X("/gems/ad/static.rb", 9, "Errno::ENOENT", "", 0, 54),
+		X("/gems/ar/core.rb", 5, "ActiveRecord::RecordNotFound", "/srv/app/app/models/issue.rb", 7, 1),
+	};
+	struct trc_top_view v = view(120, 25);
+	char *s;
+
+	feed(t, 100, rows, 3, 58, 0);
+	feed(t, 200, rows, 1, 3, 0);
+	test_cond("a row per app frame", trc_top_size(t) == 3);
+	s = text(t, &v);
+	test_str("APP FRAME after the class, empty without one", table_of(s),
+		 "FILENAME            LINE  EXCEPTION                     APP FRAME                                         COUNT\n"
+		 "/gems/ad/static.rb     9  Errno::ENOENT                                                                      54\n"
+		 "/gems/ar/core.rb       5  ActiveRecord::RecordNotFound  /srv/app/app/controllers/issues_controller.rb:45      6\n"
+		 "/gems/ar/core.rb       5  ActiveRecord::RecordNotFound  /srv/app/app/models/issue.rb:7                        1\n");
+	free(s);
+	s = json(t, &v);
+	test_cond("JSON: app_file and app_line", strstr(s, "\"exception\":\"ActiveRecord::RecordNotFound\","
+		  "\"app_file\":\"/srv/app/app/controllers/issues_controller.rb\",\"app_line\":45,\"count\":6") != NULL);
+	test_cond("JSON: none without an app frame", strstr(s, "\"exception\":\"Errno::ENOENT\",\"count\":54") != NULL);
+	free(s);
+	trc_top_free(t);
+}
+
 static struct trc_top_path
 P(uint32_t id, uint32_t parent, const char *file, const char *label, uint64_t self)
 {
@@ -906,6 +988,8 @@ test_top(void)
 	test_header();
 	test_gc();
 	test_width_fitting();
+	test_file_names_stay_whole();
+	test_exceptions_app_frame();
 	test_label_cut();
 	test_one_long_label();
 	test_utf8_and_controls();
