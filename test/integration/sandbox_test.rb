@@ -162,7 +162,9 @@ class SandboxTest < Minitest::Test
       pid = Process.spawn(BARE, RUBY, '-e', 'sleep', out: File::NULL, err: File::NULL)
       begin
         sleep 0.025 * i
-        out, err, status = tracer('-p', pid, '-e', '6 * 7')
+        # A Ruby still booting on a loaded machine can take more than the default 5 s to have
+        # its VM made, then the agent required and listening (3.4 with YJIT, load 10: it did).
+        out, err, status = tracer('-p', pid, '-e', '6 * 7', '--timeout', 60)
         assert status.success?, "attached #{0.025 * i} s after the spawn: #{err}"
         assert_equal "=> 42\n", out
       ensure
