@@ -90,6 +90,7 @@ struct trc_session {
 	bool counted;                   /* a TOP came */
 	bool busy;                      /* the agent said another client traces it */
 	bool unsupported;               /* ... that its Ruby cannot do what was asked */
+	bool loaded_here;               /* this session loaded the agent into it */
 	bool *matched;                  /* per job spec: its SPEC reply found methods */
 	uint32_t next_id;               /* -i: the id of the last question */
 	uint32_t asking;                /* -i: the id of the question out, or 0 */
@@ -858,6 +859,10 @@ on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	else if (s->state == S_ATTACHING && trc_sandbox_explain(s->pid, why, sizeof(why)) == 0)
 		finish(s, TRC_EXIT_ERROR, "process %d did not answer within %g s: %s", (int)s->pid,
 		       s->job->timeout, why);
+	else if (s->state == S_ATTACHING && s->loaded_here)
+		finish(s, TRC_EXIT_ERROR, "process %d did not answer within %g s of tracer loading the agent "
+		       "into it: a process still starting, or a busy machine, may need a longer --timeout",
+		       (int)s->pid, s->job->timeout);
 	else if (s->state == S_ATTACHING)
 		finish(s, TRC_EXIT_ERROR, "process %d did not answer; is tracer_agent loaded?",
 		       (int)s->pid);
@@ -988,6 +993,7 @@ injected(struct trc_session *s)
 	struct trc_inject *in = s->inject;
 
 	unwatch(s);
+	s->loaded_here = in->written;
 	if (in->written)
 		trc_output_note(s->job->out, "%sloaded tracer_agent into process %d (Ruby %s; the process "
 				"was held still %.2f ms)", s->tag, (int)s->pid, in->ruby.version,
