@@ -68,6 +68,7 @@ trc_profile_release(struct trc_profile *p)
 	free(p->frames);
 	free(p->nodes);
 	free(p->rows);
+	free(p->chain);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -363,33 +364,50 @@ run_node(struct trc_profile *p, const struct trc_profile_node *n)
 	return id;
 }
 
-/* The run's node for the agent's node id (made, with its parents, if new). */
+/*
+ * The run's node for the agent's node id (made, with its parents, if new). Iterative: an agent's
+ * chain of parents may be a million deep, or, redefined, a loop (max + 1 steps end it), and a
+ * recursion per parent overflowed the client's stack (the fuzzer's find).
+ */
 static uint32_t
-tree_node(struct trc_profile *p, struct trc_profile_target *t, const struct trc_message *m, uint32_t id)
+tree_node(struct trc_profile *p, struct trc_profile_target *t, const struct trc_message *m, uint32_t id,
+	  uint32_t max)
 {
-	struct local *l = &t->local[id];
-	struct trc_profile_node n = { .parent = NONE, .frame = NONE, .pid = t->pid };
+	uint32_t n = 0, k = id, top;
 
-	if (l->node != NONE)
-		return l->node;
-	if (l->parent == NONE) {
+	while (t->local[k].node == NONE && t->local[k].parent != NONE) {
+		if (n > max)
+			return NONE;    /* a loop */
+		if (n == p->chain_cap) {
+			p->chain_cap = p->chain_cap ? p->chain_cap * 2 : 64;
+			p->chain = xreallocarray(p->chain, p->chain_cap, sizeof(*p->chain));
+		}
+		p->chain[n++] = k;
+		k = t->local[k].parent;
+	}
+	if (t->local[k].node == NONE) {
+		struct trc_profile_node root = { .parent = NONE, .frame = NONE, .pid = t->pid };
+
 		for (uint32_t i = 0; i < m->profile.nroots; i++) {
 			const struct trc_prof_root *r = &m->profile.roots[i];
 
-			if (r->node != id)
+			if (r->node != k)
 				continue;
-			n.thread = r->thread < t->nthread && t->thread[r->thread] != NONE ? t->thread[r->thread] : 0;
-			n.tag = r->tag < t->ntag && t->tag[r->tag] != NONE ? t->tag[r->tag] : 0;
+			root.thread = r->thread < t->nthread && t->thread[r->thread] != NONE ? t->thread[r->thread] : 0;
+			root.tag = r->tag < t->ntag && t->tag[r->tag] != NONE ? t->tag[r->tag] : 0;
 			break;
 		}
-	} else {
-		n.parent = tree_node(p, t, m, l->parent);
-		n.frame = l->frame;
-		if (n.parent == NONE)
-			return NONE;
+		t->local[k].node = run_node(p, &root);
 	}
-	l->node = run_node(p, &n);
-	return l->node;
+	top = t->local[k].node;
+	while (n > 0 && top != NONE) {
+		struct local *l = &t->local[p->chain[--n]];
+		struct trc_profile_node child = { .parent = top, .frame = l->frame, .pid = t->pid };
+
+		l->node = run_node(p, &child);
+		top = l->node;
+	}
+	return top;
 }
 
 static void
@@ -401,7 +419,7 @@ add_to_tree(struct trc_profile *p, struct trc_profile_target *t, const struct tr
 
 		if (w->node > max || !t->local[w->node].defined)
 			continue;
-		node = tree_node(p, t, m, w->node);
+		node = tree_node(p, t, m, w->node, max);
 		if (node == NONE) {
 			p->tree_lost += w->samples;
 			continue;

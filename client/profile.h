@@ -58,6 +58,8 @@ struct trc_profile {
 	/* Scratch for one message's rows. */
 	struct trc_top_row *rows;
 	size_t rows_cap;
+	/* Scratch for a chain of parents (tree_node). */
+	uint32_t *chain, chain_cap;
 };
 
 void trc_profile_init(struct trc_profile *p, bool wall, bool keep_tree);

@@ -187,9 +187,48 @@ flamegraph(void)
 	trc_profile_release(&p);
 }
 
+/* A chain of parents as deep as an agent may send, and one redefined into a loop. */
+static void
+hostile_trees(void)
+{
+	enum { DEEP = 200000 };
+	struct trc_prof_node *chain = calloc(DEEP, sizeof(*chain));
+	struct trc_prof_root root = { 1, 0, 0 };
+	struct trc_prof_weight w = { DEEP, 1, 5 * MS, 5 * MS };
+	struct trc_prof_node loop[] = { { 2, 1, 9 }, { 3, 2, 9 }, { 2, 3, 9 } };
+	struct trc_prof_weight lw = { 3, 1, MS, MS };
+	struct trc_message m = interval(), top;
+	struct trc_profile p;
+
+	test_note("a chain of %d parents: one stack, no recursion to overflow", DEEP);
+	for (uint32_t i = 0; i < DEEP - 1; i++)
+		chain[i] = (struct trc_prof_node){ i + 2, i + 1, 9 };
+	m.profile.roots = &root;
+	m.profile.nroots = 1;
+	m.profile.nodes = chain;
+	m.profile.nnodes = DEEP - 1;
+	m.profile.weights = &w;
+	m.profile.nweights = 1;
+	trc_profile_init(&p, false, true);
+	trc_profile_feed(&p, 42, &m, &top);
+	test_cond("its sample in the tree", p.nnodes >= DEEP && p.tree_lost == 0);
+	trc_profile_release(&p);
+	free(chain);
+
+	test_note("a node redefined under its own child: a loop, its sample lost, not followed forever");
+	m.profile.nodes = loop;
+	m.profile.nnodes = 3;
+	m.profile.weights = &lw;
+	trc_profile_init(&p, false, true);
+	trc_profile_feed(&p, 42, &m, &top);
+	test_cond("ends, its sample counted lost", p.tree_lost == 1);
+	trc_profile_release(&p);
+}
+
 void
 test_profile(void)
 {
+	hostile_trees();
 	rows();
 	collapsed();
 	pprof();
