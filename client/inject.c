@@ -32,6 +32,12 @@
 #define MAX_BUFFER_SCAN 1024
 #define STARTING_FOR 10                 /* s: a process this young may not have made its VM yet */
 #define STARTING_EVERY (20 * MS)        /* then it is looked at again this often */
+/*
+ * A process younger than this is left to finish booting before the agent goes in: Ruby 3.4
+ * with YJIT, given the agent 0.05 s after its start, later panicked in YJIT's code generation
+ * ("undefined optimized method!: nil?") and aborted; from its second second on, it did not.
+ */
+#define SETTLE_S 2.0
 
 /*
  * The job is libruby's own dln_load, given the path of lib/tracer_agent/tracer_inject.so: Ruby
@@ -102,9 +108,9 @@ fail(struct trc_inject *in, bool denied, const char *fmt, ...)
 	in->denied = denied;
 }
 
-/* Whether pid started less than STARTING_FOR seconds ago (its start time in /proc/PID/stat). */
-static bool
-young(pid_t pid)
+/* How many seconds ago pid started (its start time in /proc/PID/stat), or -1. */
+static double
+age(pid_t pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long start = 0;
@@ -114,22 +120,31 @@ young(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if ((f = fopen(path, "re")) == NULL)
-		return false;
+		return -1;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	/* After "pid (comm) ", field 22 is the start time in clock ticks since boot. */
 	if ((p = strrchr(buf, ')')) == NULL)
-		return false;
+		return -1;
 	for (int field = 2; field < 22 && p != NULL; field++)
 		p = strchr(p + 1, ' ');
 	if (p == NULL || sscanf(p, "%llu", &start) != 1 ||     /* NOLINT(cert-err34-c): the kernel's digits */
 	    (f = fopen("/proc/uptime", "re")) == NULL)
-		return false;
+		return -1;
 	if (fscanf(f, "%lf", &uptime) != 1)     /* NOLINT(cert-err34-c) */
 		uptime = 0;
 	fclose(f);
-	return uptime - (double)start / (double)sysconf(_SC_CLK_TCK) < STARTING_FOR;
+	return uptime - (double)start / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Whether pid started less than STARTING_FOR seconds ago. */
+static bool
+young(pid_t pid)
+{
+	double a = age(pid);
+
+	return a >= 0 && a < STARTING_FOR;
 }
 
 /* ---- the process's memory ---- */
@@ -647,6 +662,16 @@ begin(struct trc_inject *in)
 		if (make_code(in) < 0 || check_confinement(in) < 0)
 			return;
 		in->checked = true;
+	}
+	/* Too young: its boot may not be over. Looked at again once it is SETTLE_S old. */
+	{
+		double a = age(pid);
+
+		if (a >= 0 && a < SETTLE_S) {
+			in->restart = true;
+			in->retry_ns = now_ns() + (uint64_t)((SETTLE_S - a) * 1e9) + STARTING_EVERY;
+			return;
+		}
 	}
 	/* Another client's job ran already, and its thread loads the agent now: wait for it. */
 	if (loader_running(pid)) {
