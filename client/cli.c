@@ -274,17 +274,25 @@ set_split(void *opts, const char *v)
 	o->split_given = true;
 }
 
+/* Whether v is a number from 0 to 100, into *pct. */
+static bool
+percent(const char *v, double *pct)
+{
+	char *end;
+
+	errno = 0;
+	*pct = strtod(v, &end);
+	return end != v && *end == '\0' && errno == 0 && *pct >= 0 && *pct <= 100;
+}
+
 /* --min-share PERCENT: a number from 0 to 100, a fraction kept. */
 static void
 set_min_share(void *opts, const char *v)
 {
 	struct opts *o = opts;
-	char *end;
 	double pct;
 
-	errno = 0;
-	pct = strtod(v, &end);
-	if (end == v || *end != '\0' || errno != 0 || !(pct >= 0 && pct <= 100))
+	if (!percent(v, &pct))
 		die(TRC_EXIT_USAGE, "invalid --min-share '%s': expected a percentage from 0 to 100 "
 		    "(0.1: frames under 0.1%% of the whole are merged)", v);
 	o->run.min_share = pct / 100;
@@ -323,12 +331,9 @@ static void
 set_cap(void *opts, const char *v)
 {
 	struct opts *o = opts;
-	char *end;
 	double pct;
 
-	errno = 0;
-	pct = strtod(v, &end);
-	if (end == v || *end != '\0' || errno != 0 || !(pct >= 0 && pct <= 100))
+	if (!percent(v, &pct))
 		die(TRC_EXIT_USAGE, "invalid --cap '%s': expected a percentage from 0 (no cap) to 100", v);
 	o->run.cap_ppm = (unsigned)(pct * 10000 + 0.5);
 }

@@ -1204,6 +1204,22 @@ app_scope(struct run *r, const char **dirs)
 	return (struct trc_flame_scope){ dirs, n };
 }
 
+/* The flame graph f under its heading and subtitle (taken, with f), written to the output. */
+static void
+draw_flame(struct run *r, struct trc_flame *f, struct trc_buf *title, struct trc_buf *sub)
+{
+	struct trc_flame_opts fo = { flame_doc(r->o), NULL, NULL, r->o->min_share };
+
+	trc_buf_addc(title, '\0');
+	trc_buf_addc(sub, '\0');
+	fo.title = title->data;
+	fo.subtitle = sub->data;
+	trc_flame_write(f, &fo, &r->out);
+	trc_buf_release(title);
+	trc_buf_release(sub);
+	trc_flame_free(f);
+}
+
 /* --top profile --format flamegraph: the run's sampled stacks, drawn once. */
 static void
 write_profile_flame(struct run *r, const struct trc_profile_write_opts *wo)
@@ -1213,14 +1229,12 @@ write_profile_flame(struct run *r, const struct trc_profile_write_opts *wo)
 	struct trc_flame *f = trc_flame_new("ns");
 	const char **dirs = xcalloc(r->nsessions + 1, sizeof(*dirs));
 	struct trc_flame_scope scope = app_scope(r, dirs);
-	struct trc_flame_opts fo = { flame_doc(o), NULL, NULL, o->min_share };
 	struct trc_buf title, sub;
 
 	trc_profile_flame(p, wo, &scope, f);
 	trc_buf_init(&title);
 	trc_buf_addf(&title, "tracer --profile %s: ", p->wall ? "wall" : "cpu");
 	title_pids(r, &title);
-	trc_buf_addc(&title, '\0');
 	trc_buf_init(&sub);
 	trc_buf_addf(&sub, "%s time per stack, sampled at %" PRIu64 " Hz: %.3f s in %" PRIu64 " samples, %s; "
 		     "frames under %g%% merged", p->wall ? "wall-clock" : "CPU", p->hz,
@@ -1230,14 +1244,8 @@ write_profile_flame(struct run *r, const struct trc_profile_write_opts *wo)
 		     o->min_share * 100);
 	if (p->lost > 0 || p->tree_lost > 0)
 		trc_buf_addf(&sub, "; %" PRIu64 " samples lost", p->lost + p->tree_lost);
-	trc_buf_addc(&sub, '\0');
-	fo.title = title.data;
-	fo.subtitle = sub.data;
-	trc_flame_write(f, &fo, &r->out);
-	trc_buf_release(&title);
-	trc_buf_release(&sub);
+	draw_flame(r, f, &title, &sub);
 	free(dirs);
-	trc_flame_free(f);
 }
 
 /* --top profile --format F: every target's stacks, once, as the sessions have all ended. */
@@ -1271,13 +1279,11 @@ write_top_flame(struct run *r)
 	const char **dirs = xcalloc(r->nsessions + 1, sizeof(*dirs));
 	struct trc_flame_scope scope = app_scope(r, dirs);
 	struct trc_buf title, sub;
-	struct trc_flame_opts fo = { flame_doc(o), NULL, NULL, o->min_share };
 
 	trc_top_paths_flame(trc_top_paths(r->top), f, o->split == TRC_SPLIT_PROCESS, &scope);
 	trc_buf_init(&title);
 	trc_buf_addf(&title, "tracer --top time%s: ", o->all ? " --all" : "");
 	title_pids(r, &title);
-	trc_buf_addc(&title, '\0');
 	trc_buf_init(&sub);
 	trc_buf_addf(&sub, "self time (wall clock) per call path, counted in the process%s: %.3f s in all%s; "
 		     "frames under %g%% merged", r->nsessions > 1 ? "es" : "",
@@ -1285,14 +1291,8 @@ write_top_flame(struct run *r)
 		     o->split == TRC_SPLIT_PROCESS ? ", threads merged" :
 		     r->nsessions > 1 ? ", threads and processes merged" : ", threads merged",
 		     o->min_share * 100);
-	trc_buf_addc(&sub, '\0');
-	fo.title = title.data;
-	fo.subtitle = sub.data;
-	trc_flame_write(f, &fo, &r->out);
-	trc_buf_release(&title);
-	trc_buf_release(&sub);
+	draw_flame(r, f, &title, &sub);
 	free(dirs);
-	trc_flame_free(f);
 }
 
 /* After the loop: the terminal back, the last words, the file completed; the exit code. */
