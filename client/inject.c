@@ -667,7 +667,7 @@ begin(struct trc_inject *in)
 	{
 		double a = age(pid);
 
-		if (a >= 0 && a < SETTLE_S) {
+		if ((in->settling = a >= 0 && a < SETTLE_S)) {
 			in->restart = true;
 			in->retry_ns = now_ns() + (uint64_t)((SETTLE_S - a) * 1e9) + STARTING_EVERY;
 			return;
@@ -903,7 +903,11 @@ trc_inject_stalled(struct trc_inject *in, double secs)
 	pid_t pid = in->ruby.pid;
 	char why[512];
 
-	if (in->starting)
+	if (in->settling)
+		snprintf(in->error, sizeof(in->error), "process %d started less than %g s ago, and tracer lets a "
+			 "process finish booting before it loads the agent (Ruby's JIT may still be setting up); "
+			 "it waited %g s: run tracer again, or give it a longer --timeout", (int)pid, SETTLE_S, secs);
+	else if (in->starting)
 		snprintf(in->error, sizeof(in->error), "process %d is still starting: its Ruby had not made its VM "
 			 "and main thread yet whenever tracer looked, for %g s; run tracer again once it runs",
 			 (int)pid, secs);
