@@ -2,6 +2,15 @@
 
 # tracer_agent: lets the `tracer` client attach to this process. Loading it installs a SIGURG
 # handler and nothing else; the agent starts work only when a client attaches.
+
+# Loaded by tracer into a process still in Ruby's prelude (its thread tracer-inject runs while
+# the main thread loads RubyGems, before the main script): a Ruby with YJIT built in (3.3 on,
+# enabled or not) fills YJIT's method table when the prelude ends, from Kernel's own methods,
+# and finds none once a module is prepended to Kernel, as the agent does: the process panics
+# ("undefined optimized method!: nil?"). So the agent waits for the prelude to end.
+unless Thread.current.equal?(Thread.main)
+  sleep 0.01 while Thread.main.backtrace_locations&.any? { |l| l.path == '<internal:gem_prelude>' }
+end
 require_relative 'tracer_agent/version'
 require_relative 'tracer_agent/wrap'
 require_relative 'tracer_agent/repl'

@@ -119,6 +119,11 @@ static struct {
 	uint32_t nth;           /* slots ever used */
 	pid_t tids[TID_SLOTS];  /* hash: tid, or -1 for one removed */
 	uint32_t tid_slot[TID_SLOTS];
+#ifdef HAVE_RB_INTERNAL_THREAD_EVENT_DATA_T_THREAD
+	VALUE thrs[TID_SLOTS];  /* hash: the Ruby thread, or THR_REMOVED */
+	uint32_t thr_slot[TID_SLOTS];
+#endif
+	uint32_t own_every;     /* handlers: one in OWN_EVERY reads its own time (atomic count) */
 
 	struct trc_stacks trees[2];
 	uint32_t cur;           /* the tree samples go to (atomic) */
@@ -149,6 +154,11 @@ static struct {
 } p = { .wake_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .tag_ids = Qnil, .tags_new = Qnil };
 
 #define MAX_TAGS 4096           /* distinct tags a session; more share the last one, "(other)" */
+/*
+ * A handler's own time is read from its thread's CPU clock, a system call (1-4 us on a VM,
+ * more than the rest of a sample): one handler in OWN_EVERY reads it, and counts for all.
+ */
+#define OWN_EVERY 16
 
 /* ---- threads ---- */
 
@@ -212,6 +222,73 @@ tid_remove(pid_t tid)
 			return;
 	}
 }
+
+#ifdef HAVE_RB_INTERNAL_THREAD_EVENT_DATA_T_THREAD
+/*
+ * The same by Ruby thread, for the VM's thread events, which name it (3.3 on): no gettid, a
+ * system call, at every hand-over of the GVL. Thread objects are marked, so they stay put.
+ */
+#define THR_REMOVED ((VALUE)1)
+
+static inline uint32_t
+thr_hash(VALUE th)
+{
+	return ((uint32_t)((uint64_t)th >> 3) * 2654435761u) & (TID_SLOTS - 1);
+}
+
+static struct th *
+th_of_thread(VALUE th)
+{
+	uint32_t h = thr_hash(th);
+
+	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
+		VALUE v = __atomic_load_n(&p.thrs[h], __ATOMIC_ACQUIRE);
+
+		if (v == th)
+			return &p.th[__atomic_load_n(&p.thr_slot[h], __ATOMIC_ACQUIRE)];
+		if (v == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+static void
+thr_put(VALUE th, uint32_t slot)
+{
+	uint32_t h = thr_hash(th);
+
+	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
+		VALUE v = p.thrs[h];
+
+		if (v == 0 || v == THR_REMOVED || v == th) {
+			__atomic_store_n(&p.thr_slot[h], slot, __ATOMIC_RELEASE);
+			__atomic_store_n(&p.thrs[h], th, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+/* Unless th has a newer slot (Ruby's M:N threads give it another tid). */
+static void
+thr_remove(VALUE th, uint32_t slot)
+{
+	uint32_t h = thr_hash(th);
+
+	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
+		if (p.thrs[h] == th) {
+			if (p.thr_slot[h] != slot)
+				return;
+			__atomic_store_n(&p.thrs[h], THR_REMOVED, __ATOMIC_RELEASE);
+			return;
+		}
+		if (p.thrs[h] == 0)
+			return;
+	}
+}
+#else
+static inline void thr_put(VALUE th, uint32_t slot) { (void)th, (void)slot; }
+static inline void thr_remove(VALUE th, uint32_t slot) { (void)th, (void)slot; }
+#endif
 
 /* The kernel's CPU clock of any thread of ours, by tid (glibc's pthread_getcpuclockid). */
 static clockid_t
@@ -395,11 +472,10 @@ count_lost(void)
 
 /* One sample of the current thread t, which was signalled (handler). */
 static void
-sample_here(struct th *t, uint32_t g, uint64_t now, uint64_t cpu_now)
+sample_here(struct th *t, uint32_t g, uint64_t now, uint64_t cpu)
 {
 	struct trc_stacks *tree = &p.trees[g];
 	uint64_t wall = now - __atomic_exchange_n(&t->wall_last, now, __ATOMIC_ACQ_REL);
-	uint64_t cpu = cpu_now - __atomic_exchange_n(&t->cpu_last, cpu_now, __ATOMIC_ACQ_REL);
 	uint32_t root = trc_stacks_root(tree, (uint32_t)(t - p.th), t->tag), node;
 	int s = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
 	/* Numbering frames needs the GVL (frames.h): the thread's own events say, else the VM. */
@@ -439,13 +515,15 @@ trc_sample_signal(const siginfo_t *info)
 {
 	int saved = errno;
 	struct th *t;
-	uint64_t t0;
+	uint64_t t0, cpu;
 	uint32_t g;
+	int timer, timed;
 
 	/* The sampler's sigqueue, or a thread's own CPU timer: both carry the magic value. */
 	if (info == NULL || p.magic == 0 || info->si_value.sival_int != p.magic ||
 	    !((info->si_code == SI_QUEUE && info->si_pid == p.pid) || info->si_code == SI_TIMER))
 		return 0;
+	timer = info->si_code == SI_TIMER;
 	g = tree_enter();
 	if (!__atomic_load_n(&p.active, __ATOMIC_SEQ_CST) || !ruby_native_thread_p() ||
 	    (t = th_of(gettid_now())) == NULL)
@@ -457,12 +535,22 @@ trc_sample_signal(const siginfo_t *info)
 	/*
 	 * Its own time is CPU time: a handler preempted on a busy machine costs the app nothing
 	 * (by the monotonic clock, two Redmine workers under load read 1.27% of their wall time,
-	 * the preemptions' turns counted in).
+	 * the preemptions' turns counted in). A thread's own CPU timer fires once a period of its
+	 * CPU time, the periods it missed in si_overrun: that is the sample's CPU time, and the
+	 * clock is read for the handler's own time once in OWN_EVERY. The sampler's signal has no
+	 * such measure: its clock is read each time.
 	 */
-	t0 = read_ns(CLOCK_THREAD_CPUTIME_ID);
-	sample_here(t, g, trc_clock_mono_ns(), t0);
+	timed = !timer || __atomic_add_fetch(&p.own_every, 1, __ATOMIC_RELAXED) % OWN_EVERY == 0;
+	t0 = timed ? read_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+	if (timer)
+		cpu = p.period_ns * (1 + (uint64_t)(info->si_overrun > 0 ? info->si_overrun : 0));
+	else
+		cpu = t0 - __atomic_exchange_n(&t->cpu_last, t0, __ATOMIC_ACQ_REL);
+	sample_here(t, g, trc_clock_mono_ns(), cpu);
 	__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&p.own_ns, read_ns(CLOCK_THREAD_CPUTIME_ID) - t0, __ATOMIC_RELAXED);
+	if (timed)
+		__atomic_add_fetch(&p.own_ns, (read_ns(CLOCK_THREAD_CPUTIME_ID) - t0) * (timer ? OWN_EVERY : 1),
+		    __ATOMIC_RELAXED);
 
 out:
 	tree_leave(g);
@@ -500,8 +588,15 @@ on_thread_event(rb_event_flag_t ev, const rb_internal_thread_event_data_t *data,
 {
 	struct th *t;
 
+	if (!__atomic_load_n(&p.active, __ATOMIC_ACQUIRE))
+		return;
+#ifdef HAVE_RB_INTERNAL_THREAD_EVENT_DATA_T_THREAD
+	t = th_of_thread(data->thread);
+#else
 	(void)data;
-	if (!__atomic_load_n(&p.active, __ATOMIC_ACQUIRE) || (t = th_of(gettid_now())) == NULL)
+	t = th_of(gettid_now());
+#endif
+	if (t == NULL)
 		return;
 	switch (ev) {
 	case RUBY_INTERNAL_THREAD_EVENT_RESUMED:
@@ -938,6 +1033,7 @@ slot_for(VALUE th, pid_t tid)
 	t->cpu_last = t->cpu_tick = t->cpu_seen = read_ns(t->clock);
 	__atomic_store_n(&t->tid, tid, __ATOMIC_RELEASE);
 	tid_put(tid, (uint32_t)(t - p.th));
+	thr_put(th, (uint32_t)(t - p.th));
 	__atomic_store_n(&t->retired, 0, __ATOMIC_RELEASE);
 	if (p.timers)
 		timer_arm(t);
@@ -1005,6 +1101,7 @@ scan_threads(void)
 		if (t != NULL && t->thread != th) {
 			/* The tid went to another thread: the old one's slot goes first. */
 			tid_remove(t->tid);
+			thr_remove(t->thread, (uint32_t)(t - p.th));
 			timer_disarm(t);
 			__atomic_store_n(&t->retired, __atomic_load_n(&p.swaps, __ATOMIC_ACQUIRE) + 1,
 			    __ATOMIC_RELEASE);
@@ -1024,6 +1121,7 @@ scan_threads(void)
 		if (seen[i] || t->retired != 0 || t->tid <= 0)
 			continue;
 		tid_remove(t->tid);
+		thr_remove(t->thread, i);
 		timer_disarm(t);
 		__atomic_store_n(&t->retired, __atomic_load_n(&p.swaps, __ATOMIC_ACQUIRE) + 1, __ATOMIC_RELEASE);
 	}
@@ -1247,6 +1345,9 @@ release(void)
 	p.th = NULL;
 	p.nth = 0;
 	memset(p.tids, 0, sizeof(p.tids));
+#ifdef HAVE_RB_INTERNAL_THREAD_EVENT_DATA_T_THREAD
+	memset(p.thrs, 0, sizeof(p.thrs));
+#endif
 	trc_stacks_release(&p.trees[0]);
 	trc_stacks_release(&p.trees[1]);
 	trc_frames_release();

@@ -14,7 +14,11 @@
 #
 #   ruby -Ilib test/bench/profile_cost.rb        (root: perf reads another user's worker)
 #
-# Knobs: PROFILE_COST_SECONDS (perf's window per row, 20).
+# Knobs: PROFILE_COST_SECONDS (perf's window per row, 20); PROFILE_COST_ROWS (a pattern: the rows
+# whose label matches it); PROFILE_COST_DETAIL=N (under each row, its N largest own entries: thread,
+# library, function); PROFILE_COST_ROUNDS=N (the rows N times over, alternating, then each row's
+# median share and the samples it pooled: one 20 s window holds some 100 of the profiler's
+# samples, so a row's share moves by a tenth from one window to the next).
 require 'json'
 require 'open3'
 require 'rbconfig'
@@ -67,15 +71,22 @@ module ProfileCost
     end
   end
 
+  def self.own?(comm, dso, d, sym)
+    OWN_THREADS.include?(comm) || d == dso || (d.start_with?('libruby') && sym =~ VM_PROFILE) ||
+      (d == '[kernel.kallsyms]' && sym =~ KERNEL_SIGNAL)
+  end
+
   # [own samples, all samples] of a perf result, for the profiler whose code is in dso.
   def self.own(samples, dso)
     total = samples.values.sum
-    mine = samples.sum do |(comm, d, sym), n|
-      own = OWN_THREADS.include?(comm) || d == dso || (d.start_with?('libruby') && sym =~ VM_PROFILE) ||
-            (d == '[kernel.kallsyms]' && sym =~ KERNEL_SIGNAL)
-      own ? n : 0
-    end
+    mine = samples.sum { |(comm, d, sym), n| own?(comm, dso, d, sym) ? n : 0 }
     [mine, total]
+  end
+
+  def self.detail(samples, dso, n)
+    samples.select { |(comm, d, sym), _| own?(comm, dso, d, sym) }.max_by(n) { |_, v| v }.each do |(comm, d, sym), v|
+      puts format('    %7d  %-16s %-20s %s', v, comm, d, sym)
+    end
   end
 
   def self.run
@@ -98,7 +109,10 @@ module ProfileCost
          "samples of the worker over #{SECONDS.round} s per row: the share of them in the profiler's own code"
     puts format('%-26s %9s %12s %10s', 'row', 'samples', 'profiler\'s', 'share')
     cookie = RedmineLoad.login(server.port)
-    ROWS.each do |label, how|
+    rows = ENV['PROFILE_COST_ROWS'] ? ROWS.select { |label, _| label.match?(Regexp.new(ENV['PROFILE_COST_ROWS'])) } : ROWS
+    rounds = Integer(ENV['PROFILE_COST_ROUNDS'] || 1)
+    shares = Hash.new { |h, k| h[k] = [] }
+    (rows * rounds).each do |label, how|
       if how.is_a?(Integer) && paths.nil?
         puts format('%-26s %s', label, 'no stackprof in this Ruby (script/deps bench installs Debian\'s)')
         next
@@ -124,7 +138,17 @@ module ProfileCost
       wrk.stop
       wrk.result(within: 60)
       puts format('%-26s %9d %12d %9.2f%%', label, total, mine, 100.0 * mine / total)
+      shares[label] << [mine, total]
+      detail(samples, how.is_a?(Integer) ? 'stackprof.so' : 'tracer_agent.so', Integer(ENV['PROFILE_COST_DETAIL'])) if ENV['PROFILE_COST_DETAIL']
       $stdout.flush
+    end
+    if rounds > 1
+      puts "medians of #{rounds} rounds"
+      shares.each do |label, runs|
+        med = runs.map { |m, t| 100.0 * m / t }.sort[runs.size / 2]
+        puts format('%-26s %9d %12d %9.2f%%  (%s)', label, runs.sum(&:last), runs.sum(&:first), med,
+                    runs.map { |m, t| format('%.2f', 100.0 * m / t) }.join(' '))
+      end
     end
   ensure
     server&.stop

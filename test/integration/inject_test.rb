@@ -342,6 +342,28 @@ class InjectTest < Minitest::Test
     end
   end
 
+  # The agent loaded while the process is still in Ruby's prelude (as tracer's thread would load
+  # it into a process younger than the client lets it): it waits for the prelude to end, since a
+  # module prepended to Kernel before then makes a Ruby with YJIT built in (3.4-yjit, 4.0) panic
+  # as the prelude ends. The prelude's `require 'did_you_mean'` finds this one first (RUBYLIB).
+  # The loader requires as tracer's does (rb_require, which RubyGems' require and the lock it
+  # holds while it loads this file do not see).
+  def test_loaded_during_the_prelude_waits_for_it
+    Dir.mktmpdir('tracer-prelude') do |dir|
+      File.write(File.join(dir, 'did_you_mean.rb'), <<~RUBY)
+        t = Thread.new { send(:gem_original_require, #{File.join(AGENT_LIB, 'tracer_agent').inspect}); :loaded }
+        Thread.pass until t.status == 'sleep' || !t.alive?
+        $in_prelude = [t.status, defined?(TracerAgent).inspect]
+        $loader = t
+      RUBY
+      out, err, status = Open3.capture3(BARE.merge('RUBYLIB' => dir), RUBY, '-e',
+                                        'p $in_prelude, $loader.value, TracerAgent.stats[:sessions]')
+      assert status.success?, "#{status.inspect}: #{err}"
+      assert_equal "[\"sleep\", \"nil\"]\n:loaded\n0\n", out
+      assert_empty err
+    end
+  end
+
   # An idle 3.3+ process is woken with SIGCHLD, which Ruby handles itself; an app that traps
   # SIGCHLD would see its handler run for a child that did not exit: tracer does not send it,
   # and the agent loads at the app's next activity. 3.1 is woken with SIGVTALRM, which no app
