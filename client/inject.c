@@ -32,12 +32,6 @@
 #define MAX_BUFFER_SCAN 1024
 #define STARTING_FOR 10                 /* s: a process this young may not have made its VM yet */
 #define STARTING_EVERY (20 * MS)        /* then it is looked at again this often */
-/*
- * A process younger than this is left to finish booting before the agent goes in: Ruby 3.4
- * with YJIT, given the agent 0.05 s after its start, later panicked in YJIT's code generation
- * ("undefined optimized method!: nil?") and aborted; from its second second on, it did not.
- */
-#define SETTLE_S 2.0
 
 /*
  * The job is libruby's own dln_load, given the path of lib/tracer_agent/tracer_inject.so: Ruby
@@ -663,16 +657,6 @@ begin(struct trc_inject *in)
 			return;
 		in->checked = true;
 	}
-	/* Too young: its boot may not be over. Looked at again once it is SETTLE_S old. */
-	{
-		double a = age(pid);
-
-		if ((in->settling = a >= 0 && a < SETTLE_S)) {
-			in->restart = true;
-			in->retry_ns = now_ns() + (uint64_t)((SETTLE_S - a) * 1e9) + STARTING_EVERY;
-			return;
-		}
-	}
 	/* Another client's job ran already, and its thread loads the agent now: wait for it. */
 	if (loader_running(pid)) {
 		in->phase = TRC_INJECT_RAN;
@@ -903,11 +887,7 @@ trc_inject_stalled(struct trc_inject *in, double secs)
 	pid_t pid = in->ruby.pid;
 	char why[512];
 
-	if (in->settling)
-		snprintf(in->error, sizeof(in->error), "process %d started less than %g s ago, and tracer lets a "
-			 "process finish booting before it loads the agent (Ruby's JIT may still be setting up); "
-			 "it waited %g s: run tracer again, or give it a longer --timeout", (int)pid, SETTLE_S, secs);
-	else if (in->starting)
+	if (in->starting)
 		snprintf(in->error, sizeof(in->error), "process %d is still starting: its Ruby had not made its VM "
 			 "and main thread yet whenever tracer looked, for %g s; run tracer again once it runs",
 			 (int)pid, secs);

@@ -42,7 +42,6 @@ struct trc_inject {
 	bool idle_untouched;    /* idle, but tracer would not wake it: error says why */
 	bool busy_in_c;         /* its main thread ran (a long C call?) when last looked at */
 	bool starting;          /* its VM was not made yet when last looked at (a young process) */
-	bool settling;          /* younger than the age tracer loads into (its boot may not be over) */
 	bool restart;           /* the retry looks for its Ruby again (it was starting) */
 	bool checked;           /* its agent's files and confinement were checked */
 	uid_t owner;

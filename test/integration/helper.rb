@@ -245,16 +245,6 @@ module TracerTest
     fds(pid).count { |fd| (File.readlink("/proc/#{pid}/fd/#{fd}") rescue nil) == path }
   end
 
-  # How long ago pid started, in seconds, as the kernel counts it (the client's measure).
-  def age(pid)
-    start = File.read("/proc/#{pid}/stat").split(') ', 2)[1].split[19].to_i
-    File.read('/proc/uptime').to_f - start.fdiv(Etc.sysconf(Etc::SC_CLK_TCK))
-  end
-
-  # The client leaves a process younger than 2 s to finish booting before it loads the agent:
-  # a test that asserts what happens once the load is tried waits until pid is older.
-  def booted(pid) = wait_until(message: "process #{pid} 2 s old") { age(pid) > 2.05 }
-
   def wait_until(within: WAIT, message: 'condition')
     deadline = Time.now + within
     until (v = yield)

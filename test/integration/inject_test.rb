@@ -377,15 +377,6 @@ class InjectTest < Minitest::Test
       refute_match(/CHLD/, t.out, 'the app saw a SIGCHLD')
       return
     end
-    # Booting, it would be left alone for that reason; once booted, for this one.
-    if age(t.pid) < 1.5
-      _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', 0.2)
-      assert_equal 1, status.exitstatus
-      assert_equal "tracer: process #{t.pid} started less than 2 s ago, and tracer lets a process finish booting " \
-                   "before it loads the agent (Ruby's JIT may still be setting up); it waited 0.2 s: run tracer " \
-                   "again, or give it a longer --timeout\n", err
-    end
-    booted(t.pid)
     _, err, status = tracer('-p', t.pid, '-e', '1', '--timeout', 1)
     assert_equal 1, status.exitstatus
     assert_equal "tracer: process #{t.pid} is idle, and it traps SIGCHLD itself, so tracer does not wake it (its " \

@@ -156,7 +156,10 @@ class SandboxTest < Minitest::Test
 
   # ---- a process still booting ----
 
-  # Attached to from its first instants on: each waits for its VM to be made, then loads.
+  # Attached to from its first instants on: each waits for its VM to be made, then loads (in
+  # Ruby's prelude, the agent waits for it to end: lib/tracer_agent.rb), and the process runs on
+  # (a Ruby with YJIT built in, given a module prepended to Kernel in its prelude, panicked as
+  # the prelude ended): a second client finds it alive.
   def test_process_still_booting
     12.times do |i|
       pid = Process.spawn(BARE, RUBY, '-e', 'sleep', out: File::NULL, err: File::NULL)
@@ -167,6 +170,8 @@ class SandboxTest < Minitest::Test
         out, err, status = tracer('-p', pid, '-e', '6 * 7', '--timeout', 60)
         assert status.success?, "attached #{0.025 * i} s after the spawn: #{err}"
         assert_equal "=> 42\n", out
+        out, err, = tracer('-p', pid, '-e', 'RUBY_VERSION', '--timeout', 60)
+        assert_equal "=> #{RUBY_VERSION.inspect}\n", out, err
       ensure
         Process.kill('KILL', pid)
         Process.wait(pid)
