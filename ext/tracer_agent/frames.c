@@ -156,6 +156,17 @@ trc_frames_suspect(uint32_t id)
 		__atomic_store_n(&ft.state[id], SUSPECT, __ATOMIC_SEQ_CST);
 }
 
+int
+trc_frames_pinned(uint32_t id)
+{
+	int s;
+
+	if (id < TRC_PFRAME_END || id >= ft.cap)
+		return 0;
+	s = __atomic_load_n(&ft.state[id], __ATOMIC_SEQ_CST);
+	return s == LIVE || s == SENT_LIVE;
+}
+
 void
 trc_frames_mark(void)
 {

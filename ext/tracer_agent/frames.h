@@ -50,6 +50,9 @@ void trc_frames_release(void);
 uint32_t trc_frames_id(VALUE v, int add, int *added);
 /* Async-signal-safe. A frame numbered while a collection may have run: never touched again. */
 void trc_frames_suspect(uint32_t id);
+/* Async-signal-safe: whether id's frame is marked and pinned at each collection (so its
+ * address names it for as long as the table lasts). */
+int trc_frames_pinned(uint32_t id);
 
 /* GVL held. Frames numbered but not yet named: packs [[id, kind, label, file, line]...]. */
 void trc_frames_pack(msgpack_packer *pk);
