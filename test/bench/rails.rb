@@ -15,7 +15,7 @@
 #                                             the first time: examples/redmine/setup installs)
 #
 # Knobs: BENCH_RAILS_WINDOW (seconds of load per phase, 8), BENCH_RAILS_LIMIT (seconds an
-# install may take before the session is given up, 90), BENCH_RAILS_MODES (calls,time,firehose),
+# install may take before the session is given up, 90), BENCH_RAILS_MODES (calls,time,firehose,profile,profile1k),
 # BENCH_RAILS_ROUNDS (sessions per mode, 3), BENCH_RAILS_CONNECTIONS (wrk's, 8: every worker busy
 # and requests queued; 2 leaves the machine some idle time, where an install's own cost shows
 # in the latency rather than in the queue's).
@@ -38,7 +38,9 @@ module RailsBench
   MODES = {
     'calls' => ['--top calls', :top, ->(_) { %w[--top calls --interval 0.5 --json --rows 20] }],
     'time' => ['--top time', :top, ->(_) { %w[--top time --interval 0.5 --json --rows 20] }],
-    'firehose' => ['-f -o FILE.zst', :trace, ->(dir) { ['-f', '--filter', "#{RedmineLoad::APP_DIR}/", '-o', File.join(dir, 'trace.log.zst')] }]
+    'firehose' => ['-f -o FILE.zst', :trace, ->(dir) { ['-f', '--filter', "#{RedmineLoad::APP_DIR}/", '-o', File.join(dir, 'trace.log.zst')] }],
+    'profile' => ['--profile', :top, ->(_) { %w[--profile --hz 100 --interval 1 --json --rows 20] }],
+    'profile1k' => ['--profile --hz 1000', :top, ->(_) { %w[--profile --hz 1000 --interval 1 --json --rows 20] }]
   }.freeze
 
   def self.log(msg) = warn("[rails] #{msg}")
