@@ -5,7 +5,9 @@
 # standard input makes exactly 10,000 calls of Burst#tick and prints "done N" (N: bursts so
 # far); meanwhile its main thread sleeps in Object#idle, where a backtrace finds it. "spin"
 # starts a thread that spends some CPU in Object#spin (a sixth of a core), which a profile
-# finds, in one call that never returns.
+# finds, in one call that never returns. "fork" forks a child that prints "child PID" and
+# then runs as its parent does (bursts on its own "burst" lines are not read: it has no stdin
+# of its own, it just sleeps); "exit" exits.
 $stdout.sync = STDOUT.sync = true
 
 class Burst
@@ -35,6 +37,14 @@ loop do
     10_000.times { b.tick }
     bursts += 1
     puts "done #{bursts}"
+  when 'fork'
+    child = fork do
+      puts "child #{Process.pid}"
+      sleep
+    end
+    Process.detach(child)
+  when 'exit'
+    exit 0
   when 'spin'
     Thread.new { spin }
     puts 'spinning'

@@ -149,6 +149,33 @@ class MultiSessionTest < Minitest::Test
     assert_detached(counts, t)
   end
 
+  # A fork's child has none of its parent's sessions (and can be attached on its own); an exit
+  # under two sessions ends both, each told so.
+  def test_fork_and_exit_under_two_sessions
+    t = app
+    counts = top(t)
+    counts.wait_for(/^\{"mode":"calls"/, stream: :out)
+    profile = client('-p', t.pid, '--profile', '--json', '--interval', '0.2')
+    profile.wait_for(/^\*\*\* attached to process #{t.pid}$/, stream: :err)
+    t.puts 'fork'
+    t.wait_for(/^child \d+$/)
+    child = @forked = Integer(t.out[/^child (\d+)$/, 1])
+    out, err, status = tracer('-p', child, '-e', 'TracerAgent.stats.values_at(:client_pids, :hooks, :wrapped)')
+    assert status.success?, err
+    assert_match(/\A=> \[\[\d+\], 0, 0\]\n\z/, out, 'the child serves only the client that asked')
+
+    burst(t, 1)
+    assert_equal 10_000, wait_ticks(counts, 10_000), 'the fork took nothing from the parent\'s sessions'
+    t.puts 'exit'
+    [counts, profile].each do |c|
+      status = c.finish
+      assert_equal 3, status.exitstatus, c.err
+      assert_match(/^\*\*\* process #{t.pid} exited$/, c.err)
+    end
+  ensure
+    Process.kill('KILL', @forked) if @forked rescue nil
+  end
+
   private
 
   # How many sessions the process serves, asked without a session of its own: the refusal of
