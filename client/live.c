@@ -279,6 +279,19 @@ trc_live_set_sessions(struct trc_live *l, struct trc_session *const *sessions, s
 	l->nsessions = nsessions;
 }
 
+/*
+ * Whether any process counted for the table: one that refused (another client holds what
+ * --top needs, or its Ruby cannot count so) leaves no table of nothing behind its error.
+ */
+static bool
+any_traced(const struct trc_live *l)
+{
+	for (size_t i = 0; i < l->nsessions; i++)
+		if (trc_session_traced(l->sessions[i]))
+			return true;
+	return false;
+}
+
 /* The screen goes first: what it hid is said on the terminal it gives back. */
 void
 trc_live_stop(struct trc_live *l)
@@ -300,7 +313,8 @@ trc_live_stop(struct trc_live *l)
 	 * --exec's last table, unless the latest one printed holds the same counts: a program
 	 * that ends within an interval sends its only counts as it ends, which printed them.
 	 */
-	if (l->o.final_only || (l->o.final && !(l->shown && trc_top_generation(l->top) == l->shown_generation)))
+	if ((l->o.final_only && any_traced(l)) ||
+	    (l->o.final && !(l->shown && trc_top_generation(l->top) == l->shown_generation)))
 		show_lines(l, true);
 	free(l);
 }

@@ -61,7 +61,10 @@ ignored_messages(VALUE self)
 static VALUE
 attached_p(VALUE self)
 {
-	return trc_session_current() != NULL ? Qtrue : Qfalse;
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++)
+		if (trc_session_at(i) != NULL)
+			return Qtrue;
+	return Qfalse;
 }
 
 static void
@@ -89,7 +92,8 @@ last_session(void)
 }
 
 /*
- * What the agent is doing now, for operators and tests: {attached:, client_pid:, hooks:,
+ * What the agent is doing now, for operators and tests: {attached:, client_pid: (the oldest
+ * session's), client_pids: (every session's, in slot order), hooks:,
  * ignored_messages:, sessions:, other_ractor_calls: (wrapped calls left out, made in another
  * Ractor), wrapped: (wrappers in place), longest_step_ms: (the longest the last session's
  * putting wrappers in place or taking them away held the GVL at once), failed_allocations:
@@ -101,13 +105,22 @@ last_session(void)
 static VALUE
 stats(VALUE self)
 {
-	struct trc_session *s = trc_session_current();
-	VALUE h = rb_hash_new();
+	struct trc_session *s = NULL;
+	VALUE h = rb_hash_new(), pids = rb_ary_new();
 	const char *by;
 	long found;
 
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++) {
+		struct trc_session *t = trc_session_at(i);
+		if (t == NULL)
+			continue;
+		if (s == NULL || trc_session_id(t) < trc_session_id(s))
+			s = t;
+		rb_ary_push(pids, INT2NUM(trc_session_client(t)));
+	}
 	set(h, "attached", s != NULL ? Qtrue : Qfalse);
 	set(h, "client_pid", s != NULL ? INT2NUM(trc_session_client(s)) : Qnil);
+	set(h, "client_pids", pids);
 	set(h, "hooks", INT2NUM(trc_work_hooks()));
 	set(h, "ignored_messages", ULONG2NUM(trc_control_ignored()));
 	set(h, "sessions", ULL2NUM(trc_session_count()));

@@ -122,7 +122,7 @@ cmd_trace(struct trc_session *s, const msgpack_object *argv)
 	const msgpack_object *specs = &argv[3];
 	int n = 0;
 
-	if (trc_work_busy()) {
+	if (trc_work_busy(s)) {
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}
@@ -151,7 +151,7 @@ cmd_top(struct trc_session *s, const msgpack_object *argv)
 {
 	struct trc_scope scope;
 
-	if (trc_work_busy()) {
+	if (trc_work_busy(s)) {
 		trc_reply_error(s, TRC_ERR_PROTOCOL, "already tracing");
 		return 0;
 	}

@@ -424,6 +424,7 @@ int
 trc_control_connect(const char *addr)
 {
 	size_t n = strlen(addr);
+	struct trc_session *s;
 	pid_t pid = 0;
 	uint64_t deadline;
 	int fd;
@@ -437,9 +438,8 @@ trc_control_connect(const char *addr)
 		service();
 	if ((fd = dial(addr, n, &pid)) < 0)
 		return -1;
-	trc_session_open(fd, pid, &trc_command_ops);
-	if (trc_session_current() != NULL)
-		trc_work_hurry();
+	if ((s = trc_session_open(fd, pid, &trc_command_ops)) != NULL)
+		trc_work_hurry(s);
 	/*
 	 * Served here, with the GVL that loading the agent holds: the hello, then the trace or top
 	 * command, whose hooks are in place before the program's first line runs. The program waits

@@ -52,11 +52,11 @@ describe_error(VALUE exc)
 static void
 reply_eval(uint64_t session, uint64_t id, int ok, VALUE text)
 {
-	struct trc_session *s = trc_session_current();
+	struct trc_session *s = trc_session_find(session);
 	msgpack_packer *pk;
 
-	/* The client that asked may be gone, and another one attached since. */
-	if (s == NULL || trc_session_id(s) != session)
+	/* The client that asked may be gone. */
+	if (s == NULL)
 		return;
 	pk = trc_reply_begin(s);
 	trc_encode_eval(pk, id, ok, RSTRING_PTR(text), (size_t)RSTRING_LEN(text));

@@ -113,22 +113,43 @@ enum want {
 	WANT_TIMER = 1 << 8,            /* timer i is due: WANT_TIMER << i */
 };
 
-static struct trc_session *current;
+/*
+ * The sessions served now, each with its own socket, I/O thread, buffers and timers: what they
+ * may do beside each other is work.c's to say (its facilities). A slot is freed once the
+ * session has ended (end()).
+ */
+static struct trc_session *sessions[TRC_SESSIONS_MAX];
+/*
+ * Clients that came while a session was closing: each waits until no session is closing, so
+ * that what the closing one held (wrappers being taken away) is free for it, as a client that
+ * attaches right after another detached expects.
+ */
 static struct {
 	int fd;
 	pid_t pid;
 	const struct trc_session_ops *ops;
-} next_client = { -1, 0, NULL };  /* came while current was ending */
+} waiting[TRC_SESSIONS_MAX];
+static int nwaiting;
+static struct trc_session *serving;     /* the session service_loop works for */
 static uint64_t next_id = 1;
 static uint64_t served;
 static uint64_t service_failures;       /* service raised (trc_session_service) */
 
-static void session_start(int fd, pid_t client_pid, const struct trc_session_ops *ops);
+static struct trc_session *session_start(int fd, pid_t client_pid, const struct trc_session_ops *ops);
 
 struct trc_session *
-trc_session_current(void)
+trc_session_at(int i)
 {
-	return current;
+	return i >= 0 && i < TRC_SESSIONS_MAX ? sessions[i] : NULL;
+}
+
+struct trc_session *
+trc_session_find(uint64_t id)
+{
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++)
+		if (sessions[i] != NULL && sessions[i]->id == id)
+			return sessions[i];
+	return NULL;
 }
 
 uint64_t
@@ -530,13 +551,30 @@ bye_write(void *data, const char *p, size_t n)
 	return 0;
 }
 
+/*
+ * Whether the session's events go through the encoder, whose state (definitions sent, records
+ * lost) is one: only a session with a ring uses it, and only one session at a time has a ring
+ * (work.c's wrappers facility).
+ */
+static int
+encodes(struct trc_session *s)
+{
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->ring != NULL;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 static void
 bye_pack(struct trc_session *s, struct bye *b)
 {
 	msgpack_packer pk;
 
 	msgpack_packer_init(&pk, b, bye_write);
-	trc_encode_detached(&pk, s->events, s->lost + trc_encode_lost(), trc_mem_failures() - s->nomem_at_open);
+	trc_encode_detached(&pk, s->events, s->lost + (encodes(s) ? trc_encode_lost() : 0),
+	    trc_mem_failures() - s->nomem_at_open);
 }
 
 /* Sends what is left of the goodbye; -1 when the client is gone, else the bytes sent. */
@@ -731,21 +769,56 @@ session_free(struct trc_session *s)
 	free(s);
 }
 
-/* The I/O thread has ended: forget the session, and serve the client that waited for it. */
+static int
+slot_of(const struct trc_session *s)
+{
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++)
+		if (sessions[i] == s)
+			return i;
+	return -1;
+}
+
+static int
+any_closing(void)
+{
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++)
+		if (sessions[i] != NULL && load(&sessions[i]->closing) != TRC_CLOSE_NONE)
+			return 1;
+	return 0;
+}
+
+/* The clients that waited, in the order they came, once no session is closing. */
+static void
+start_waiting(void)
+{
+	while (nwaiting > 0 && !any_closing() && slot_of(NULL) >= 0) {
+		int fd = waiting[0].fd;
+		pid_t pid = waiting[0].pid;
+		const struct trc_session_ops *ops = waiting[0].ops;
+
+		memmove(&waiting[0], &waiting[1], sizeof(waiting[0]) * (size_t)(nwaiting - 1));
+		nwaiting--;
+		session_start(fd, pid, ops);
+	}
+}
+
+/* The I/O thread has ended: forget the session, and serve the clients that waited for it. */
 static void
 end(struct trc_session *s)
 {
-	int fd = next_client.fd;
+	int ring = s->ring != NULL;     /* the I/O thread is gone: no lock needed */
 
 	pthread_join(s->io, NULL);      /* it has returned already, or is about to */
-	s->lost += trc_encode_lost();
+	if (ring)
+		s->lost += trc_encode_lost();
 	s->ops->end(s);
-	trc_encode_reset();
-	current = NULL;
+	if (ring)
+		trc_encode_reset();
+	sessions[slot_of(s)] = NULL;
+	if (serving == s)
+		serving = NULL;
 	session_free(s);
-	next_client.fd = -1;
-	if (fd >= 0)
-		session_start(fd, next_client.pid, next_client.ops);
+	start_waiting();
 }
 
 /* ops->close, once: as soon as the session closes. */
@@ -758,23 +831,39 @@ tell_close(struct trc_session *s)
 	s->ops->close(s, load(&s->closing));
 }
 
+/* What session s asked for; 1 if it asked for anything. */
+static int
+service_one(struct trc_session *s)
+{
+	unsigned w = __atomic_exchange_n(&s->want, 0, __ATOMIC_ACQ_REL);
+
+	if (w == 0)
+		return 0;
+	serving = s;
+	if (w & WANT_COMMANDS)
+		run_commands(s);
+	for (int i = 0; i < TRC_SESSION_TIMERS; i++)
+		if (w & (WANT_TIMER << i))
+			s->ops->timer(s, i);
+	if (load(&s->closing) != TRC_CLOSE_NONE)
+		tell_close(s);
+	if (load(&s->io_done))
+		end(s);
+	serving = NULL;
+	return 1;
+}
+
+/* Each session in turn, until none asks for more: one client's flood does not starve another's. */
 static VALUE
 service_loop(VALUE unused)
 {
-	struct trc_session *s;
+	int again = 1;
 
-	while ((s = current) != NULL && __atomic_load_n(&s->want, __ATOMIC_ACQUIRE) != 0) {
-		unsigned w = __atomic_exchange_n(&s->want, 0, __ATOMIC_ACQ_REL);
-
-		if (w & WANT_COMMANDS)
-			run_commands(s);
-		for (int i = 0; i < TRC_SESSION_TIMERS; i++)
-			if (w & (WANT_TIMER << i))
-				s->ops->timer(s, i);
-		if (load(&s->closing) != TRC_CLOSE_NONE)
-			tell_close(s);
-		if (load(&s->io_done))
-			end(s);
+	while (again) {
+		again = 0;
+		for (int i = 0; i < TRC_SESSIONS_MAX; i++)
+			if (sessions[i] != NULL && service_one(sessions[i]))
+				again = 1;
 	}
 	return Qnil;
 }
@@ -799,8 +888,9 @@ trc_session_service(void)
 	if (state) {
 		rb_set_errinfo(Qnil);
 		service_failures++;
-		if (current != NULL)
-			trc_session_close(current, TRC_CLOSE_GONE);
+		if (serving != NULL)
+			trc_session_close(serving, TRC_CLOSE_GONE);
+		serving = NULL;
 	}
 }
 
@@ -813,15 +903,19 @@ trc_session_failures(void)
 int
 trc_session_settled(void)
 {
-	struct trc_session *s = current;
-	int started;
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++) {
+		struct trc_session *s = sessions[i];
+		int started;
 
-	if (s == NULL || load(&s->closing) != TRC_CLOSE_NONE)
-		return 1;
-	pthread_mutex_lock(&s->lock);
-	started = s->started;
-	pthread_mutex_unlock(&s->lock);
-	return started;
+		if (s == NULL || load(&s->closing) != TRC_CLOSE_NONE)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		started = s->started;
+		pthread_mutex_unlock(&s->lock);
+		if (!started)
+			return 0;
+	}
+	return 1;
 }
 
 /* ---- opening ---- */
@@ -918,21 +1012,27 @@ refuse(int fd, const char *fmt, ...)
 	close(fd);
 }
 
-static void
+/* In a free slot (the caller found one). */
+static struct trc_session *
 session_start(int fd, pid_t client_pid, const struct trc_session_ops *ops)
 {
 	struct trc_session *s = session_new(fd, client_pid, ops);
+	int slot = slot_of(NULL);
 
-	if (s == NULL) {
-		close(fd);
-		return;
+	if (s == NULL || slot < 0) {
+		if (s != NULL)
+			session_free(s);
+		else
+			close(fd);
+		return NULL;
 	}
 	if (start_io(s) < 0) {
 		session_free(s);
-		return;
+		return NULL;
 	}
-	current = s;
+	sessions[slot] = s;
 	served++;
+	return s;
 }
 
 /* Whether the session still has a client: not closing, and its socket not hung up. */
@@ -950,97 +1050,151 @@ session_live(struct trc_session *s)
 	return 1;
 }
 
-void
+/* The pids of the live sessions' clients, for a refusal: "a, b, c, d". */
+static void
+client_pids(char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < TRC_SESSIONS_MAX && n < size; i++) {
+		struct trc_session *s = sessions[i];
+		int w;
+
+		if (s == NULL || load(&s->closing) != TRC_CLOSE_NONE)
+			continue;
+		if (s->client_pid > 0)
+			w = snprintf(buf + n, size - n, "%s%d", n ? ", " : "", (int)s->client_pid);
+		else
+			w = snprintf(buf + n, size - n, "%sone in another pid namespace", n ? ", " : "");
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+struct trc_session *
 trc_session_open(int fd, pid_t client_pid, const struct trc_session_ops *ops)
 {
-	struct trc_session *s = current;
+	int live = 0;
+	char pids[128];
 
-	if (s == NULL) {
-		session_start(fd, client_pid, ops);
-		return;
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++)
+		if (sessions[i] != NULL && session_live(sessions[i]))
+			live++;
+	if (live + nwaiting >= TRC_SESSIONS_MAX) {
+		client_pids(pids, sizeof(pids));
+		refuse(fd, "process %d already has %d tracer sessions (pids %s): one of them must end "
+		    "before another can attach", (int)getpid(), TRC_SESSIONS_MAX, pids);
+		return NULL;
 	}
-	if (session_live(s)) {
-		if (s->client_pid > 0)
-			refuse(fd, "process %d is already traced by pid %d", (int)getpid(), (int)s->client_pid);
-		else
-			refuse(fd, "process %d is already traced, by a client in another pid namespace", (int)getpid());
-		return;
-	}
-	/* Its client detached or went away: this one is next, as soon as the session has ended. */
-	if (next_client.fd >= 0)
-		refuse(next_client.fd, "process %d: another client attached first", (int)getpid());
-	next_client.fd = fd;
-	next_client.pid = client_pid;
-	next_client.ops = ops;
+	if (nwaiting == 0 && !any_closing() && slot_of(NULL) >= 0)
+		return session_start(fd, client_pid, ops);
+	/* A session is closing: this one starts as soon as it has ended (start_waiting). */
+	waiting[nwaiting].fd = fd;
+	waiting[nwaiting].pid = client_pid;
+	waiting[nwaiting].ops = ops;
+	nwaiting++;
+	return NULL;
 }
 
 /* ---- fork and exit ---- */
 
+/* The clients still waiting are told nothing: their sockets close (a fork's child, an exit). */
+static void
+drop_waiting(void)
+{
+	for (int i = 0; i < nwaiting; i++)
+		close(waiting[i].fd);
+	nwaiting = 0;
+}
+
 void
 trc_session_forked(void)
 {
-	/* The I/O thread does not exist in the child; the client must not see our copies. */
-	if (next_client.fd >= 0)
-		close(next_client.fd);
-	next_client.fd = -1;
-	if (current == NULL)
-		return;
-	close(current->fd);
-	close(current->wake_fd);
-	current->fd = -1;
-	current->wake_fd = -1;
-	/* Read without the lock, which the parent's I/O thread may have held: it is gone here. */
-	if (current->passed_fd >= 0)
-		close(current->passed_fd);
-	current->passed_fd = -1;
+	/* The I/O threads do not exist in the child; the clients must not see our copies. */
+	drop_waiting();
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++) {
+		struct trc_session *s = sessions[i];
+
+		if (s == NULL)
+			continue;
+		close(s->fd);
+		close(s->wake_fd);
+		s->fd = -1;
+		s->wake_fd = -1;
+		/* Read without the lock, which the parent's I/O thread may have held: it is gone here. */
+		if (s->passed_fd >= 0)
+			close(s->passed_fd);
+		s->passed_fd = -1;
+	}
 }
 
 void
 trc_session_forget(void)
 {
-	struct trc_session *s = current;
+	int any = 0;
 
-	if (s == NULL)
-		return;
-	current = NULL;
-	trc_encode_forget();
-	/*
-	 * The parent's I/O thread may have been inside the lock or a buffer's realloc at fork
-	 * time: what it touched (lock, out, ctl, inbox) is left alone, a small leak once per fork.
-	 */
-	msgpack_unpacker_destroy(&s->in);
-	free(s);
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++) {
+		struct trc_session *s = sessions[i];
+
+		if (s == NULL)
+			continue;
+		sessions[i] = NULL;
+		any = 1;
+		/*
+		 * The parent's I/O thread may have been inside the lock or a buffer's realloc at fork
+		 * time: what it touched (lock, out, ctl, inbox) is left alone, a small leak once per fork.
+		 */
+		msgpack_unpacker_destroy(&s->in);
+		free(s);
+	}
+	serving = NULL;
+	if (any)
+		trc_encode_forget();
 }
+
+/* Every I/O thread given, within GOODBYE_MS for all of them together. */
+struct exiting {
+	struct trc_session *s[TRC_SESSIONS_MAX];
+	int n;
+};
 
 static void *
 join_io(void *arg)
 {
-	struct trc_session *s = arg;
+	struct exiting *e = arg;
 	struct timespec until;
 
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += GOODBYE_MS / 1000;
-	if (pthread_timedjoin_np(s->io, NULL, &until) != 0)
-		(void)0;        /* still delivering after GOODBYE_MS: the process exits anyway */
+	for (int i = 0; i < e->n; i++)
+		if (pthread_timedjoin_np(e->s[i]->io, NULL, &until) != 0)
+			(void)0;        /* still delivering after GOODBYE_MS: the process exits anyway */
 	return NULL;
 }
 
 void
 trc_session_at_exit(void)
 {
-	struct trc_session *s = current;
+	struct exiting e = { .n = 0 };
 
-	if (next_client.fd >= 0)
-		close(next_client.fd);
-	next_client.fd = -1;
-	if (s == NULL)
+	drop_waiting();
+	for (int i = 0; i < TRC_SESSIONS_MAX; i++) {
+		struct trc_session *s = sessions[i];
+
+		if (s == NULL)
+			continue;
+		trc_session_close(s, TRC_CLOSE_EXIT);
+		/* Told even when a detach was under way: it need not take its wrappers away any more. */
+		s->close_told = 1;
+		s->ops->close(s, TRC_CLOSE_EXIT);
+		/* Ours alone from now on: service, run by any thread meanwhile, must not join it too. */
+		sessions[i] = NULL;
+		e.s[e.n++] = s;
+	}
+	if (e.n == 0)
 		return;
-	trc_session_close(s, TRC_CLOSE_EXIT);
-	/* Told even when a detach was under way: it need not take its wrappers away any more. */
-	s->close_told = 1;
-	s->ops->close(s, TRC_CLOSE_EXIT);
-	/* Ours alone from now on: service, run by any thread meanwhile, must not join it too. */
-	current = NULL;
-	/* Without the GVL: the I/O thread needs none, but other threads may still want it. */
-	rb_thread_call_without_gvl(join_io, s, RUBY_UBF_IO, NULL);
+	/* Without the GVL: the I/O threads need none, but other threads may still want it. */
+	rb_thread_call_without_gvl(join_io, &e, RUBY_UBF_IO, NULL);
 }

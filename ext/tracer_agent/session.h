@@ -1,4 +1,4 @@
-/* session.h: the transport: one attached client, its socket, and the I/O thread that serves it. */
+/* session.h: the transport: each attached client, its socket, and the I/O thread that serves it. */
 #ifndef TRC_SESSION_H
 #define TRC_SESSION_H
 
@@ -44,14 +44,23 @@ struct trc_session_ops {
 };
 
 /*
- * GVL held. Serves the client connected on fd (or queues it behind a session that is ending)
- * with ops. client_pid: its pid as the kernel says (0: in an outer pid namespace).
+ * Sessions served at once: each client its own. What their work may do beside each other is
+ * work.c's to say; a client past this many is refused, told which pids hold the process.
  */
-void trc_session_open(int fd, pid_t client_pid, const struct trc_session_ops *ops);
-/* GVL held (control.c's job or listener). Does the work the I/O thread asked for. */
+#define TRC_SESSIONS_MAX 4
+
+/*
+ * GVL held. Serves the client connected on fd with ops, and returns its session; or NULL when
+ * it was refused (TRC_SESSIONS_MAX), or queued until a session that is closing has ended.
+ * client_pid: its pid as the kernel says (0: in an outer pid namespace).
+ */
+struct trc_session *trc_session_open(int fd, pid_t client_pid, const struct trc_session_ops *ops);
+/* GVL held (control.c's job or listener). Does the work the I/O threads asked for. */
 void trc_session_service(void);
-/* The current session, or NULL. GVL held. */
-struct trc_session *trc_session_current(void);
+/* GVL held. The session in slot i (below TRC_SESSIONS_MAX), or NULL. */
+struct trc_session *trc_session_at(int i);
+/* GVL held. The session numbered id (trc_session_id), or NULL once it has ended. */
+struct trc_session *trc_session_find(uint64_t id);
 /* A session's number (tells late replies of an earlier session apart) and client. */
 uint64_t trc_session_id(const struct trc_session *s);
 pid_t trc_session_client(const struct trc_session *s);
@@ -108,8 +117,8 @@ int trc_session_how(const struct trc_session *s);
 void trc_session_totals(const struct trc_session *s, uint64_t *events, uint64_t *lost);
 
 /*
- * GVL held. Whether nothing keeps a program started by tracer --exec waiting any more: no
- * session, or it has started, or it is closing.
+ * GVL held. Whether nothing keeps a program started by tracer --exec waiting any more: every
+ * session has started, or is closing.
  */
 int trc_session_settled(void);
 /* GVL held. Times the service raised (near the process's memory limit, say). */
@@ -117,11 +126,11 @@ uint64_t trc_session_failures(void);
 /* GVL held. Sessions served since the process started (or forked). */
 uint64_t trc_session_count(void);
 
-/* In a forked child, async-signal-safe: drops the inherited session's file descriptors. */
+/* In a forked child, async-signal-safe: drops the inherited sessions' file descriptors. */
 void trc_session_forked(void);
-/* GVL held, in a forked child: frees what the inherited session held (ops->end is not called). */
+/* GVL held, in a forked child: frees what the inherited sessions held (ops->end is not called). */
 void trc_session_forget(void);
-/* GVL held, at process exit: closes (ops->close), flushes the events so far, and lets go. */
+/* GVL held, at process exit: closes each session (ops->close), flushes its events, and lets go. */
 void trc_session_at_exit(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,12 +52,32 @@ enum kind {
 	KIND_PROFILE,           /* --top profile: the sampler, and no wrapper */
 };
 
-static struct {
+/*
+ * Several sessions run at once (session.h), but what they set up in the process is one of a
+ * kind: a facility, taken by one session at a time, which the others are refused while it is
+ * held. The wrappers facility is the plan's wrappers, the trace's and --top's hooks (the VM's
+ * call, return, raise, allocation, GC and thread hooks), the method and thread tables, the
+ * ring and the encoder's state: -m, -f, -s and every --top mode but profile, all built on the
+ * same tables and one generation of wrappers. The sampler facility is sample.c's (--profile):
+ * its own timers, signal and stacks, none of the above, so it runs beside the wrappers. What
+ * takes no facility (-e, -i, backtraces, dumps: eval.c) runs beside anything.
+ */
+enum facility {
+	FAC_WRAP,
+	FAC_SAMPLE,
+	FACILITIES,
+};
+
+struct work {
+	struct trc_session *owner;      /* NULL: free */
+	pid_t client_pid;       /* the owner's client, for a refusal */
+	char what[48];          /* what it runs, for a refusal: "tracer --top calls" */
 	int kind;               /* enum kind: what the session does */
 	int running;            /* the hooks are on: STARTED was sent */
 	int stepping;           /* wrappers are being put in place or taken away */
 	int stopped;            /* trc_work_close ran: nothing more reaches the ring */
 	int eager;              /* steps without pauses (tracer --exec) */
+	int top_first;          /* the next --top interval is the first (top_gap) */
 	uint64_t install_start, install_ns;     /* CLOCK_MONOTONIC ns (trc_plan_now) */
 	uint64_t progress_at;   /* when the next TRC_MSG_PROGRESS is due */
 	uint64_t top_ms;        /* --top: the interval */
@@ -64,7 +85,10 @@ static struct {
 	struct trc_ring ring;
 	int has_cfg;            /* cfg holds a scope of its own */
 	struct trc_trace_cfg cfg;
-} work;
+};
+
+static struct work facilities[FACILITIES];
+static struct trc_session *hurried;     /* trc_work_hurry's session */
 
 static struct trc_work_record last;
 
@@ -143,23 +167,70 @@ plan_step(uint64_t deadline)
 	return done;
 }
 
-int
-trc_work_busy(void)
+/* The facility session s holds, or NULL. */
+static struct work *
+work_of(const struct trc_session *s)
 {
-	return work.kind != KIND_NONE;
+	for (int i = 0; i < FACILITIES; i++)
+		if (facilities[i].owner == s)
+			return &facilities[i];
+	return NULL;
+}
+
+int
+trc_work_busy(const struct trc_session *s)
+{
+	return work_of(s) != NULL;
 }
 
 void
-trc_work_hurry(void)
+trc_work_hurry(struct trc_session *s)
 {
-	work.eager = 1;
+	hurried = s;
+}
+
+/* What the other sessions may still do beside the holder of each facility. */
+static const char *const beside[FACILITIES] = {
+	[FAC_WRAP] = "--profile, -e, -i, backtraces and heap dumps",
+	[FAC_SAMPLE] = "-m, -f, -s, --top, --metrics, -e, -i, backtraces and heap dumps",
+};
+static const char *const facility_name[FACILITIES] = {
+	[FAC_WRAP] = "method wrappers and hooks are",
+	[FAC_SAMPLE] = "sampler is",
+};
+
+/*
+ * Facility f for session s, which runs what ("tracer -m"); NULL after replying an error when
+ * another session holds it. Its state starts from nothing.
+ */
+static struct work *
+take(struct trc_session *s, int f, const char *what)
+{
+	struct work *w = &facilities[f];
+	char by[48];
+
+	if (w->owner != NULL) {
+		if (w->client_pid > 0)
+			snprintf(by, sizeof(by), "pid %d", (int)w->client_pid);
+		else
+			snprintf(by, sizeof(by), "a client in another pid namespace");
+		trc_reply_error(s, TRC_ERR_BUSY, "process %d: its %s in use by %s (%s); tracer can run %s beside it",
+		    (int)getpid(), facility_name[f], by, w->what, beside[f]);
+		return NULL;
+	}
+	memset(w, 0, sizeof(*w));
+	w->owner = s;
+	w->client_pid = trc_session_client(s);
+	snprintf(w->what, sizeof(w->what), "%s", what);
+	w->eager = hurried == s;
+	return w;
 }
 
 static void
-reply_started(struct trc_session *s)
+reply_started(struct trc_session *s, const struct work *w)
 {
 	msgpack_packer *pk = trc_reply_begin(s);
-	trc_encode_started(pk, trc_plan_wrapped(), work.install_ns);
+	trc_encode_started(pk, w->kind == KIND_PROFILE ? 0 : trc_plan_wrapped(), w->install_ns);
 	trc_reply_end(s);
 }
 
@@ -169,50 +240,48 @@ reply_started(struct trc_session *s)
  * The gap to --top's next counts, asked by the I/O thread (once as the timer is set, then after
  * each): the first is the shorter of FIRST_TOP_US and the interval.
  */
-static int top_first;
-
 static uint64_t
-top_gap(void *unused)
+top_gap(void *arg)
 {
-	uint64_t every = work.top_ms * 1000;
+	struct work *w = arg;
+	uint64_t every = w->top_ms * 1000;
 
-	(void)unused;
-	if (__atomic_exchange_n(&top_first, 0, __ATOMIC_RELAXED) && every > FIRST_TOP_US)
+	if (__atomic_exchange_n(&w->top_first, 0, __ATOMIC_RELAXED) && every > FIRST_TOP_US)
 		return FIRST_TOP_US;
 	return every;
 }
 
 /* The hooks go on: every wrapper is in place. */
 static void
-go(struct trc_session *s)
+go(struct trc_session *s, struct work *w)
 {
-	work.running = 1;
-	if (work.kind == KIND_TRACE) {
+	w->running = 1;
+	if (w->kind == KIND_TRACE) {
 		trc_trace_go();
-		reply_started(s);
-		trc_session_started(s, &work.ring);
+		reply_started(s, w);
+		trc_session_started(s, &w->ring);
 		return;
 	}
 	trc_top_go();
-	__atomic_store_n(&top_first, 1, __ATOMIC_RELAXED);
-	trc_session_timer(s, TIMER_TOP, 0, top_gap, NULL);
+	__atomic_store_n(&w->top_first, 1, __ATOMIC_RELAXED);
+	trc_session_timer(s, TIMER_TOP, 0, top_gap, w);
 	if (trc_top_by_time())
 		trc_session_timer(s, TIMER_WINDOW, 0, trc_top_window_edge, NULL);
-	reply_started(s);
+	reply_started(s, w);
 	trc_session_started(s, NULL);
 }
 
 /* Says how far the plan has come, every TRC_PROGRESS_MS. */
 static void
-progress(struct trc_session *s, int done)
+progress(struct trc_session *s, struct work *w, int done)
 {
 	uint64_t now = trc_plan_now(), n, total;
 	msgpack_packer *pk;
 	int step;
 
-	if (done || now < work.progress_at)
+	if (done || now < w->progress_at)
 		return;
-	work.progress_at = now + TRC_PROGRESS_MS * 1000000ull;
+	w->progress_at = now + TRC_PROGRESS_MS * 1000000ull;
 	trc_plan_progress(&step, &n, &total);
 	pk = trc_reply_begin(s);
 	trc_encode_progress(pk, step, n, total);
@@ -221,50 +290,50 @@ progress(struct trc_session *s, int done)
 
 /* The end of trc_work_close, once every wrapper is gone: the I/O thread delivers the rest. */
 static void
-stopped(struct trc_session *s)
+stopped(struct trc_session *s, struct work *w)
 {
 	uint64_t events = 0, lost = 0;
 
-	if (work.has_cfg)
-		trc_scope_release(&work.cfg.scope);
-	work.has_cfg = 0;
-	if (work.kind == KIND_TRACE && work.running)
+	if (w->has_cfg)
+		trc_scope_release(&w->cfg.scope);
+	w->has_cfg = 0;
+	if (w->kind == KIND_TRACE && w->running)
 		trc_trace_counts(&events, &lost);
 	trc_session_finish(s, events, lost);
 }
 
 /* The next step of putting wrappers in place, or of taking them away. */
 static void
-step(struct trc_session *s)
+step(struct trc_session *s, struct work *w)
 {
-	int eager = work.eager && !work.stopped;
+	int eager = w->eager && !w->stopped;
 	int done = plan_step(trc_plan_now() + (eager ? EAGER_STEP_NS : STEP_NS));
 
-	progress(s, done);
+	progress(s, w, done);
 	if (!done) {
 		if (eager)
 			trc_session_again(s, TIMER_STEP);
 		return;
 	}
-	work.stepping = 0;
+	w->stepping = 0;
 	trc_session_timer(s, TIMER_STEP, 0, NULL, NULL);
-	if (work.stopped) {
-		stopped(s);
-	} else if (!work.running) {
-		work.install_ns = trc_plan_now() - work.install_start;
-		go(s);
+	if (w->stopped) {
+		stopped(s, w);
+	} else if (!w->running) {
+		w->install_ns = trc_plan_now() - w->install_start;
+		go(s, w);
 	}
 }
 
 /* The plan has begun: its steps run from now on, then the hooks go on. */
 static void
-install(struct trc_session *s)
+install(struct trc_session *s, struct work *w)
 {
-	work.install_start = trc_plan_now();
-	work.progress_at = work.install_start + TRC_PROGRESS_MS * 1000000ull;
-	work.stepping = 1;
+	w->install_start = trc_plan_now();
+	w->progress_at = w->install_start + TRC_PROGRESS_MS * 1000000ull;
+	w->stepping = 1;
 	pace_steps(s);
-	step(s);
+	step(s, w);
 }
 
 /* ---- starting ---- */
@@ -275,7 +344,7 @@ install(struct trc_session *s)
  * fits, the session is refused and the app runs on as it was.
  */
 static int
-ring_init(struct trc_session *s)
+ring_init(struct trc_session *s, struct work *w)
 {
 	size_t room = trc_mem_room(), size = RING_SIZE;
 
@@ -286,12 +355,12 @@ ring_init(struct trc_session *s)
 		    "not tracing it, its own allocations come first", (int)getpid(), room == 0 ? "at" : "near");
 		return -1;
 	}
-	if (trc_ring_init(&work.ring, size) < 0) {
+	if (trc_ring_init(&w->ring, size) < 0) {
 		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d: cannot map a %zu MiB event buffer: %s",
 		    (int)getpid(), size >> 20, strerror(errno));
 		return -1;
 	}
-	work.has_ring = 1;
+	w->has_ring = 1;
 	return 0;
 }
 
@@ -309,27 +378,49 @@ reply_spec(struct trc_session *s, int i, const struct trc_spec_result *r)
 	trc_reply_end(s);
 }
 
+/* What a trace runs, as its tracer's options: for a refusal. */
+static const char *
+trace_what(const struct trc_trace_cfg *c)
+{
+	if (c->flags & TRC_TRACE_FIREHOSE)
+		return "tracer -f";
+	if (c->flags & TRC_TRACE_SLOW)
+		return "tracer -s";
+	return "tracer -m";
+}
+
+static void clear(struct work *w);
+
 int
 trc_work_trace(struct trc_session *s, const struct trc_trace_cfg *cfg)
 {
-	struct trc_trace_cfg *c = &work.cfg;
+	struct work *w = take(s, FAC_WRAP, trace_what(cfg));
+	struct trc_trace_cfg *c;
 	struct trc_spec_result results[TRC_MAX_SPECS];
 	uint64_t gen;
 	int scoped;
 
+	if (w == NULL) {
+		struct trc_scope scope = cfg->scope;
+		trc_scope_release(&scope);
+		return 0;
+	}
+	c = &w->cfg;
 	*c = *cfg;
-	work.has_cfg = 1;
-	work.kind = KIND_TRACE;
-	if (ring_init(s) < 0)
+	w->has_cfg = 1;
+	w->kind = KIND_TRACE;
+	if (ring_init(s, w) < 0) {
+		clear(w);
 		return -1;
+	}
 	/* Firehose, and slow calls without specs: the app's methods, unless every call is wanted. */
 	scoped = ((c->flags & TRC_TRACE_FIREHOSE) || c->nspecs == 0) && !c->scope.all;
-	gen = trc_trace_prepare(c, &work.ring, trc_session_wake_fd(s));
+	gen = trc_trace_prepare(c, &w->ring, trc_session_wake_fd(s));
 	trc_plan_begin(c->specs, c->nspecs, scoped ? &c->scope : NULL, gen, results);
 	for (int i = 0; i < c->nspecs; i++)
 		reply_spec(s, i, &results[i]);
 	RB_GC_GUARD(results[0].why);
-	install(s);
+	install(s, w);
 	return 0;
 }
 
@@ -337,22 +428,39 @@ trc_work_trace(struct trc_session *s, const struct trc_trace_cfg *cfg)
 static int
 profile(struct trc_session *s, uint64_t interval_ms, int flags, uint32_t hz, uint32_t cap)
 {
+	struct work *w = take(s, FAC_SAMPLE, "tracer --profile");
 	const char *why;
 
+	if (w == NULL)
+		return -1;
 	if (trc_sample_start(flags & TRC_TOP_WALL ? TRC_SAMPLE_WALL : TRC_SAMPLE_CPU, hz, interval_ms, cap,
 	    &why) < 0) {
 		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d: %s", (int)getpid(), why);
+		clear(w);
 		return -1;
 	}
-	work.kind = KIND_PROFILE;
-	work.top_ms = interval_ms;
-	work.running = 1;
-	__atomic_store_n(&top_first, 1, __ATOMIC_RELAXED);
-	trc_session_timer(s, TIMER_TOP, 0, top_gap, NULL);
+	w->kind = KIND_PROFILE;
+	w->top_ms = interval_ms;
+	w->running = 1;
+	__atomic_store_n(&w->top_first, 1, __ATOMIC_RELAXED);
+	trc_session_timer(s, TIMER_TOP, 0, top_gap, w);
 	trc_session_quiet(s);
-	reply_started(s);
+	reply_started(s, w);
 	trc_session_started(s, NULL);
 	return 0;
+}
+
+/* --top MODE's name, for a refusal. */
+static const char *
+top_what(int mode)
+{
+	switch (mode) {
+#define TRC_X(NAME, value, name, flags, label, key, count, total, self, help) \
+	case TRC_TOP_##NAME: return "tracer --top " name;
+	TRC_TOP_MODES(TRC_X)
+#undef TRC_X
+	default: return "tracer --top";
+	}
 }
 
 int
@@ -361,6 +469,7 @@ trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, u
 {
 	const struct trc_scope *wrapped;
 	const char *why;
+	struct work *w;
 	uint64_t gen;
 	int rc;
 
@@ -368,33 +477,38 @@ trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, u
 		trc_scope_release(scope);
 		return profile(s, interval_ms, flags, sample, cap);
 	}
-
+	if ((w = take(s, FAC_WRAP, top_what(mode))) == NULL) {
+		trc_scope_release(scope);
+		return -1;
+	}
 	if (trc_mem_room() < trc_top_table_bytes()) {
 		trc_scope_release(scope);
+		clear(w);
 		trc_reply_error(s, TRC_ERR_INTERNAL, "process %d is near its address-space limit (ulimit -v): "
 		    "not counting in it, its own allocations come first", (int)getpid());
 		return -1;
 	}
 	if ((rc = trc_top_start(mode, flags, sample, scope, &why)) < 0) {
+		clear(w);
 		trc_reply_error(s, rc == -2 ? TRC_ERR_UNSUPPORTED : TRC_ERR_INTERNAL, "process %d: %s", (int)getpid(), why);
 		return -1;
 	}
-	work.kind = KIND_TOP;
-	work.top_ms = interval_ms;
+	w->kind = KIND_TOP;
+	w->top_ms = interval_ms;
 	if ((wrapped = trc_top_wrapped(&gen)) != NULL)
 		trc_plan_begin(NULL, 0, wrapped, gen, NULL);
-	install(s);
+	install(s, w);
 	return 0;
 }
 
 /* ---- stopping ---- */
 
 static void
-send_counts(struct trc_session *s)
+send_counts(struct trc_session *s, const struct work *w)
 {
 	msgpack_packer *pk;
 
-	if (work.kind == KIND_PROFILE) {
+	if (w->kind == KIND_PROFILE) {
 		/* An interval a message; at least one, so that the client hears every interval. */
 		do {
 			pk = trc_reply_begin(s);
@@ -411,17 +525,21 @@ send_counts(struct trc_session *s)
 void
 trc_work_timer(struct trc_session *s, int id)
 {
+	struct work *w = work_of(s);
+
+	if (w == NULL)
+		return;
 	switch (id) {
 	case TIMER_STEP:
-		if (work.stepping)
-			step(s);
+		if (w->stepping)
+			step(s, w);
 		break;
 	case TIMER_TOP:
-		if ((work.kind == KIND_TOP || work.kind == KIND_PROFILE) && work.running && !work.stopped)
-			send_counts(s);
+		if ((w->kind == KIND_TOP || w->kind == KIND_PROFILE) && w->running && !w->stopped)
+			send_counts(s, w);
 		break;
 	case TIMER_WINDOW:
-		if (work.kind == KIND_TOP && work.running && !work.stopped)
+		if (w->kind == KIND_TOP && w->running && !w->stopped)
 			trc_top_window();
 		break;
 	default:
@@ -438,40 +556,50 @@ trc_work_timer(struct trc_session *s, int id)
 void
 trc_work_close(struct trc_session *s, int how)
 {
-	if (work.stopped && how != TRC_CLOSE_EXIT)
+	struct work *w = work_of(s);
+
+	/* Nothing of its own in place (evals, dumps): the I/O thread may deliver the rest now. */
+	if (w == NULL) {
+		trc_session_finish(s, 0, 0);
 		return;
-	if (!work.stopped) {
-		work.stopped = 1;
-		if (work.kind == KIND_TRACE)
+	}
+	if (w->stopped && how != TRC_CLOSE_EXIT)
+		return;
+	if (!w->stopped) {
+		w->stopped = 1;
+		if (w->kind == KIND_TRACE)
 			trc_trace_stop();
-		if (work.kind == KIND_PROFILE) {
+		if (w->kind == KIND_PROFILE) {
 			/* The sampler stops first: the last message then holds every sample taken. */
 			trc_sample_stop();
 			if (how == TRC_CLOSE_DETACH || how == TRC_CLOSE_EXIT)
-				send_counts(s);
+				send_counts(s, w);
 			trc_sample_release();
 			trc_session_timer(s, TIMER_TOP, 0, NULL, NULL);
+			/* No wrapper of its own: the other facility's are not its to take away. */
+			stopped(s, w);
+			return;
 		}
-		if (work.kind == KIND_TOP) {
+		if (w->kind == KIND_TOP) {
 			/*
 			 * The counts of the last, partial interval, then the hooks off; also as the
 			 * process exits, which is how a program tracer --exec started ends its counting.
 			 */
-			if (work.running && (how == TRC_CLOSE_DETACH || how == TRC_CLOSE_EXIT))
-				send_counts(s);
+			if (w->running && (how == TRC_CLOSE_DETACH || how == TRC_CLOSE_EXIT))
+				send_counts(s, w);
 			trc_top_stop();
 			trc_session_timer(s, TIMER_TOP, 0, NULL, NULL);
 			trc_session_timer(s, TIMER_WINDOW, 0, NULL, NULL);
 		}
 		trc_plan_end();
 	}
-	if (how == TRC_CLOSE_EXIT || plan_step(trc_plan_now() + STEP_NS)) {
-		work.stepping = 0;
+	if (w->kind == KIND_PROFILE || how == TRC_CLOSE_EXIT || plan_step(trc_plan_now() + STEP_NS)) {
+		w->stepping = 0;
 		trc_session_timer(s, TIMER_STEP, 0, NULL, NULL);
-		stopped(s);
+		stopped(s, w);
 		return;
 	}
-	work.stepping = 1;
+	w->stepping = 1;
 	pace_steps(s);
 }
 
@@ -481,26 +609,44 @@ trc_work_hooks(void)
 	return trc_trace_hooks() + trc_top_installed() + trc_wrapped() + trc_sample_running();
 }
 
-/* Everything the session held goes; the next one starts from nothing. */
+/* Everything the facility held goes, and it is free: the next session starts from nothing. */
 static void
-clear(void)
+clear(struct work *w)
 {
-	if (work.has_cfg)
-		trc_scope_release(&work.cfg.scope);
-	if (work.has_ring)
-		trc_ring_release(&work.ring);
-	trc_names_reset();
-	memset(&work, 0, sizeof(work));
+	if (w->has_cfg)
+		trc_scope_release(&w->cfg.scope);
+	if (w->has_ring)
+		trc_ring_release(&w->ring);
+	/* The tables are the wrappers': the sampler's stacks and names are its own. */
+	if (w == &facilities[FAC_WRAP])
+		trc_names_reset();
+	memset(w, 0, sizeof(*w));
+}
+
+/* What is still in place of what facility w put in place. */
+static int
+hooks_of(const struct work *w)
+{
+	if (w == NULL)
+		return 0;
+	if (w == &facilities[FAC_SAMPLE])
+		return trc_sample_running();
+	return trc_trace_hooks() + trc_top_installed() + trc_wrapped();
 }
 
 void
 trc_work_end(struct trc_session *s)
 {
+	struct work *w = work_of(s);
+
 	last.client_pid = trc_session_client(s);
 	last.how = trc_session_how(s);
 	trc_session_totals(s, &last.events, &last.lost);
-	clear();
-	last.hooks_left = trc_work_hooks();
+	if (hurried == s)
+		hurried = NULL;
+	if (w != NULL)
+		clear(w);
+	last.hooks_left = hooks_of(w);
 }
 
 const struct trc_work_record *
@@ -520,11 +666,13 @@ trc_work_forked(void)
 void
 trc_work_forget(void)
 {
-	if (work.kind == KIND_TRACE)
+	struct work *wrap = &facilities[FAC_WRAP], *sample = &facilities[FAC_SAMPLE];
+
+	if (wrap->kind == KIND_TRACE)
 		trc_trace_stop();
-	if (work.kind == KIND_TOP)
+	if (wrap->kind == KIND_TOP)
 		trc_top_stop();
-	if (work.kind == KIND_PROFILE) {
+	if (sample->kind == KIND_PROFILE) {
 		trc_sample_stop();
 		trc_sample_release();
 	}
@@ -532,16 +680,19 @@ trc_work_forget(void)
 	trc_plan_end();
 	while (!trc_plan_step(trc_plan_now() + STEP_NS))
 		;
-	clear();
+	clear(wrap);
+	clear(sample);
+	hurried = NULL;
 }
 
 void
 trc_work_mark(void)
 {
-	const struct trc_trace_cfg *c = &work.cfg;
+	const struct work *w = &facilities[FAC_WRAP];
+	const struct trc_trace_cfg *c = &w->cfg;
 
 	trc_sample_mark();
-	if (!work.has_cfg)
+	if (!w->has_cfg)
 		return;
 	trc_scope_mark(&c->scope);
 	for (int i = 0; i < c->nspecs; i++) {

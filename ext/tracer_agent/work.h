@@ -10,15 +10,17 @@
 #include "trace.h"
 
 /*
- * One session traces or counts at a time, and this module holds all it needs for it: the
- * event ring, the trace's configuration, the --top table, the plan of wrappers, and the
- * session's timers. What trc_work_trace and trc_work_top start, trc_work_close stops and
+ * What sessions set up in the process is held by facilities (work.c says which), each taken by
+ * one session at a time, and this module holds all they need: the event ring, the trace's
+ * configuration, the --top table, the plan of wrappers, the sampler, and the session's timers.
+ * A session asking for a facility another holds is refused, told who holds it and what runs
+ * beside it. What trc_work_trace and trc_work_top start, trc_work_close stops and
  * trc_work_end frees, in the same order backwards; the transport (session.c) calls the last
  * two, and trc_work_timer, through the ops command.c gives it.
  */
 
-/* GVL held. Whether the session traces or counts already (or is setting up to). */
-int trc_work_busy(void);
+/* GVL held. Whether session s traces or counts already (or is setting up to). */
+int trc_work_busy(const struct trc_session *s);
 /*
  * GVL held. Traces for session s what cfg says (copied; its scope is taken over, and released
  * at the end). Replies a TRC_MSG_SPEC for each spec at once, and TRC_MSG_STARTED once every
@@ -34,8 +36,8 @@ int trc_work_trace(struct trc_session *s, const struct trc_trace_cfg *cfg);
  */
 int trc_work_top(struct trc_session *s, int mode, uint64_t interval_ms, int flags, uint32_t sample,
     uint32_t cap, struct trc_scope *scope);
-/* GVL held. The program waits for the session (tracer --exec): wrappers go in place without pauses. */
-void trc_work_hurry(void);
+/* GVL held. The program waits for session s (tracer --exec): wrappers go in place without pauses. */
+void trc_work_hurry(struct trc_session *s);
 
 /* The session's ops (session.h), GVL held. */
 void trc_work_timer(struct trc_session *s, int id);
@@ -47,7 +49,7 @@ void trc_work_forked(void);
 /* GVL held, in a forked child: everything the parent's session had in place goes. */
 void trc_work_forget(void);
 
-/* GVL held. Hooks and wrappers in place now. */
+/* GVL held. Hooks and wrappers in place now, of every session. */
 int trc_work_hooks(void);
 /* What the agent knows of its last session, for TracerAgent.stats. */
 struct trc_work_record {

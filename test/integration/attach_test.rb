@@ -79,13 +79,19 @@ class AttachTest < Minitest::Test
     assert_empty leftovers_for(t.pid)
   end
 
+  # A second client that wants the wrappers is told who holds them, and what it can run beside
+  # them; an eval runs beside them.
   def test_second_client_is_told_who_traces
     t = target('work')
     first = client('-p', t.pid, '-m', 'Worker#work')
     first.wait_for(/attached/)
-    _, err, status = tracer('-p', t.pid, '-e', '1')
-    refute status.success?
-    assert_match(/already traced by pid #{first.pid}/, err)
+    _, err, status = tracer('-p', t.pid, '-m', 'Worker#helper')
+    assert_equal 1, status.exitstatus
+    assert_equal "tracer: process #{t.pid}: its method wrappers and hooks are in use by pid #{first.pid} (tracer -m); " \
+                 "tracer can run --profile, -e, -i, backtraces and heap dumps beside it\n", err
+    out, err, status = tracer('-p', t.pid, '-e', '6 * 7')
+    assert status.success?, err
+    assert_equal "=> 42\n", out
     first.wait_for(/Worker#work/)
     first.signal('INT')
     assert first.finish.success?

@@ -141,7 +141,7 @@ class PsTest < Minitest::Test
     other = client('-p', first[0], '-m', 'Worker#helper')
     other.wait_for(/^Worker#helper <[\d.]+>$/)
     c = client('--ps', regex, '-m', 'Worker#helper')
-    c.wait_for(/^\*\*\* process #{first[0]} is already traced by pid #{other.pid}$/, stream: :err)
+    c.wait_for(/^\*\*\* process #{first[0]}: its method wrappers and hooks are in use by pid #{other.pid} \(tracer -m\); /, stream: :err)
     c.wait_for(/^\[#{first[1]}\] Worker#helper <[\d.]+>$/)
     refute_match(/^\[#{first[0]}\]/, c.out)
     added = spawn_worker(m)
