@@ -324,6 +324,9 @@ make_rows(struct trc_profile *p, struct trc_profile_target *t, const struct trc_
 		struct trc_top_row *r = &p->rows[nrows++];
 		size_t len;
 
+		/* Whole: a field left from a realloc (app_file, which only exceptions' rows have) is
+		 * hashed and compared as the row's key. */
+		memset(r, 0, sizeof(*r));
 		r->file.ptr = trc_profile_str(p, f->file, &len);
 		r->file.len = (uint32_t)len;
 		r->label.ptr = trc_profile_str(p, f->label, &len);

@@ -11,7 +11,7 @@
 #include "names.h"
 #include "tracer_protocol.h"
 
-#define SLOTS (2 * TRC_TOP_MAX_PATHS)   /* a power of two, at most half full */
+#define SLOTS ((size_t)2 * TRC_TOP_MAX_PATHS)   /* a power of two, at most half full */
 
 struct node {
 	uint32_t parent, method;

@@ -691,7 +691,7 @@ sample_saved(struct th *t, uint32_t g, uint32_t pseudo, uint64_t cpu, uint64_t w
 			n = 0;  /* rewritten while copied: the thread alone, this once */
 		node = trc_stacks_root(tree, (uint32_t)(t - p.th), t->tag);
 		for (uint32_t i = 0; i < n && node != 0; i++)
-			node = trc_stacks_child(tree, node, ids[i]);
+			node = trc_stacks_child(tree, node, ids[i]); /* NOLINT(clang-analyzer-core.CallAndMessage): i < n, copied */
 		t->blk_swap = swap;
 		t->blk_seq = n > 0 ? seq : 0;
 		t->blk_leaf = node;

@@ -83,6 +83,18 @@ rows(void)
 		  sort->total_ns == 80 * MS && sort->file.len == 0);
 	test_cond("the interval's counts", top.top.events == 12 && top.top.elapsed_ns == 1000 * MS && p.hz == 100 &&
 		  p.own_ns == 2 * MS);
+	/* Rows are made in a buffer kept from one interval to the next: none keeps a field of
+	 * what was there (an app frame's pointer, hashed as its key, crashed a --ps table). */
+	memset(p.rows, 0xa5, p.rows_cap * sizeof(*p.rows));
+	trc_profile_feed(&p, 42, &m, &top);
+	{
+		bool clean = top.top.nrows > 0;
+
+		for (size_t i = 0; i < top.top.nrows; i++)
+			clean = clean && top.top.rows[i].app_file.len == 0 && top.top.rows[i].app_file.ptr == NULL &&
+				top.top.rows[i].app_line == 0 && top.top.rows[i].nbuckets == 0;
+		test_cond("a row of the next interval has no app frame, whatever its buffer held", clean);
+	}
 	trc_profile_release(&p);
 }
 
