@@ -55,7 +55,10 @@ test: test-deps all
 	[ $$rc = 0 ] || printf '\nWhole logs: $(TEST_LOGS)/STAGE.log\n'; \
 	exit $$rc
 
+# First: no two of our C files include each other, directly or through others (a .c and its
+# .h count as one): script/include-graph prints the graph without --quiet.
 test-unit: test-deps client
+	@script/include-graph --quiet
 	$(MAKE) -s -C client test
 
 # TESTOPTS: minitest's own options (TESTOPTS="-n /HostileTest/" runs those tests only).
