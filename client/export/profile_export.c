@@ -17,8 +17,14 @@
 bool
 trc_profile_format(enum trc_format f)
 {
-	return f == TRC_FORMAT_COLLAPSED || f == TRC_FORMAT_SPEEDSCOPE || f == TRC_FORMAT_PPROF ||
-	       f == TRC_FORMAT_FLAMEGRAPH;
+	switch (f) {
+#define TRC_X(NAME, name, exporter, document, profile) case TRC_FORMAT_##NAME: return profile;
+	TRC_FORMATS(TRC_X)
+#undef TRC_X
+	case TRC_FORMAT_COUNT:
+		break;
+	}
+	return false;
 }
 
 /* The frames from node id's root down to it (the root itself left out), into *out. */
