@@ -125,7 +125,9 @@ struct trc_hello {
  *           or with TRC_TOP_BY_TIME every allocation in about 1/N of the time (estimates either
  *           way); for profile, the samples a second per thread (1..TRC_PROFILE_MAX_HZ). cap
  *           (profile): the most of the wall time the profiler's own work may take, in
- *           millionths (0: no cap); the agent halves the rate while it takes more
+ *           millionths (0: no cap); the agent halves the rate (to 1 Hz at least) after each
+ *           second in which it took more, and doubles it back, up to the rate asked, after
+ *           each second in which it took under a quarter of that (sample.c's keep_cap)
  */
 #define TRC_COMMANDS(X) \
 	X(HELLO, hello, 1, 3, 1) \
