@@ -1,4 +1,4 @@
-/* export.h: trace exporters for other tools: Chrome trace events, speedscope, collapsed stacks, JSON lines, pprof. */
+/* export.h: trace exporters for other tools: Chrome trace events, speedscope, collapsed stacks, JSON lines, pprof, flame graphs. */
 #ifndef TRC_EXPORT_H
 #define TRC_EXPORT_H
 

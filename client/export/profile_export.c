@@ -1,4 +1,4 @@
-/* profile_export.c: --top profile's stacks as a file: collapsed, speedscope or pprof. */
+/* profile_export.c: --top profile's stacks as a file: collapsed, speedscope, pprof or a flame graph. */
 #include "profile_export.h"
 
 #include <inttypes.h>
