@@ -154,7 +154,7 @@ RUBY_HDRDIR = $(shell $(RUBY) -e 'print RbConfig::CONFIG["rubyhdrdir"]')
 RUBY_ARCHHDRDIR = $(shell $(RUBY) -e 'print RbConfig::CONFIG["rubyarchhdrdir"]')
 LINT_JOBS = $(shell nproc 2>/dev/null || echo 2)
 LINT_AGENT = -Iinclude -I$(EXT) -I$(RUBY_ARCHHDRDIR) -I$(RUBY_HDRDIR)
-LINT_CLIENT = -Iinclude $(addprefix -Iclient/,base protocol output export live inject core)
+LINT_CLIENT = -Iinclude $(patsubst %/,-I%,$(wildcard client/*/))
 # readdirCalled: posix.cfg's advice to use readdir_r, which glibc deprecates (readdir is safe
 # on a stream of one's own). Findings inside Ruby's headers are not ours: suppressed. The byte
 # order macros are the compiler's (cppcheck defines none): the agent's encode.c checks them.
