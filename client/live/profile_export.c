@@ -17,14 +17,13 @@
 bool
 trc_profile_format(enum trc_format f)
 {
-	switch (f) {
-#define TRC_X(NAME, name, exporter, document, profile) case TRC_FORMAT_##NAME: return profile;
-	TRC_FORMATS(TRC_X)
+	static const bool writes[] = {
+#define TRC_X(NAME, name, exporter, document, profile) [TRC_FORMAT_##NAME] = (profile),
+		TRC_FORMATS(TRC_X)
 #undef TRC_X
-	case TRC_FORMAT_COUNT:
-		break;
-	}
-	return false;
+	};
+
+	return (size_t)f < sizeof(writes) / sizeof(writes[0]) && writes[f];
 }
 
 /* The frames from node id's root down to it (the root itself left out), into *out. */
