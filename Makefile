@@ -30,7 +30,7 @@ $(AGENT): $(AGENT_SRC) | deps
 	cd $(EXT) && TRACER_WERROR=1 $(RUBY) extconf.rb >/dev/null && $(MAKE) -s
 	@# A new inode, then rename: processes that loaded the old file keep it intact.
 	cp $(EXT)/tracer_agent.so $@.tmp && mv -f $@.tmp $@
-	@# Which Ruby built it: tracer loads it into a static Ruby of that series only (client/agentfile.c).
+	@# Which Ruby built it: tracer loads it into a static Ruby of that series only (client/inject/agentfile.c).
 	$(RUBY) -e 'puts RUBY_VERSION' >lib/tracer_agent/built_for.tmp && mv -f lib/tracer_agent/built_for.tmp lib/tracer_agent/built_for
 
 client: | deps
@@ -55,7 +55,10 @@ test: test-deps all
 	[ $$rc = 0 ] || printf '\nWhole logs: $(TEST_LOGS)/STAGE.log\n'; \
 	exit $$rc
 
+# First: no two of our C files include each other, directly or through others (a .c and its
+# .h count as one): script/include-graph prints the graph without --quiet.
 test-unit: test-deps client
+	@script/include-graph --quiet
 	$(MAKE) -s -C client test
 
 # TESTOPTS: minitest's own options (TESTOPTS="-n /HostileTest/" runs those tests only).
@@ -120,7 +123,7 @@ bench-ruby:
 
 # The client (client/Makefile's install), and the agent it preloads with -x and loads into a
 # running process, built for $(RUBY), in PREFIX/lib/tracer: where PREFIX/bin/tracer looks for
-# it (client/exec.c). install writes a new file in place of an old one: a process that loaded
+# it (client/core/exec.c). install writes a new file in place of an old one: a process that loaded
 # the old library keeps it. Then one line per part says where it went.
 AGENT_DIR = $(PREFIX)/lib/tracer
 install: all
@@ -151,7 +154,7 @@ RUBY_HDRDIR = $(shell $(RUBY) -e 'print RbConfig::CONFIG["rubyhdrdir"]')
 RUBY_ARCHHDRDIR = $(shell $(RUBY) -e 'print RbConfig::CONFIG["rubyarchhdrdir"]')
 LINT_JOBS = $(shell nproc 2>/dev/null || echo 2)
 LINT_AGENT = -Iinclude -I$(EXT) -I$(RUBY_ARCHHDRDIR) -I$(RUBY_HDRDIR)
-LINT_CLIENT = -Iinclude -Iclient
+LINT_CLIENT = -Iinclude $(patsubst %/,-I%,$(wildcard client/*/))
 # readdirCalled: posix.cfg's advice to use readdir_r, which glibc deprecates (readdir is safe
 # on a stream of one's own). Findings inside Ruby's headers are not ours: suppressed. The byte
 # order macros are the compiler's (cppcheck defines none): the agent's encode.c checks them.
@@ -163,25 +166,28 @@ TIDY = clang-tidy --quiet
 # an #error, is told there is one recent enough.
 LINT_PROTOBUF = -DPROTOBUF_C_VERSION_NUMBER=9999999
 
-# clang-tidy (.clang-tidy) and cppcheck over the agent and the client; exits 1 on any finding.
+# No include cycle (script/include-graph), then clang-tidy (.clang-tidy) and cppcheck over the
+# agent and the client; exits 1 on any finding.
 # The agent needs extconf.h, hence `agent` first, and the client protoc-c's header (pprof.c);
 # test/lint/cppcheck-ruby.h lets cppcheck parse Ruby's headers.
 lint: agent
-	@$(MAKE) -s -C client pprof/profile.pb-c.h
+	@$(MAKE) -s -C client export/pprof/profile.pb-c.h
 	@command -v clang-tidy >/dev/null && command -v cppcheck >/dev/null || \
 		{ echo "lint: needs clang-tidy and cppcheck: apt-get install clang-tidy cppcheck" >&2; exit 1; }
 	@mkdir -p build/lint; rc=0; \
+	echo "lint: include cycles"; \
+	script/include-graph --quiet || rc=1; \
 	echo "lint: cppcheck agent"; \
 	$(CPPCHECK) --include=test/lint/cppcheck-ruby.h --suppress='*:$(RUBY_HDRDIR)/*' \
 		--suppress='*:$(RUBY_ARCHHDRDIR)/*' $(LINT_AGENT) $(EXT)/*.c || rc=1; \
 	echo "lint: cppcheck client"; \
-	$(CPPCHECK) $(LINT_CLIENT) $(LINT_PROTOBUF) client/*.c ext/tracer_inject/*.c || rc=1; \
+	$(CPPCHECK) $(LINT_CLIENT) $(LINT_PROTOBUF) client/*/*.c ext/tracer_inject/*.c || rc=1; \
 	echo "lint: clang-tidy agent"; \
 	ls $(EXT)/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_AGENT) \
 		>build/lint/tidy.log 2>&1 || rc=1; \
 	grep -v '^[0-9]* warnings* generated\.$$' build/lint/tidy.log; \
 	echo "lint: clang-tidy client, ext/tracer_inject"; \
-	ls client/*.c ext/tracer_inject/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_CLIENT) \
+	ls client/*/*.c ext/tracer_inject/*.c | xargs -P$(LINT_JOBS) -I{} $(TIDY) {} -- -std=gnu11 $(LINT_CLIENT) \
 		>build/lint/tidy.log 2>&1 || rc=1; \
 	grep -v '^[0-9]* warnings* generated\.$$' build/lint/tidy.log; \
 	if [ $$rc = 0 ]; then echo "lint: no findings"; else echo "lint: FAILED"; fi; \

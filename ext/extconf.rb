@@ -20,7 +20,7 @@ end
 # tracer_inject.so, which `tracer -p` has a process that never loaded the agent load first,
 # beside it: plain C without Ruby's headers (the top Makefile builds it alike), with the
 # compiler this Ruby was built with. built_for names the Ruby that built the agent: tracer
-# loads it into a static Ruby of that series only (client/agentfile.c).
+# loads it into a static Ruby of that series only (client/inject/agentfile.c).
 cc = RbConfig::CONFIG['CC']
 File.write(File.join(__dir__, 'Makefile'), <<~MAKE)
   # Written by ext/extconf.rb, for RubyGems: make clean, make, make install.

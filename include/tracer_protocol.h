@@ -125,7 +125,9 @@ struct trc_hello {
  *           or with TRC_TOP_BY_TIME every allocation in about 1/N of the time (estimates either
  *           way); for profile, the samples a second per thread (1..TRC_PROFILE_MAX_HZ). cap
  *           (profile): the most of the wall time the profiler's own work may take, in
- *           millionths (0: no cap); the agent halves the rate while it takes more
+ *           millionths (0: no cap); the agent halves the rate (to 1 Hz at least) after each
+ *           second in which it took more, and doubles it back, up to the rate asked, after
+ *           each second in which it took under a quarter of that (sample.c's keep_cap)
  */
 #define TRC_COMMANDS(X) \
 	X(HELLO, hello, 1, 3, 1) \
@@ -283,31 +285,52 @@ enum trc_spec_kind {
  * runs each but TRC_EVAL_INTERRUPT in a Ruby thread of its own (named tracer-eval), so several
  * may run at once. A failure is the TRC_MSG_EVAL with ok false and "Class: message".
  */
+#define TRC_EVAL_KINDS(X) \
+	/* text: Ruby code, run at the top level; reply: inspect of the value */ \
+	X(CODE, 0) \
+	/* text: the file's name, for messages only; the message carries the open file \
+	 * (SCM_RIGHTS, above), which the agent writes and closes; reply: its size in bytes */ \
+	X(HEAPDUMP, 1) \
+	/* text: "" or N; reply: every thread's name and backtrace, its N innermost frames ("": \
+	 * all of them) */ \
+	X(BACKTRACES, 2) \
+	/* text: N; reply: the main thread's N innermost frames, a line each */ \
+	X(BACKTRACE, 3) \
+	/* text: Ruby code, run in the session's own Binding: the locals it makes last until the \
+	 * session ends; reply: inspect of the value */ \
+	X(REPL, 4) \
+	/* text: Ruby code; reply: "incomplete" when it ends inside an unfinished expression (a \
+	 * def without its end, an open string...), else "complete" (a syntax error too: running \
+	 * it says which) */ \
+	X(COMPLETE, 5) \
+	/* text: ""; answered at once, without a thread: raises Interrupt in the session's \
+	 * TRC_EVAL_REPL evals still running (theirs replies then say so); reply: how many */ \
+	X(INTERRUPT, 6) \
+	/* text: ""; reply: the pid of a copy of the process (fork), stopped (SIGSTOP) before it \
+	 * runs anything; it exits once continued, and the process reaps it */ \
+	X(FORK, 7) \
+	/* as TRC_EVAL_HEAPDUMP, with ObjectSpace.dump_shapes (Ruby 3.2+; fails on a Ruby without \
+	 * it); reply: the file's size in bytes */ \
+	X(SHAPESDUMP, 8) \
+	/* text: ""; reply: a report of the process's memory (text), made in a forked copy so that \
+	 * the process itself pauses only to fork */ \
+	X(MEMORY, 9)
+
+/* TRC_EVAL_CODE = 0...; the agent names them TracerAgent::EVAL_CODE... for lib/'s Ruby. */
 enum trc_eval_kind {
-	TRC_EVAL_CODE = 0,      /* text: Ruby code, run at the top level; reply: inspect of the value */
-	TRC_EVAL_HEAPDUMP = 1,  /* text: the file's name, for messages only; the message carries the
-				 * open file (SCM_RIGHTS, above), which the agent writes and closes;
-				 * reply: its size in bytes */
-	TRC_EVAL_BACKTRACES = 2,/* text: "" or N; reply: every thread's name and backtrace, its N
-				 * innermost frames ("": all of them) */
-	TRC_EVAL_BACKTRACE = 3, /* text: N; reply: the main thread's N innermost frames, a line each */
-	TRC_EVAL_REPL = 4,      /* text: Ruby code, run in the session's own Binding: the locals it
-				 * makes last until the session ends; reply: inspect of the value */
-	TRC_EVAL_COMPLETE = 5,  /* text: Ruby code; reply: "incomplete" when it ends inside an
-				 * unfinished expression (a def without its end, an open string...),
-				 * else "complete" (a syntax error too: running it says which) */
-	TRC_EVAL_INTERRUPT = 6, /* text: ""; answered at once, without a thread: raises Interrupt in
-				 * the session's TRC_EVAL_REPL evals still running (theirs replies
-				 * then say so); reply: how many */
-	TRC_EVAL_FORK = 7,      /* text: ""; reply: the pid of a copy of the process (fork), stopped
-				 * (SIGSTOP) before it runs anything; it exits once continued, and
-				 * the process reaps it */
-	TRC_EVAL_SHAPESDUMP = 8,/* as TRC_EVAL_HEAPDUMP, with ObjectSpace.dump_shapes (Ruby 3.2+;
-				 * fails on a Ruby without it); reply: the file's size in bytes */
-	TRC_EVAL_MEMORY = 9,    /* text: ""; reply: a report of the process's memory (text), made in
-				 * a forked copy so that the process itself pauses only to fork */
+#define TRC_X(NAME, value) TRC_EVAL_##NAME = value,
+	TRC_EVAL_KINDS(TRC_X)
+#undef TRC_X
 };
-#define TRC_EVAL_LAST TRC_EVAL_MEMORY
+#define TRC_X(NAME, value) + 1
+enum { TRC_EVAL_COUNT = 0 TRC_EVAL_KINDS(TRC_X) };
+#undef TRC_X
+#define TRC_EVAL_LAST (TRC_EVAL_COUNT - 1)
+/* The kinds are 0..TRC_EVAL_LAST, each once: the wire checks kind <= TRC_EVAL_LAST. */
+#define TRC_X(NAME, value) | (1u << (value))
+_Static_assert((0u TRC_EVAL_KINDS(TRC_X)) == (1u << TRC_EVAL_COUNT) - 1,
+	       "TRC_EVAL_KINDS: values 0..count-1, each once");
+#undef TRC_X
 
 /*
  * Top modes (TRC_CMD_TOP): what both sides make their tables from (the agent's counting hooks;

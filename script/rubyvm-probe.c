@@ -1,7 +1,7 @@
 /*
  * rubyvm-probe.c: compiled by script/rubyvm-layouts against one Ruby's internal headers (its
  * source tree) and its build's ruby/config.h; prints that Ruby's VM offsets as one initializer
- * of struct trc_vmlayout (client/vmlayout.h). Never part of the client: the client carries the
+ * of struct trc_vmlayout (client/inject/vmlayout.h). Never part of the client: the client carries the
  * table the generator assembles from these lines, and checks it against the code it runs on.
  *
  * The generator also extracts from vm_trace.c (where they are private) the postponed-job types

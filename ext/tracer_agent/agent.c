@@ -188,11 +188,9 @@ static void
 define_eval_kinds(VALUE mod)
 {
 	static const struct { const char *name; int kind; } kinds[] = {
-		{ "EVAL_CODE", TRC_EVAL_CODE }, { "EVAL_HEAPDUMP", TRC_EVAL_HEAPDUMP },
-		{ "EVAL_BACKTRACES", TRC_EVAL_BACKTRACES }, { "EVAL_BACKTRACE", TRC_EVAL_BACKTRACE },
-		{ "EVAL_REPL", TRC_EVAL_REPL }, { "EVAL_COMPLETE", TRC_EVAL_COMPLETE },
-		{ "EVAL_INTERRUPT", TRC_EVAL_INTERRUPT }, { "EVAL_FORK", TRC_EVAL_FORK },
-		{ "EVAL_SHAPESDUMP", TRC_EVAL_SHAPESDUMP }, { "EVAL_MEMORY", TRC_EVAL_MEMORY },
+#define TRC_X(NAME, value) { "EVAL_" #NAME, TRC_EVAL_##NAME },
+		TRC_EVAL_KINDS(TRC_X)
+#undef TRC_X
 	};
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)

@@ -1,7 +1,7 @@
 /*
  * tracer_inject.c: what `tracer -p` has a Ruby process that never loaded the agent load first.
  *
- * tracer writes a postponed job into the process (client/inject.c) whose function is libruby's
+ * tracer writes a postponed job into the process (client/inject/inject.c) whose function is libruby's
  * own dln_load and whose argument is this file's path: Ruby dlopens it and calls
  * Init_tracer_inject, at whatever safe point the thread that runs the job reached. Nothing here
  * may depend on that point. rb_eval_string, the job before this one, did: it compiles in the
@@ -29,7 +29,7 @@ VALUE rb_thread_create(VALUE (*fn)(void *), void *arg);
 VALUE rb_require(const char *feature);
 VALUE rb_protect(VALUE (*fn)(VALUE), VALUE arg, int *state);
 
-/* Its name is how tracer tells that a load is under way (client/inject.c). */
+/* Its name is how tracer tells that a load is under way (client/inject/inject.c). */
 #define LOADER_THREAD "tracer-inject"
 
 static char agent[PATH_MAX];

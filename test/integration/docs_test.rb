@@ -179,6 +179,8 @@ class DocsTest < Minitest::Test
     assert_equal modes, complete('tracer', '-p', '1', '--top', '')
     assert_equal %w[objects-total objects], complete('tracer', '--top', 'ob')
     formats = help_section('Trace formats (--format, for -m, -f and -s):').scan(/^  (\w+) /).flatten
+    export_h = File.read(File.join(ROOT, 'client', 'export', 'export.h'))
+    assert_equal export_h.scan(/^\tX\([A-Z]+, (\w+), /).flatten, formats, 'the formats of TRC_FORMATS'
     assert_equal formats, complete('tracer', '--format', '')
     assert_equal ['chrome'], complete('tracer', '--format', '=', 'ch')
     assert_equal formats, complete('tracer', '--format', '=')

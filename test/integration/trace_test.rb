@@ -317,7 +317,7 @@ class TraceTest < Minitest::Test
     end
   end
 
-  # A trace to a file goes through a spool (client/spool.c), formatted as it comes or after a
+  # A trace to a file goes through a spool (client/output/spool.c), formatted as it comes or after a
   # flood: either way the file holds every event tracer received, once and in order.
   def test_output_file_has_every_event_received
     t = target('bursts')

@@ -13,20 +13,23 @@
 #include "replay.h"
 #include "xmalloc.h"
 
+/* An exporter's hooks, from TRC_FORMATS' exporter column: the printer has none. */
+#define XP_0(name) NULL
+#define XP_1(name) &trc_xp_##name
+
 static const struct {
 	const char *name;
 	const struct trc_xp_format *fmt;        /* NULL: the call-tree printer */
 	const char *document;                   /* one per file: no --append */
+	bool profile;                           /* --top profile writes it */
 } formats[] = {
-	[TRC_FORMAT_TEXT] = { "text", NULL, NULL },
-	[TRC_FORMAT_CHROME] = { "chrome", &trc_xp_chrome, "JSON document" },
-	[TRC_FORMAT_SPEEDSCOPE] = { "speedscope", &trc_xp_speedscope, "JSON document" },
-	[TRC_FORMAT_COLLAPSED] = { "collapsed", &trc_xp_collapsed, NULL },
-	[TRC_FORMAT_JSONL] = { "jsonl", &trc_xp_jsonl, NULL },
-	[TRC_FORMAT_PPROF] = { "pprof", &trc_xp_pprof, "profile" },
-	[TRC_FORMAT_FLAMEGRAPH] = { "flamegraph", &trc_xp_flamegraph, "flame graph" },
+#define TRC_X(NAME, name, exporter, document, profile) \
+	[TRC_FORMAT_##NAME] = { #name, XP_##exporter(name), document, profile },
+	TRC_FORMATS(TRC_X)
+#undef TRC_X
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+_Static_assert(NFORMATS == TRC_FORMAT_COUNT, "a row of formats[] per TRC_FORMATS");
 
 int
 trc_format_parse(const char *name, enum trc_format *f)
@@ -50,6 +53,27 @@ const char *
 trc_format_document(enum trc_format f)
 {
 	return (size_t)f < NFORMATS ? formats[f].document : NULL;
+}
+
+const char *
+trc_format_list(bool profile)
+{
+	static char lists[2][256];
+	char *out = lists[profile];
+	size_t n = 0, left = 0;
+
+	if (out[0] != '\0')
+		return out;
+	for (size_t i = 0; i < NFORMATS; i++)
+		left += !profile || formats[i].profile;
+	for (size_t i = 0; i < NFORMATS; i++) {
+		if (profile && !formats[i].profile)
+			continue;
+		left--;
+		n += (size_t)snprintf(out + n, sizeof(lists[0]) - n, "%s%s", formats[i].name,
+				      left > 1 ? ", " : left == 1 ? " or " : "");
+	}
+	return out;
 }
 
 static bool

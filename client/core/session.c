@@ -733,32 +733,36 @@ on_event(struct trc_session *s, const struct trc_message *m)
 		       trc_sink_error(&s->sink));
 }
 
-/* Which message may come in which state, and what it does. */
+/*
+ * Which message may come in which state, and what it does: ON_<NAME> for every message of
+ * TRC_MESSAGES (a message without one does not compile); every trace event (TRC_EVENTS,
+ * TRC_MARKS) goes to on_event while tracing. A detach may cross SPEC, STARTED and EVAL
+ * (Ctrl-C while attaching): they come all the same.
+ */
+#define ON_WELCOME IN(S_WELCOMING), on_welcome
+#define ON_ERROR CONNECTED, on_error
+#define ON_SPEC IN(S_STARTING) | IN(S_DETACHING), on_spec
+#define ON_STARTED IN(S_STARTING) | IN(S_DETACHING), on_started
+#define ON_EVAL IN(S_EVALING) | IN(S_INTERACTIVE) | IN(S_DETACHING), on_eval
+#define ON_DETACHED WELCOMED, on_detached
+#define ON_TOP TRACE_STATES, on_top
+#define ON_PROGRESS IN(S_STARTING) | IN(S_DETACHING), on_progress
+#define ON_PROFILE TRACE_STATES, on_top
+
 static const struct msg_handler {
 	uint32_t type;
 	unsigned states;
 	void (*fn)(struct trc_session *, const struct trc_message *);
 } msg_handlers[] = {
-	/* Nearly every message: first. */
+	/* Nearly every message: first (their rows below are not reached). */
 	{ TRC_EV_CALL, TRACE_STATES, on_event },
 	{ TRC_EV_RETURN, TRACE_STATES, on_event },
-	{ TRC_MSG_WELCOME, IN(S_WELCOMING), on_welcome },
-	{ TRC_MSG_ERROR, CONNECTED, on_error },
-	/* A detach may cross them (Ctrl-C while attaching): they come all the same. */
-	{ TRC_MSG_SPEC, IN(S_STARTING) | IN(S_DETACHING), on_spec },
-	{ TRC_MSG_STARTED, IN(S_STARTING) | IN(S_DETACHING), on_started },
-	{ TRC_MSG_EVAL, IN(S_EVALING) | IN(S_INTERACTIVE) | IN(S_DETACHING), on_eval },
-	{ TRC_MSG_DETACHED, WELCOMED, on_detached },
-	{ TRC_MSG_TOP, TRACE_STATES, on_top },
-	{ TRC_MSG_PROFILE, TRACE_STATES, on_top },
-	{ TRC_MSG_PROGRESS, IN(S_STARTING) | IN(S_DETACHING), on_progress },
-	{ TRC_EV_METHOD, TRACE_STATES, on_event },
-	{ TRC_EV_THREAD, TRACE_STATES, on_event },
-	{ TRC_EV_RAISE, TRACE_STATES, on_event },
-	{ TRC_EV_EXPR, TRACE_STATES, on_event },
-	{ TRC_EV_SLOW, TRACE_STATES, on_event },
-	{ TRC_EV_LOST, TRACE_STATES, on_event },
-	{ TRC_EV_GC, TRACE_STATES, on_event },
+#define TRC_X(NAME, name, type, fields) { TRC_MSG_##NAME, ON_##NAME },
+	TRC_MESSAGES(TRC_X)
+#undef TRC_X
+#define TRC_X(NAME, name, type, fields) { TRC_EV_##NAME, TRACE_STATES, on_event },
+	TRC_EVENTS(TRC_X)
+#undef TRC_X
 #define TRC_X(NAME, name, type, title, help) { TRC_EV_##NAME, TRACE_STATES, on_event },
 	TRC_MARKS(TRC_X)
 #undef TRC_X

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,26 +50,6 @@ void
 trc_output_set_codec(struct trc_output *o, struct trc_codec codec)
 {
 	o->codec = codec;
-}
-
-int
-trc_write_all(int fd, const char *p, size_t n)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, p, n);
-		if (w >= 0) {
-			p += w;
-			n -= (size_t)w;
-		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			poll(&pfd, 1, -1);
-		} else if (errno != EINTR) {
-			return -1;
-		}
-	}
-	return 0;
 }
 
 /* The pending bytes through the codec, then to fd; end: the codec's stream ends too. */

@@ -205,6 +205,9 @@ static int (*const handlers[])(struct trc_replay *, const struct trc_message *) 
 	[TRC_EV_LOST - TRC_EV_METHOD] = on_lost,
 	[TRC_EV_GC - TRC_EV_METHOD] = on_gc,
 };
+#define TRC_X(NAME, name, type, fields) + 1 /* NOLINT(bugprone-macro-parentheses): a sum */
+_Static_assert(sizeof(handlers) / sizeof(handlers[0]) == 0 TRC_EVENTS(TRC_X), "a handler per TRC_EVENTS");
+#undef TRC_X
 
 int
 trc_replay_feed(struct trc_replay *r, const struct trc_message *m)

@@ -119,8 +119,12 @@ struct trc_export {
 	char failed[256];               /* why the file cannot be made whole (trc_xp_fail), or "" */
 };
 
-extern const struct trc_xp_format trc_xp_chrome, trc_xp_speedscope, trc_xp_collapsed,
-	trc_xp_jsonl, trc_xp_pprof, trc_xp_flamegraph;
+/* The exporters of TRC_FORMATS, trc_xp_chrome...: one in each export_<name>.c. */
+#define TRC_XP_DECL_0(name)
+#define TRC_XP_DECL_1(name) extern const struct trc_xp_format trc_xp_##name;
+#define TRC_X(NAME, name, exporter, document, profile) TRC_XP_DECL_##exporter(name)
+TRC_FORMATS(TRC_X)
+#undef TRC_X
 
 /*
  * The stack formats' state (export_stacks.c): call paths as a tree of (parent, label) nodes,

@@ -1,4 +1,4 @@
-/* export.h: trace exporters for other tools: Chrome trace events, speedscope, collapsed stacks, JSON lines, pprof. */
+/* export.h: trace exporters for other tools: Chrome trace events, speedscope, collapsed stacks, JSON lines, pprof, flame graphs. */
 #ifndef TRC_EXPORT_H
 #define TRC_EXPORT_H
 
@@ -10,17 +10,34 @@
 #include "sink.h"
 #include "spec.h"
 
-/* --format: text is the call-tree printer (trace.h); the others are exporters. */
+/*
+ * --format, one list: X(NAME, name, exporter, document, profile). text is the call-tree
+ * printer (trace.h); the others are exporters (exporter 1), each a struct trc_xp_format
+ * trc_xp_<name> (export_format.h): a row without one does not link. document: what a file of
+ * it holds when it is one document per file, which --append would break (NULL: lines, which
+ * may be appended to). profile 1: --top profile writes its stacks so too (profile_export.c).
+ */
+#define TRC_FORMATS(X) \
+	X(TEXT, text, 0, NULL, 0) \
+	/* Trace Event Format JSON (Perfetto, chrome://tracing), streamed */ \
+	X(CHROME, chrome, 1, "JSON document", 0) \
+	/* speedscope's evented profiles, written at the end */ \
+	X(SPEEDSCOPE, speedscope, 1, "JSON document", 1) \
+	/* folded stacks weighted by self time, written at the end */ \
+	X(COLLAPSED, collapsed, 1, NULL, 1) \
+	/* one JSON object per event, streamed */ \
+	X(JSONL, jsonl, 1, NULL, 0) \
+	/* pprof's profile.proto, gzipped, written at the end */ \
+	X(PPROF, pprof, 1, "profile", 1) \
+	/* an interactive SVG or HTML flame graph, written at the end */ \
+	X(FLAMEGRAPH, flamegraph, 1, "flame graph", 1)
+
 enum trc_format {
-	TRC_FORMAT_TEXT = 0,
-	TRC_FORMAT_CHROME = 1,          /* Trace Event Format JSON (Perfetto, chrome://tracing), streamed */
-	TRC_FORMAT_SPEEDSCOPE = 2,      /* speedscope's evented profiles, written at the end */
-	TRC_FORMAT_COLLAPSED = 3,       /* folded stacks weighted by self time, written at the end */
-	TRC_FORMAT_JSONL = 4,           /* one JSON object per event, streamed */
-	TRC_FORMAT_PPROF = 5,           /* pprof's profile.proto, gzipped, written at the end */
-	TRC_FORMAT_FLAMEGRAPH = 6,      /* an interactive SVG or HTML flame graph, written at the end */
+#define TRC_X(NAME, name, exporter, document, profile) TRC_FORMAT_##NAME,
+	TRC_FORMATS(TRC_X)
+#undef TRC_X
+	TRC_FORMAT_COUNT
 };
-#define TRC_FORMAT_LIST "text, chrome, speedscope, collapsed, jsonl, pprof or flamegraph"
 
 /*
  * --split: what the stack formats (collapsed, flamegraph) keep apart. By default the same
@@ -46,6 +63,9 @@ const char *trc_format_name(enum trc_format f);
 /* What formats that make one document per file make ("JSON document", "profile"), which
  * --append would break; NULL for the others. */
 const char *trc_format_document(enum trc_format f);
+/* The formats' names for a message, "text, chrome, ... or flamegraph"; profile: only those
+ * --top profile writes. */
+const char *trc_format_list(bool profile);
 
 struct trc_export_opts {
 	enum trc_format format;         /* any but TRC_FORMAT_TEXT */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "buf.h"
+#include "fdwrite.h"
 
 /* Above this many pending bytes, a write flushes at once instead of waiting for the loop. */
 #define TRC_OUTPUT_FLUSH_AT (64u << 10)
@@ -53,10 +54,6 @@ struct trc_output {
 	void *line_owner;       /* writer of the open line, or NULL */
 	void (*line_close)(void *owner);
 };
-
-/* write() all of p; waits when fd is non-blocking (a terminal shared with a non-blocking app).
- * Returns 0, or -1 with errno. */
-int trc_write_all(int fd, const char *p, size_t n);
 
 /* fd receives the trace, err_fd the notes; -1 keeps them in memory. The caller owns the fds. */
 void trc_output_init(struct trc_output *o, int fd, int err_fd);

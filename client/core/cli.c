@@ -261,7 +261,7 @@ set_format(void *opts, const char *v)
 	struct opts *o = opts;
 
 	if (trc_format_parse(v, &o->run.format) < 0)
-		die(TRC_EXIT_USAGE, "invalid --format '%s': expected " TRC_FORMAT_LIST, v);
+		die(TRC_EXIT_USAGE, "invalid --format '%s': expected %s", v, trc_format_list(false));
 }
 
 static void
@@ -796,14 +796,14 @@ check_format(const struct opts *o, const struct trc_opt_state *st)
 	bool stacks = o->run.format == TRC_FORMAT_COLLAPSED || o->run.format == TRC_FORMAT_FLAMEGRAPH;
 
 	if (profile && st->group_by[G_FORMAT] != NULL && !trc_profile_format(o->run.format))
-		die(TRC_EXIT_USAGE, "--top profile writes its stacks as --format " TRC_PROFILE_FORMAT_LIST
-		    " at the end, or shows a table");
+		die(TRC_EXIT_USAGE, "--top profile writes its stacks as --format %s at the end, or "
+		    "shows a table", trc_format_list(true));
 	if (profile && st->group_by[G_FORMAT] != NULL && o->run.output == NULL)
 		die(TRC_EXIT_USAGE, "--top profile --format %s writes a file at the end: give -o FILE",
 		    trc_format_name(o->run.format));
 	if (st->group_by[G_FORMAT] != NULL && o->run.mode != TRC_MODE_TRACE && !top_doc && !profile)
 		die(TRC_EXIT_USAGE, "--format goes with tracing (-m, -c, -f, -s); --top takes "
-		    "--format pprof or flamegraph only (--top profile: " TRC_PROFILE_FORMAT_LIST ")");
+		    "--format pprof or flamegraph only (--top profile: %s)", trc_format_list(true));
 	if (o->split_given && !stacks)
 		die(TRC_EXIT_USAGE, "--split goes with --format collapsed or flamegraph");
 	if (o->min_share_given && o->run.format != TRC_FORMAT_FLAMEGRAPH)

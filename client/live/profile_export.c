@@ -1,4 +1,4 @@
-/* profile_export.c: --top profile's stacks as a file: collapsed, speedscope or pprof. */
+/* profile_export.c: --top profile's stacks as a file: collapsed, speedscope, pprof or a flame graph. */
 #include "profile_export.h"
 
 #include <inttypes.h>
@@ -17,8 +17,13 @@
 bool
 trc_profile_format(enum trc_format f)
 {
-	return f == TRC_FORMAT_COLLAPSED || f == TRC_FORMAT_SPEEDSCOPE || f == TRC_FORMAT_PPROF ||
-	       f == TRC_FORMAT_FLAMEGRAPH;
+	static const bool writes[] = {
+#define TRC_X(NAME, name, exporter, document, profile) [TRC_FORMAT_##NAME] = (profile),
+		TRC_FORMATS(TRC_X)
+#undef TRC_X
+	};
+
+	return (size_t)f < sizeof(writes) / sizeof(writes[0]) && writes[f];
 }
 
 /* The frames from node id's root down to it (the root itself left out), into *out. */

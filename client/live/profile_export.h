@@ -10,9 +10,8 @@
 #include "flame.h"
 #include "profile.h"
 
-#define TRC_PROFILE_FORMAT_LIST "collapsed, speedscope, pprof or flamegraph"
-
-/* Whether --top profile writes format f. */
+/* Whether --top profile writes format f (TRC_FORMATS' profile column; trc_format_list(true)
+ * names them). */
 bool trc_profile_format(enum trc_format f);
 
 struct trc_profile_write_opts {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "output.h"
+#include "fdwrite.h"
 #include "tracer_protocol.h"
 #include "xmalloc.h"
 
