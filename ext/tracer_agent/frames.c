@@ -297,6 +297,7 @@ trc_frames_pack(msgpack_packer *pk)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
 		int s = __atomic_load_n(&ft.state[id], __ATOMIC_SEQ_CST);
+		uint8_t expected, sent;
 
 		if (id < TRC_PFRAME_END)
 			pack_named(pk, id, pframes[id].kind, pframes[id].name);
@@ -305,8 +306,9 @@ trc_frames_pack(msgpack_packer *pk)
 		else
 			pack_frame(pk, id, ft.values[id]);
 		/* A handler may make it suspect meanwhile: it was named while it was live. */
-		if (!__atomic_compare_exchange_n(&ft.state[id], &(uint8_t){ (uint8_t)s },
-		    s == LIVE ? SENT_LIVE : SENT_SUSPECT, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		expected = (uint8_t)s;
+		sent = s == LIVE ? SENT_LIVE : SENT_SUSPECT;
+		if (!__atomic_compare_exchange_n(&ft.state[id], &expected, sent, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&ft.state[id], SENT_SUSPECT, __ATOMIC_SEQ_CST);
 	}
 	free(ids);

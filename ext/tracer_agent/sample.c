@@ -1407,6 +1407,7 @@ trc_sample_start(int clock, uint32_t hz, uint64_t interval_ms, uint32_t cap_ppm,
 	p.swaps = 0;
 	p.stop = 0;
 	p.th_bytes = MAX_THREADS * sizeof(struct th);
+	/* cppcheck-suppress invalidFunctionArg ; MAP_ANONYMOUS takes -1 */
 	p.th = mmap(NULL, p.th_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p.th == MAP_FAILED) {
 		p.th = NULL;

@@ -38,6 +38,7 @@ trc_stacks_init(struct trc_stacks *t, uint32_t nodes)
 		return -1;
 	}
 	/* Untouched pages cost nothing: only the slots and nodes an interval uses are memory. */
+	/* cppcheck-suppress invalidFunctionArg ; MAP_ANONYMOUS takes -1 */
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
