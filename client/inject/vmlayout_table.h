@@ -19,7 +19,7 @@ static const struct trc_vmlayout vmlayouts[] = {
 	{
 		.series = "3.2", .ruby = "3.2.11", .machine = EM_X86_64,
 		.source = "ruby 3.2.11 (git tree of the release commit)",
-		.build = "Ruby 3.2.11 built from its released source, on Debian 12 by hand (script/rubies builds it in the trixie root)",
+		.build = "Ruby 3.2.11 built from its released source (script/rubies), /opt/ruby-3.2",
 		.pj_kind = TRC_PJ_BUFFER, .pj_buffer = 1024, .pj_index = 1032, .pj_max = 1000,
 		.pj_entry = 16, .pj_func = 0, .pj_data = 8,
 		.vm_main_ractor = 32, .vm_main_thread = 40, .vm_trap_cmd = 496,
@@ -67,7 +67,7 @@ static const struct trc_vmlayout vmlayouts[] = {
 	{
 		.series = "4.0", .ruby = "4.0.2", .machine = EM_X86_64,
 		.source = "ruby 4.0.2 (git tree of the release commit)",
-		.build = "Ruby 4.0.2 built from its released source with YJIT and ZJIT, on Debian 12 by hand (script/rubies builds it in the sid root)",
+		.build = "Ruby 4.0.2 built from its released source (script/rubies), /opt/ruby-4.0",
 		.pj_kind = TRC_PJ_QUEUE, .pj_queue = 1136, .pj_slots = 32, .pj_bitset = 512,
 		.pj_table = 0, .pj_entry = 16, .pj_func = 0, .pj_data = 8,
 		.vm_main_ractor = 32, .vm_main_thread = 40, .vm_trap_cmd = 592,
