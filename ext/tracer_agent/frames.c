@@ -53,6 +53,7 @@ trc_frames_init(uint32_t cap)
 		errno = EINVAL;
 		return -1;
 	}
+	/* cppcheck-suppress invalidFunctionArg ; MAP_ANONYMOUS takes -1 */
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
