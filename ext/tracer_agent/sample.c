@@ -102,6 +102,13 @@ struct th {
 	int nknown;
 };
 
+/* A thread's slot by a key (tid, or Ruby thread): open addressing, 0 empty. */
+#define KEY_REMOVED UINT64_MAX
+struct keys {
+	uint64_t key[TID_SLOTS];
+	uint32_t slot[TID_SLOTS];
+};
+
 static struct {
 	int active;             /* handlers and hooks work (atomic) */
 	int clock;              /* enum trc_sample_clock */
@@ -116,12 +123,8 @@ static struct {
 	struct th *th;          /* MAX_THREADS slots (mapped: untouched ones cost nothing) */
 	size_t th_bytes;
 	uint32_t nth;           /* slots ever used */
-	pid_t tids[TID_SLOTS];  /* hash: tid, or -1 for one removed */
-	uint32_t tid_slot[TID_SLOTS];
-#ifdef HAVE_RB_INTERNAL_THREAD_EVENT_DATA_T_THREAD
-	VALUE thrs[TID_SLOTS];  /* hash: the Ruby thread, or THR_REMOVED */
-	uint32_t thr_slot[TID_SLOTS];
-#endif
+	struct keys by_tid;     /* a thread's slot by its tid */
+	struct keys by_thread;  /* by its Ruby thread, for the VM's thread events (3.3 on) */
 	uint32_t own_every;     /* handlers: one in OWN_EVERY reads its own time (atomic count) */
 
 	struct trc_stacks trees[2];
@@ -168,126 +171,83 @@ gettid_now(void)
 }
 
 static inline uint32_t
-tid_hash(pid_t tid)
+key_hash(uint64_t k)
 {
-	return ((uint32_t)tid * 2654435761u) & (TID_SLOTS - 1);
+	return ((uint32_t)(k ^ k >> 3) * 2654435761u) & (TID_SLOTS - 1);
 }
 
-/* Any thread, async-signal-safe: tid's slot, or NULL. */
+/* Any thread, async-signal-safe: k's slot, or NULL. */
 static struct th *
-th_of(pid_t tid)
+key_get(const struct keys *h, uint64_t k)
 {
-	uint32_t h = tid_hash(tid);
+	uint32_t i = key_hash(k);
 
-	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
-		pid_t t = __atomic_load_n(&p.tids[h], __ATOMIC_ACQUIRE);
+	for (uint32_t n = 0; n < TID_SLOTS; n++, i = (i + 1) & (TID_SLOTS - 1)) {
+		uint64_t v = __atomic_load_n(&h->key[i], __ATOMIC_ACQUIRE);
 
-		if (t == tid)
-			return &p.th[__atomic_load_n(&p.tid_slot[h], __ATOMIC_ACQUIRE)];
-		if (t == 0)
-			return NULL;
-	}
-	return NULL;
-}
-
-/* GVL side only: the one writer of the tid hash. */
-static void
-tid_put(pid_t tid, uint32_t slot)
-{
-	uint32_t h = tid_hash(tid);
-
-	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
-		pid_t t = p.tids[h];
-
-		if (t == 0 || t == -1 || t == tid) {
-			__atomic_store_n(&p.tid_slot[h], slot, __ATOMIC_RELEASE);
-			__atomic_store_n(&p.tids[h], tid, __ATOMIC_RELEASE);
-			return;
-		}
-	}
-}
-
-static void
-tid_remove(pid_t tid)
-{
-	uint32_t h = tid_hash(tid);
-
-	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
-		if (p.tids[h] == tid) {
-			__atomic_store_n(&p.tids[h], -1, __ATOMIC_RELEASE);
-			return;
-		}
-		if (p.tids[h] == 0)
-			return;
-	}
-}
-
-#ifdef HAVE_RB_INTERNAL_THREAD_EVENT_DATA_T_THREAD
-/*
- * The same by Ruby thread, for the VM's thread events, which name it (3.3 on): no gettid, a
- * system call, at every hand-over of the GVL. Thread objects are marked, so they stay put.
- */
-#define THR_REMOVED ((VALUE)1)
-
-static inline uint32_t
-thr_hash(VALUE th)
-{
-	return ((uint32_t)((uint64_t)th >> 3) * 2654435761u) & (TID_SLOTS - 1);
-}
-
-static struct th *
-th_of_thread(VALUE th)
-{
-	uint32_t h = thr_hash(th);
-
-	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
-		VALUE v = __atomic_load_n(&p.thrs[h], __ATOMIC_ACQUIRE);
-
-		if (v == th)
-			return &p.th[__atomic_load_n(&p.thr_slot[h], __ATOMIC_ACQUIRE)];
+		if (v == k)
+			return &p.th[__atomic_load_n(&h->slot[i], __ATOMIC_ACQUIRE)];
 		if (v == 0)
 			return NULL;
 	}
 	return NULL;
 }
 
+/* GVL side only: the one writer of the tables. */
 static void
-thr_put(VALUE th, uint32_t slot)
+key_put(struct keys *h, uint64_t k, uint32_t slot)
 {
-	uint32_t h = thr_hash(th);
+	uint32_t i = key_hash(k);
 
-	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
-		VALUE v = p.thrs[h];
+	for (uint32_t n = 0; n < TID_SLOTS; n++, i = (i + 1) & (TID_SLOTS - 1)) {
+		uint64_t v = h->key[i];
 
-		if (v == 0 || v == THR_REMOVED || v == th) {
-			__atomic_store_n(&p.thr_slot[h], slot, __ATOMIC_RELEASE);
-			__atomic_store_n(&p.thrs[h], th, __ATOMIC_RELEASE);
+		if (v == 0 || v == KEY_REMOVED || v == k) {
+			__atomic_store_n(&h->slot[i], slot, __ATOMIC_RELEASE);
+			__atomic_store_n(&h->key[i], k, __ATOMIC_RELEASE);
 			return;
 		}
 	}
 }
 
-/* Unless th has a newer slot (Ruby's M:N threads give it another tid). */
+/* Unless k leads to a newer slot (a tid reused, a Ruby thread given another by M:N threads). */
 static void
-thr_remove(VALUE th, uint32_t slot)
+key_remove(struct keys *h, uint64_t k, uint32_t slot)
 {
-	uint32_t h = thr_hash(th);
+	uint32_t i = key_hash(k);
 
-	for (uint32_t i = 0; i < TID_SLOTS; i++, h = (h + 1) & (TID_SLOTS - 1)) {
-		if (p.thrs[h] == th) {
-			if (p.thr_slot[h] != slot)
-				return;
-			__atomic_store_n(&p.thrs[h], THR_REMOVED, __ATOMIC_RELEASE);
+	for (uint32_t n = 0; n < TID_SLOTS; n++, i = (i + 1) & (TID_SLOTS - 1)) {
+		if (h->key[i] == k) {
+			if (h->slot[i] == slot)
+				__atomic_store_n(&h->key[i], KEY_REMOVED, __ATOMIC_RELEASE);
 			return;
 		}
-		if (p.thrs[h] == 0)
+		if (h->key[i] == 0)
 			return;
 	}
 }
-#else
-static inline void thr_put(VALUE th, uint32_t slot) { (void)th, (void)slot; }
-static inline void thr_remove(VALUE th, uint32_t slot) { (void)th, (void)slot; }
-#endif
+
+static struct th *
+th_of(pid_t tid)
+{
+	return key_get(&p.by_tid, (uint64_t)tid);
+}
+
+/* Thread objects are marked, so they stay put: a thread's address is its key. The VM's
+ * thread events name it (3.3 on), which spares each a gettid system call. */
+static void
+slot_keys_put(struct th *t)
+{
+	key_put(&p.by_tid, (uint64_t)t->tid, (uint32_t)(t - p.th));
+	key_put(&p.by_thread, (uint64_t)t->thread, (uint32_t)(t - p.th));
+}
+
+static void
+slot_keys_remove(struct th *t)
+{
+	key_remove(&p.by_tid, (uint64_t)t->tid, (uint32_t)(t - p.th));
+	key_remove(&p.by_thread, (uint64_t)t->thread, (uint32_t)(t - p.th));
+}
 
 /* The kernel's CPU clock of any thread of ours, by tid (glibc's pthread_getcpuclockid). */
 static clockid_t
@@ -591,7 +551,7 @@ on_thread_event(rb_event_flag_t ev, const rb_internal_thread_event_data_t *data,
 	if (!__atomic_load_n(&p.active, __ATOMIC_ACQUIRE))
 		return;
 #ifdef HAVE_RB_INTERNAL_THREAD_EVENT_DATA_T_THREAD
-	t = th_of_thread(data->thread);
+	t = key_get(&p.by_thread, (uint64_t)data->thread);
 #else
 	(void)data;
 	t = th_of(gettid_now());
@@ -1032,8 +992,7 @@ slot_for(VALUE th, pid_t tid)
 	t->wall_last = trc_clock_mono_ns();
 	t->cpu_last = t->cpu_tick = t->cpu_seen = read_ns(t->clock);
 	__atomic_store_n(&t->tid, tid, __ATOMIC_RELEASE);
-	tid_put(tid, (uint32_t)(t - p.th));
-	thr_put(th, (uint32_t)(t - p.th));
+	slot_keys_put(t);
 	__atomic_store_n(&t->retired, 0, __ATOMIC_RELEASE);
 	if (p.timers)
 		timer_arm(t);
@@ -1100,8 +1059,7 @@ scan_threads(void)
 		t = th_of((pid_t)FIX2LONG(tid));
 		if (t != NULL && t->thread != th) {
 			/* The tid went to another thread: the old one's slot goes first. */
-			tid_remove(t->tid);
-			thr_remove(t->thread, (uint32_t)(t - p.th));
+			slot_keys_remove(t);
 			timer_disarm(t);
 			__atomic_store_n(&t->retired, __atomic_load_n(&p.swaps, __ATOMIC_ACQUIRE) + 1,
 			    __ATOMIC_RELEASE);
@@ -1120,8 +1078,7 @@ scan_threads(void)
 
 		if (seen[i] || t->retired != 0 || t->tid <= 0)
 			continue;
-		tid_remove(t->tid);
-		thr_remove(t->thread, i);
+		slot_keys_remove(t);
 		timer_disarm(t);
 		__atomic_store_n(&t->retired, __atomic_load_n(&p.swaps, __ATOMIC_ACQUIRE) + 1, __ATOMIC_RELEASE);
 	}
@@ -1344,10 +1301,8 @@ release(void)
 		munmap(p.th, p.th_bytes);
 	p.th = NULL;
 	p.nth = 0;
-	memset(p.tids, 0, sizeof(p.tids));
-#ifdef HAVE_RB_INTERNAL_THREAD_EVENT_DATA_T_THREAD
-	memset(p.thrs, 0, sizeof(p.thrs));
-#endif
+	memset(&p.by_tid, 0, sizeof(p.by_tid));
+	memset(&p.by_thread, 0, sizeof(p.by_thread));
 	trc_stacks_release(&p.trees[0]);
 	trc_stacks_release(&p.trees[1]);
 	trc_frames_release();
